@@ -1,0 +1,32 @@
+# One-command entry points. `make run` installs (idempotently) and runs the whole pipeline on the
+# embedded digits; `make test` installs and runs the test suite (this is what CI's .ci/run calls).
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# TFX 1.16 declares Requires-Python <3.11 but runs on 3.11; see README "Supported Pythons".
+PIP_FLAGS := --ignore-requires-python --disable-pip-version-check -q -c constraints.txt
+
+.PHONY: install run test test-fast bench clean
+
+install: $(STAMP)
+
+# The stamp depends on the lock and the package metadata, so editing either reinstalls.
+$(STAMP): constraints.txt setup.py
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install $(PIP_FLAGS) --upgrade 'pip==24.2'
+	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev]'
+	@touch $(STAMP)
+
+run: install
+	$(BIN)/python runner.py --local $(ARGS)
+
+test: install
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Unit and executor tests only (no end-to-end pipeline runs).
+test-fast: install
+	$(BIN)/python -m pytest -q -m 'not e2e' $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

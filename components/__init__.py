@@ -1,0 +1,1 @@
+"""Custom TFX components of the pipeline: one sub-package per stage."""

@@ -1,0 +1,1 @@
+"""Definitions shared by several stages (no TFX imports)."""

@@ -1,0 +1,61 @@
+"""The tf.train.Example layout that ingestion writes and training, evaluation and serving read.
+
+One place for the feature keys, so that the writer (ingestion) and the readers (trainer input
+pipeline, serving signature, TFMA label key) cannot drift apart.
+"""
+import tensorflow as tf
+
+IMAGE_KEY = 'image/encoded'   # the original encoded bytes (PNG, JPEG, ...), decoded in-graph
+HEIGHT_KEY = 'image/height'
+WIDTH_KEY = 'image/width'
+LABEL_KEY = 'label'           # class index, from the sorted class-folder names
+LABEL_NAME_KEY = 'label_name'  # class-folder name
+SOURCE_KEY = 'source_path'    # path relative to the input base: traceability, and the split key
+
+# Written compressed, the same as TFX's own ExampleGen, so every stock component reads it as is.
+FILE_FORMAT = 'tfrecords_gzip'
+FILE_SUFFIX = '.gz'
+FILE_PREFIX = 'data_tfrecord'
+SPLITS = ('train', 'eval')
+
+
+def _bytes(value: bytes) -> tf.train.Feature:
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def _int(value: int) -> tf.train.Feature:
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+
+def make_example(encoded: bytes, label: int, label_name: str, height: int, width: int,
+                 source_path: str) -> tf.train.Example:
+    """Builds the Example for one image; every feature is present exactly once."""
+    return tf.train.Example(features=tf.train.Features(feature={
+        IMAGE_KEY: _bytes(encoded),
+        HEIGHT_KEY: _int(height),
+        WIDTH_KEY: _int(width),
+        LABEL_KEY: _int(label),
+        LABEL_NAME_KEY: _bytes(label_name.encode('utf-8')),
+        SOURCE_KEY: _bytes(source_path.encode('utf-8')),
+    }))
+
+
+# What training and serving parse: only the image and the label are needed for the model.
+PARSE_SPEC = {
+    IMAGE_KEY: tf.io.FixedLenFeature([], tf.string),
+    LABEL_KEY: tf.io.FixedLenFeature([], tf.int64),
+}
+
+
+def decode_image(encoded: tf.Tensor, height: int, width: int, channels: int) -> tf.Tensor:
+    """Decodes one encoded image to float32 [height, width, channels] in [0, 1].
+
+    The same function runs in the training input pipeline and inside the exported serving graph,
+    so training and serving preprocess identically. Resizing is a no-op for images that already
+    have the model's size.
+    """
+    image = tf.io.decode_image(encoded, channels=channels, expand_animations=False)
+    image = tf.image.convert_image_dtype(image, tf.float32)
+    image = tf.image.resize(image, [height, width])
+    image.set_shape([height, width, channels])
+    return image

@@ -1,0 +1,1 @@
+"""Data gate: stops the run before training when ExampleValidator found anomalies."""

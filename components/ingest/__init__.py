@@ -1,0 +1,1 @@
+"""Ingestion stage: image folders to sharded TFRecords of tf.train.Example."""

@@ -1,0 +1,1 @@
+"""Training stage: a custom TFX Trainer component that owns a tf.distribute training loop."""

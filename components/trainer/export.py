@@ -1,0 +1,45 @@
+"""Exports a trained Keras model as a SavedModel with a `serving_default` signature.
+
+The signature takes serialized tf.Examples (what TFMA and TF Serving's Predict API send), and
+decodes images inside the graph with the same function as training, so there is no train/serve
+skew. The export is written to a temporary sibling folder and renamed into place, so a crash
+never leaves a half-written model at the final path.
+"""
+import os
+from typing import Sequence
+
+import keras
+import tensorflow as tf
+
+from components.common import features
+
+SIGNATURE_INPUT = 'examples'
+
+
+def export_serving_model(model: keras.Model, export_dir: str, image_shape: Sequence[int],
+                         class_names: Sequence[str]) -> str:
+    """Writes the SavedModel to export_dir atomically and returns export_dir."""
+    height, width, channels = image_shape
+    names = tf.constant(list(class_names))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SIGNATURE_INPUT)])
+    def serve_examples(serialized):
+        parsed = tf.io.parse_example(
+            serialized, {features.IMAGE_KEY: features.PARSE_SPEC[features.IMAGE_KEY]})
+        images = tf.map_fn(lambda b: features.decode_image(b, height, width, channels),
+                           parsed[features.IMAGE_KEY], fn_output_signature=tf.float32)
+        probabilities = tf.nn.softmax(tf.cast(model(images, training=False), tf.float32))
+        class_ids = tf.argmax(probabilities, axis=-1)
+        return {'probabilities': probabilities, 'class_ids': class_ids,
+                'class_names': tf.gather(names, class_ids)}
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint('serving_default', serve_examples)
+    tmp_dir = export_dir.rstrip('/') + '.tmp'
+    if tf.io.gfile.exists(tmp_dir):
+        tf.io.gfile.rmtree(tmp_dir)  # left over by an earlier crash; never visible as a model
+    archive.write_out(tmp_dir)
+    tf.io.gfile.makedirs(os.path.dirname(export_dir.rstrip('/')))
+    tf.io.gfile.rename(tmp_dir, export_dir, overwrite=False)
+    return export_dir

@@ -1,0 +1,1 @@
+"""The pipeline: one typed config (config.py) and one factory (pipeline.py)."""

@@ -1,0 +1,91 @@
+"""create_pipeline(): wires the stages into one TFX pipeline. Wiring only; no environment.
+
+    ImageExampleGen -> StatisticsGen -> SchemaGen|ImportSchemaGen -> ExampleValidator -> AnomalyGate
+          |                                                                                 |
+          +------------------------------> ImageTrainer <------------------(runs after)-----+
+                                                |
+          latest blessed model (Resolver) -> Evaluator (TFMA) -> Pusher (serving/<version>/)
+
+Both runners (local and Kubeflow) call this same function; they differ only in environment.
+"""
+from typing import List
+
+import tensorflow_model_analysis as tfma
+from tfx import v1 as tfx
+from tfx.orchestration import pipeline as tfx_pipeline
+
+from components.gate.component import AnomalyGate
+from components.ingest.component import ImageExampleGen
+from components.trainer.component import ImageTrainer
+from pipeline.config import EvalConfig, PipelineConfig
+from components.common import features
+
+
+def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
+    """Accuracy must clear an absolute bar and must not drop against the baseline model."""
+    accuracy = tfma.MetricConfig(
+        class_name='SparseCategoricalAccuracy',
+        threshold=tfma.MetricThreshold(
+            value_threshold=tfma.GenericValueThreshold(lower_bound={'value': config.min_accuracy}),
+            # The tiny epsilon lets an identical model (a rerun) pass "no regression".
+            change_threshold=tfma.GenericChangeThreshold(
+                direction=tfma.MetricDirection.HIGHER_IS_BETTER,
+                absolute={'value': -config.max_regression - 1e-10})))
+    return tfma.EvalConfig(
+        model_specs=[tfma.ModelSpec(label_key=features.LABEL_KEY,
+                                    prediction_key='probabilities',
+                                    signature_name='serving_default')],
+        slicing_specs=[tfma.SlicingSpec(), tfma.SlicingSpec(feature_keys=[features.LABEL_NAME_KEY])],
+        metrics_specs=[tfma.MetricsSpec(metrics=[
+            accuracy, tfma.MetricConfig(class_name='ExampleCount')])])
+
+
+def create_components(config: PipelineConfig) -> List:
+    example_gen = ImageExampleGen(
+        input_base=config.ingest.data_dir, train_percent=config.ingest.train_percent,
+        num_shards=config.ingest.num_shards,
+        max_rejected_fraction=config.ingest.max_rejected_fraction)
+    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
+    if config.schema_path:
+        schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+    else:
+        schema_gen = tfx.components.SchemaGen(
+            statistics=statistics_gen.outputs['statistics'], infer_feature_shape=True)
+    example_validator = tfx.components.ExampleValidator(
+        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema'])
+    gate = AnomalyGate(anomalies=example_validator.outputs['anomalies'])
+
+    train = config.train
+    trainer = ImageTrainer(
+        examples=example_gen.outputs['examples'], model_builder=train.model_builder,
+        image_shape=train.image_shape, train_steps=train.train_steps,
+        global_batch_size=train.global_batch_size, learning_rate=train.learning_rate,
+        warmup_steps=train.warmup_steps, seed=train.seed)
+    trainer.add_upstream_node(gate)  # no training on data that failed validation
+
+    baseline = tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    ).with_id('latest_blessed_model_resolver')
+    evaluator = tfx.components.Evaluator(
+        examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
+        baseline_model=baseline.outputs['model'], eval_config=make_eval_config(config.eval),
+        example_splits=['eval'])
+    pusher = tfx.components.Pusher(
+        model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)))
+    return [example_gen, statistics_gen, schema_gen, example_validator, gate, trainer,
+            baseline, evaluator, pusher]
+
+
+def create_pipeline(config: PipelineConfig) -> tfx_pipeline.Pipeline:
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.name,
+        pipeline_root=config.pipeline_root,
+        components=create_components(config),
+        enable_cache=config.enable_cache,
+        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
+            config.metadata_path),
+        beam_pipeline_args=list(config.beam_args))

@@ -1,0 +1,87 @@
+"""Reads the latest pipeline run back from ML Metadata and summarises it for people.
+
+Everything printed at the end of `runner.py --local` comes from ML Metadata, not from in-process
+state, so the summary shows exactly what was recorded (and cached steps report their reused
+outputs). Tests use the same reader to check execution states.
+"""
+import dataclasses
+from typing import Dict, List, Optional
+
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2
+
+_STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
+
+
+@dataclasses.dataclass
+class RunSummary:
+    run_id: str
+    states: Dict[str, str]                                   # node -> COMPLETE / CACHED / FAILED
+    outputs: Dict[str, List[metadata_store_pb2.Artifact]]    # artifact type -> artifacts
+
+
+def _custom(artifact: metadata_store_pb2.Artifact, key: str):
+    if key not in artifact.custom_properties:
+        return None
+    value = artifact.custom_properties[key]
+    return getattr(value, value.WhichOneof('value'))
+
+
+def _store(metadata_path: str) -> metadata_store.MetadataStore:
+    config = metadata_store_pb2.ConnectionConfig()
+    config.sqlite.filename_uri = metadata_path
+    config.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
+    return metadata_store.MetadataStore(config)
+
+
+def read_latest_run(metadata_path: str, pipeline_name: str) -> Optional[RunSummary]:
+    """Returns the newest run of the pipeline, or None if it never ran."""
+    store = _store(metadata_path)
+    pipeline = store.get_context_by_type_and_name('pipeline', pipeline_name)
+    if pipeline is None:
+        return None
+    ours = {e.id for e in store.get_executions_by_context(pipeline.id)}
+    runs = [c for c in store.get_contexts_by_type('pipeline_run')
+            if ours & {e.id for e in store.get_executions_by_context(c.id)}]
+    if not runs:
+        return None
+    run = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
+    executions = store.get_executions_by_context(run.id)
+    type_names = {t.id: t.name for t in store.get_execution_types()}
+    states = {}
+    for execution in sorted(executions, key=lambda e: e.id):
+        node = type_names.get(execution.type_id, str(execution.type_id)).rsplit('.', 1)[-1]
+        states[node] = _STATE_NAMES.get(execution.last_known_state, 'UNKNOWN')
+    events = store.get_events_by_execution_ids([e.id for e in executions])
+    output_ids = [e.artifact_id for e in events if e.type == metadata_store_pb2.Event.OUTPUT]
+    artifact_types = {t.id: t.name for t in store.get_artifact_types()}
+    outputs: Dict[str, List[metadata_store_pb2.Artifact]] = {}
+    for artifact in store.get_artifacts_by_id(output_ids):
+        outputs.setdefault(artifact_types[artifact.type_id], []).append(artifact)
+    return RunSummary(run_id=run.name, states=states, outputs=outputs)
+
+
+def format_summary(summary: RunSummary) -> str:
+    """The end-of-run report: counts per split, anomalies, accuracy, blessing, pushed version."""
+    lines = [f'Run {summary.run_id}']
+    lines.append('  steps: ' + ', '.join(f'{n} {s.lower()}' for n, s in summary.states.items()))
+    for examples in summary.outputs.get('Examples', []):
+        counts = {s: _custom(examples, f'num_written_{s}') for s in ('train', 'eval')}
+        lines.append(f'  examples: train {counts["train"]}, eval {counts["eval"]}, rejected '
+                     f'{_custom(examples, "num_rejected")} of {_custom(examples, "num_found")} '
+                     f'files (span {_custom(examples, "span")})')
+    gate = summary.states.get('AnomalyGate')
+    lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
+                                    f'gate did not pass ({gate})'))
+    for model in summary.outputs.get('Model', []):
+        lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
+            _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
+    for blessing in summary.outputs.get('ModelBlessing', []):
+        lines.append(f'  blessed: {"yes" if _custom(blessing, "blessed") else "no"}')
+    for pushed in summary.outputs.get('PushedModel', []):
+        if _custom(pushed, 'pushed'):
+            lines.append(f'  pushed: version {_custom(pushed, "pushed_version")} at '
+                         f'{_custom(pushed, "pushed_destination")}')
+        else:
+            lines.append('  pushed: no (model not blessed)')
+    return '\n'.join(lines)

@@ -1,0 +1,86 @@
+"""Entry point: runs the pipeline locally (LocalDagRunner, ML Metadata in SQLite, Beam DirectRunner).
+
+    python runner.py --local [--data DIR] [--output DIR] [--steps N] [--schema FILE|infer]
+
+This is the only module that defines command-line flags; it turns them into a validated
+PipelineConfig and hands that to the one pipeline factory.
+"""
+import argparse
+import dataclasses
+import os
+import shlex
+import sys
+
+from pipeline import config as config_lib
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description='Image-classification TFX pipeline: ingest, validate, train, evaluate, push.')
+    parser.add_argument('--local', action='store_true', required=True,
+                        help='run the pipeline on this machine with LocalDagRunner')
+    parser.add_argument('--data', default=config_lib.DEFAULT_DATA,
+                        help='input base: one sub-folder per class, holding images '
+                             '(default: the embedded digits, %(default)s)')
+    parser.add_argument('--output', default=os.path.join('runs', 'default'),
+                        help='run folder: pipeline_root/, metadata.sqlite and serving/ go here '
+                             '(default: %(default)s)')
+    parser.add_argument('--steps', type=int, default=None,
+                        help=f'training steps (default: {config_lib.TrainConfig.train_steps})')
+    parser.add_argument('--schema', default=None,
+                        help='curated schema file to validate against, or "infer" to infer one '
+                             'from the data (default: the digits schema for the embedded data, '
+                             'inferred otherwise)')
+    parser.add_argument('--beam-args', default=None,
+                        help='Beam pipeline args as one quoted string (default: "%s")'
+                             % ' '.join(config_lib.PipelineConfig.beam_args))
+    parser.add_argument('--no-cache', action='store_true', help='re-run every component')
+    return parser.parse_args(argv)
+
+
+def build_config(args) -> config_lib.PipelineConfig:
+    data = os.path.abspath(args.data)
+    if not os.path.isdir(data):
+        raise ValueError(f'--data folder does not exist: {data}')
+    schema = args.schema
+    if schema is None:
+        uses_default_data = data == os.path.abspath(config_lib.DEFAULT_DATA)
+        schema = config_lib.DIGITS_SCHEMA if uses_default_data else None
+    elif schema == 'infer':
+        schema = None
+    else:
+        schema = os.path.abspath(schema)
+    base = config_lib.default_config()
+    train = base.train if args.steps is None else dataclasses.replace(
+        base.train, train_steps=args.steps, warmup_steps=min(base.train.warmup_steps, args.steps - 1))
+    overrides = dict(output_dir=args.output, schema_path=schema, train=train,
+                     ingest=dataclasses.replace(base.ingest, data_dir=data),
+                     enable_cache=not args.no_cache)
+    if args.beam_args is not None:
+        overrides['beam_args'] = tuple(shlex.split(args.beam_args))
+    return dataclasses.replace(base, **overrides)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        config = build_config(args)
+    except ValueError as error:
+        print(f'error: {error}', file=sys.stderr)
+        return 2
+    # Heavy imports after flag parsing, so --help and flag errors answer at once.
+    from absl import logging
+    from tfx import v1 as tfx
+    from pipeline import pipeline as pipeline_lib
+    from pipeline import summary as summary_lib
+
+    logging.set_verbosity(logging.INFO)
+    os.makedirs(config.output_dir, exist_ok=True)
+    tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(config))
+    summary = summary_lib.read_latest_run(config.metadata_path, config.name)
+    print(summary_lib.format_summary(summary))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

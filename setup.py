@@ -1,0 +1,33 @@
+"""Packaging for the image-classification TFX pipeline.
+
+Declares the project's packages and its direct dependencies only. Exact versions live in
+`constraints.txt` (the lock), which `make install` passes to pip so that an install is
+reproducible and never backtracks. TFX 1.16's wheels declare `Requires-Python <3.11`, although
+they run on 3.11; the Makefile therefore installs with `--ignore-requires-python`.
+"""
+from setuptools import find_packages, setup
+
+setup(
+    name='tfx-image-pipeline',
+    version='0.1.0',
+    description='A TFX pipeline that ingests image folders, validates, trains, evaluates and pushes.',
+    python_requires='>=3.10,<3.12',
+    packages=find_packages(include=['pipeline', 'pipeline.*', 'components', 'components.*',
+                                    'models', 'models.*']),
+    py_modules=['runner'],
+    install_requires=[
+        'tfx==1.16.0',
+        'tensorflow==2.16.2',
+        'keras>=3.6,<3.7',
+        'apache-beam[gcp]==2.59.0',
+        'tensorflow-data-validation==1.16.1',
+        'tensorflow-model-analysis==0.47.1',
+        'ml-metadata==1.16.0',
+        'pillow',
+        'numpy<2',
+    ],
+    extras_require={
+        # scikit-learn only regenerates the embedded data (data/make_digits.py); TFX pulls it in anyway.
+        'dev': ['pytest', 'scikit-learn'],
+    },
+)
