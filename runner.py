@@ -35,6 +35,8 @@ def parse_args(argv):
                         help='Beam pipeline args as one quoted string (default: "%s")'
                              % ' '.join(config_lib.PipelineConfig.beam_args))
     parser.add_argument('--no-cache', action='store_true', help='re-run every component')
+    parser.add_argument('--verbose', action='store_true',
+                        help='also log TFX\'s full execution and artifact dumps')
     return parser.parse_args(argv)
 
 
@@ -68,13 +70,13 @@ def main(argv=None) -> int:
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
+    from pipeline import logs
+    logs.configure(args.verbose)
     # Heavy imports after flag parsing, so --help and flag errors answer at once.
-    from absl import logging
     from tfx import v1 as tfx
     from pipeline import pipeline as pipeline_lib
     from pipeline import summary as summary_lib
 
-    logging.set_verbosity(logging.INFO)
     os.makedirs(config.output_dir, exist_ok=True)
     tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(config))
     summary = summary_lib.read_latest_run(config.metadata_path, config.name)

@@ -4,7 +4,7 @@
           |                                                                                 |
           +------------------------------> ImageTrainer <------------------(runs after)-----+
                                                 |
-          latest blessed model (Resolver) -> Evaluator (TFMA) -> Pusher (serving/<version>/)
+      latest blessed before candidate (Resolver) -> Evaluator (TFMA) -> Pusher (serving/<version>/)
 
 Both runners (local and Kubeflow) call this same function; they differ only in environment.
 """
@@ -14,6 +14,7 @@ import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
 
+from components.evaluate import baseline as baseline_lib
 from components.gate.component import AnomalyGate
 from components.ingest.component import ImageExampleGen
 from components.trainer.component import ImageTrainer
@@ -64,10 +65,11 @@ def create_components(config: PipelineConfig) -> List:
     trainer.add_upstream_node(gate)  # no training on data that failed validation
 
     baseline = tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        strategy_class=baseline_lib.LatestBlessedBeforeCandidateStrategy,
+        candidate=trainer.outputs['model'],
         model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
         model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-    ).with_id('latest_blessed_model_resolver')
+    ).with_id('baseline_model_resolver')
     evaluator = tfx.components.Evaluator(
         examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
         baseline_model=baseline.outputs['model'], eval_config=make_eval_config(config.eval),
