@@ -1,4 +1,4 @@
-"""The Beam graph of image ingestion: match files, decode and validate, split, write shards.
+"""The Beam graph of image ingestion: list files, decode and validate, split, write shards.
 
 No TFX imports: the executor builds a pipeline with TFX's Beam options and calls
 `build_ingest`, and tests can run the same graph on a plain `beam.Pipeline`.
@@ -13,8 +13,8 @@ import os
 from typing import Dict, Iterator
 
 import apache_beam as beam
-from apache_beam.io import fileio
 from apache_beam.metrics import Metrics
+import tensorflow as tf
 
 from components.common import features
 from components.ingest import images
@@ -41,8 +41,23 @@ class IngestOptions:
             raise ValueError('classes must not be empty')
 
 
+def list_class_folder(class_name: str, root: str) -> Iterator[str]:
+    """Yields every non-hidden entry of one class folder, sorted.
+
+    Everything listed is counted downstream. A plain directory listing is used rather than a glob
+    match because file-system matchers silently drop entries they cannot stat (a dangling
+    symlink, for example); here such an entry is listed, fails to read, and is rejected with
+    the reason, so nothing disappears without a trace. tf.io.gfile also lists gs:// and hdfs://.
+    """
+    folder = os.path.join(root, class_name)
+    for name in sorted(tf.io.gfile.listdir(folder)):
+        name = name.rstrip('/')
+        if not name.startswith('.'):  # .DS_Store and editor droppings are not data
+            yield os.path.join(folder, name)
+
+
 class _ToExample(beam.DoFn):
-    """Reads one matched file; emits its serialized Example to its split, or a rejection."""
+    """Reads one listed file; emits its serialized Example to its split, or a rejection."""
 
     def __init__(self, options: IngestOptions):
         self._options = options
@@ -53,16 +68,18 @@ class _ToExample(beam.DoFn):
         self._counters = {name: Metrics.counter(METRICS_NAMESPACE, name) for name in
                           ('found', 'rejected') + tuple(f'written_{s}' for s in features.SPLITS)}
 
-    def process(self, readable: fileio.ReadableFile) -> Iterator:
-        path = readable.metadata.path
+    def process(self, path: str) -> Iterator:
         relative = images.relative_path(path, self._options.root)
         label_name = relative.split('/', 1)[0]
         self._counters['found'].inc()
         try:
             # Reading is inside the try: an unreadable file is a rejection, not a crash.
-            data = readable.read()
+            if tf.io.gfile.isdir(path):
+                raise images.BadImage('is a folder; images must sit directly in a class folder')
+            with tf.io.gfile.GFile(path, 'rb') as handle:
+                data = handle.read()
             info = images.inspect_image(data)
-        except (images.BadImage, OSError) as error:
+        except (images.BadImage, OSError, tf.errors.OpError) as error:
             self._counters['rejected'].inc()
             yield beam.pvalue.TaggedOutput(
                 REJECTED_TAG, json.dumps({'path': path, 'reason': str(error)}))
@@ -77,13 +94,12 @@ class _ToExample(beam.DoFn):
 
 def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: str) -> None:
     """Adds the ingestion graph to `pipeline`, writing `Split-<name>/` folders under output_dir."""
-    pattern = os.path.join(options.root, '*', '*')
     outputs = (
         pipeline
-        | 'MatchFiles' >> fileio.MatchFiles(pattern, empty_match_treatment='ALLOW')
-        # Hidden files (.DS_Store, editor droppings) are not data; skip them before counting.
-        | 'SkipHidden' >> beam.Filter(lambda m: not os.path.basename(m.path).startswith('.'))
-        | 'ReadMatches' >> fileio.ReadMatches()
+        | 'ClassFolders' >> beam.Create(list(options.classes))
+        | 'ListFiles' >> beam.FlatMap(list_class_folder, options.root)
+        # Spreads the files over workers; without it one worker would read a whole class.
+        | 'Redistribute' >> beam.Reshuffle()
         | 'ToExample' >> beam.ParDo(_ToExample(options)).with_outputs(
             REJECTED_TAG, *features.SPLITS))
     for split in features.SPLITS:

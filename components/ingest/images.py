@@ -16,6 +16,10 @@ from PIL import Image
 ACCEPTED_FORMATS = frozenset({'PNG', 'JPEG', 'BMP', 'GIF'})
 
 
+# File signatures, to tell a damaged image from a file that never was one.
+_SIGNATURES = ((b'\x89PNG', 'PNG'), (b'\xff\xd8\xff', 'JPEG'), (b'GIF8', 'GIF'), (b'BM', 'BMP'))
+
+
 class BadImage(ValueError):
     """A file that cannot become a training example; the message is the reason."""
 
@@ -63,6 +67,9 @@ def inspect_image(data: bytes) -> ImageInfo:
             width, height = image.size
             mode = image.mode
     except Image.UnidentifiedImageError:
+        known = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
+        if known:  # the header says what it should be, so the rest is damaged
+            raise BadImage(f'corrupt or truncated {known} image: cannot be identified') from None
         raise BadImage('not a recognised image format') from None
     except (OSError, SyntaxError, ValueError) as error:
         raise BadImage(f'corrupt or truncated image: {error}') from None

@@ -1,0 +1,104 @@
+"""Unit tests of the ingestion Beam graph on a plain in-memory Beam pipeline (no TFX)."""
+import glob
+import json
+import os
+
+import apache_beam as beam
+import pytest
+import tensorflow as tf
+
+from components.common import features
+from components.ingest import beam_pipeline, images
+
+
+def _run(root, output_dir, **options):
+    opts = beam_pipeline.IngestOptions(root=root, classes=tuple(images.list_classes(root)),
+                                       **options)
+    pipeline = beam.Pipeline(argv=['--direct_running_mode=in_memory'])
+    beam_pipeline.build_ingest(pipeline, opts, output_dir)
+    result = pipeline.run()
+    result.wait_until_finish()
+    return beam_pipeline.read_counts(result)
+
+
+def _read(split_dir):
+    records = []
+    for path in sorted(glob.glob(os.path.join(split_dir, '*'))):
+        records += [tf.train.Example.FromString(r.numpy())
+                    for r in tf.data.TFRecordDataset(path, compression_type='GZIP')]
+    return records
+
+
+@pytest.mark.parametrize('num_shards', [1, 3])
+def test_writes_configured_shards_and_every_image_once(small_images, tmp_path, num_shards):
+    out = str(tmp_path / 'out')
+    counts = _run(small_images, out, num_shards=num_shards, train_percent=60)
+    for split in features.SPLITS:
+        shards = sorted(os.listdir(os.path.join(out, f'Split-{split}')))
+        assert len(shards) == num_shards
+        assert all(s.startswith('data_tfrecord-') and s.endswith('.gz') for s in shards)
+    by_split = {s: _read(os.path.join(out, f'Split-{s}')) for s in features.SPLITS}
+    sources = [e.features.feature[features.SOURCE_KEY].bytes_list.value[0].decode()
+               for s in features.SPLITS for e in by_split[s]]
+    assert sorted(sources) == sorted(
+        f'{c}/{f}' for c in os.listdir(small_images) for f in os.listdir(f'{small_images}/{c}'))
+    assert counts == {'found': 15, 'rejected': 0, 'written_train': len(by_split['train']),
+                      'written_eval': len(by_split['eval'])}
+    for split, examples in by_split.items():
+        for example in examples:  # each example sits in the split its path hashes to
+            source = example.features.feature[features.SOURCE_KEY].bytes_list.value[0].decode()
+            assert images.split_of(source, 60) == split
+
+
+def test_example_content_matches_the_file(small_images, tmp_path):
+    out = str(tmp_path / 'out')
+    _run(small_images, out)
+    example = _read(os.path.join(out, 'Split-train'))[0]
+    feature = example.features.feature
+    source = feature[features.SOURCE_KEY].bytes_list.value[0].decode()
+    with open(os.path.join(small_images, source), 'rb') as handle:
+        assert feature[features.IMAGE_KEY].bytes_list.value[0] == handle.read()
+    label_name = source.split('/')[0]
+    assert feature[features.LABEL_NAME_KEY].bytes_list.value[0].decode() == label_name
+    assert feature[features.LABEL_KEY].int64_list.value[0] == ['0', '1', '2'].index(label_name)
+    assert feature[features.HEIGHT_KEY].int64_list.value[0] == 8
+    assert feature[features.WIDTH_KEY].int64_list.value[0] == 8
+
+
+def test_bad_files_are_rejected_with_reason_and_counts_reconcile(small_images, tmp_path):
+    (open(os.path.join(small_images, '1', 'empty.png'), 'wb')).close()
+    with open(os.path.join(small_images, '2', 'notes.txt'), 'w') as handle:
+        handle.write('not an image')
+    with open(os.path.join(small_images, '0', '.DS_Store'), 'w') as handle:
+        handle.write('hidden files are not data')
+    os.makedirs(os.path.join(small_images, '2', 'nested'))
+    out = str(tmp_path / 'out')
+    counts = _run(small_images, out)
+    assert counts['found'] == 18 and counts['rejected'] == 3
+    assert counts['written_train'] + counts['written_eval'] == 15
+    with open(os.path.join(out, beam_pipeline.REJECTED_DIR, 'rejected.jsonl')) as handle:
+        rejected = {os.path.basename(r['path']): r['reason'] for r in map(json.loads, handle)}
+    assert rejected == {'empty.png': 'empty file (0 bytes)',
+                        'notes.txt': 'not a recognised image format',
+                        'nested': 'is a folder; images must sit directly in a class folder'}
+
+
+def test_same_records_whatever_the_worker_count(small_images, tmp_path):
+    def sources(out, workers):
+        opts = beam_pipeline.IngestOptions(root=small_images, classes=('0', '1', '2'))
+        pipeline = beam.Pipeline(argv=['--direct_running_mode=multi_threading',
+                                       f'--direct_num_workers={workers}'])
+        beam_pipeline.build_ingest(pipeline, opts, out)
+        pipeline.run().wait_until_finish()
+        return {s: sorted(e.SerializeToString() for e in _read(os.path.join(out, f'Split-{s}')))
+                for s in features.SPLITS}
+    assert sources(str(tmp_path / 'a'), 1) == sources(str(tmp_path / 'b'), 2)
+
+
+def test_options_are_validated():
+    with pytest.raises(ValueError, match='num_shards'):
+        beam_pipeline.IngestOptions(root='/x', classes=('a',), num_shards=0)
+    with pytest.raises(ValueError, match='train_percent'):
+        beam_pipeline.IngestOptions(root='/x', classes=('a',), train_percent=100)
+    with pytest.raises(ValueError, match='classes'):
+        beam_pipeline.IngestOptions(root='/x', classes=())

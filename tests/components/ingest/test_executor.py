@@ -1,0 +1,85 @@
+"""Executor tests: ImageExampleGen's Do on a handful of real images, with TFX artifacts."""
+import json
+import os
+
+import pytest
+from tfx.dsl.components.base import base_beam_executor
+from tfx.proto import example_gen_pb2
+from tfx.types import artifact_utils, standard_artifacts
+from tfx.utils import proto_utils
+
+from components.ingest import executor
+
+
+def _do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*'):
+    examples = standard_artifacts.Examples()
+    examples.uri = output_uri
+    input_config = example_gen_pb2.Input(splits=[
+        example_gen_pb2.Input.Split(name='images', pattern=pattern)])
+    exec_properties = {
+        'input_base': input_base, 'input_config': proto_utils.proto_to_json(input_config),
+        'train_percent': 60, 'num_shards': 2, 'max_rejected_fraction': max_rejected_fraction}
+    context = base_beam_executor.BaseBeamExecutor.Context(
+        beam_pipeline_args=['--direct_running_mode=in_memory', '--setup_file=setup.py'])
+    executor.Executor(context).Do({}, {'examples': [examples]}, exec_properties)
+    return examples
+
+
+def test_do_writes_a_standard_examples_artifact(small_images, tmp_path):
+    examples = _do(small_images, str(tmp_path / 'examples'))
+    assert artifact_utils.decode_split_names(examples.split_names) == ['train', 'eval']
+    assert examples.get_string_custom_property('payload_format') == 'FORMAT_TF_EXAMPLE'
+    assert examples.get_string_custom_property('file_format') == 'tfrecords_gzip'
+    assert json.loads(examples.get_string_custom_property('class_names')) == ['0', '1', '2']
+    train = examples.get_int_custom_property('num_written_train')
+    evaluation = examples.get_int_custom_property('num_written_eval')
+    assert train + evaluation == examples.get_int_custom_property('num_found') == 15
+    assert examples.get_int_custom_property('num_rejected') == 0
+    for split in ('train', 'eval'):
+        assert len(os.listdir(os.path.join(examples.uri, f'Split-{split}'))) == 2
+
+
+def test_corrupt_image_fails_with_a_message_naming_the_file(small_images, tmp_path):
+    bad = os.path.join(small_images, '1', 'broken.png')
+    with open(os.path.join(small_images, '1', sorted(os.listdir(
+            os.path.join(small_images, '1')))[0]), 'rb') as handle:
+        data = handle.read()
+    with open(bad, 'wb') as handle:
+        handle.write(data[:40])  # a truncated PNG
+    with pytest.raises(executor.IngestionError) as raised:
+        _do(small_images, str(tmp_path / 'examples'))
+    message = str(raised.value)
+    assert 'Rejected 1 of 16 files' in message
+    assert bad in message and 'corrupt or truncated' in message
+
+
+def test_unreadable_file_is_named_in_the_error(small_images, tmp_path):
+    # A dangling symlink cannot be read, by root too (unlike a chmod 000 file).
+    os.symlink(str(tmp_path / 'gone.png'), os.path.join(small_images, '2', 'not_a_file.png'))
+    with pytest.raises(executor.IngestionError) as raised:
+        _do(small_images, str(tmp_path / 'examples'))
+    assert 'not_a_file.png' in str(raised.value)
+
+
+def test_rejections_within_the_threshold_are_logged_not_fatal(small_images, tmp_path):
+    with open(os.path.join(small_images, '0', 'empty.png'), 'wb'):
+        pass
+    examples = _do(small_images, str(tmp_path / 'examples'), max_rejected_fraction=0.5)
+    assert examples.get_int_custom_property('num_rejected') == 1
+    assert examples.get_int_custom_property('num_found') == 16
+
+
+def test_missing_or_empty_input_base_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match='does not exist'):
+        _do(str(tmp_path / 'nowhere'), str(tmp_path / 'examples'))
+    os.makedirs(tmp_path / 'empty' / 'cat')
+    with pytest.raises(executor.IngestionError, match='No files found'):
+        _do(str(tmp_path / 'empty'), str(tmp_path / 'examples'))
+
+
+def test_span_pattern_resolves_the_class_root(small_images, tmp_path):
+    span_root = tmp_path / 'spans'
+    os.makedirs(span_root)
+    os.rename(small_images, span_root / 'span-3')
+    examples = _do(str(span_root), str(tmp_path / 'examples'), pattern='span-3/*/*')
+    assert examples.get_int_custom_property('num_found') == 15

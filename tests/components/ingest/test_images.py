@@ -1,0 +1,82 @@
+"""Unit tests of the ingestion rules: decoding and validation, class listing, split hashing."""
+import io
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from components.ingest import images
+
+
+def _encode(fmt: str, size=(5, 7), mode='RGB') -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(np.full((size[1], size[0], 3), 128, np.uint8)).convert(mode).save(buffer, fmt)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize('fmt', ['PNG', 'JPEG', 'BMP', 'GIF'])
+def test_inspect_decodes_accepted_formats(fmt):
+    info = images.inspect_image(_encode(fmt))
+    assert (info.format, info.width, info.height) == (fmt, 5, 7)
+
+
+def test_inspect_reads_the_embedded_digit(png_bytes):
+    info = images.inspect_image(png_bytes)
+    assert (info.format, info.height, info.width, info.mode) == ('PNG', 8, 8, 'L')
+
+
+@pytest.mark.parametrize('data, reason', [
+    (b'', 'empty file'),
+    (b'hello, not an image', 'not a recognised image format'),
+])
+def test_inspect_rejects_non_images(data, reason):
+    with pytest.raises(images.BadImage, match=reason):
+        images.inspect_image(data)
+
+
+def test_inspect_rejects_truncated_png(png_bytes):
+    with pytest.raises(images.BadImage, match='corrupt or truncated'):
+        images.inspect_image(png_bytes[: len(png_bytes) // 2])
+
+
+def test_inspect_rejects_formats_we_do_not_accept():
+    with pytest.raises(images.BadImage, match='unsupported image format TIFF'):
+        images.inspect_image(_encode('TIFF'))
+
+
+def test_split_is_deterministic_and_close_to_the_ratio():
+    paths = [f'class{i % 7}/img_{i}.png' for i in range(5000)]
+    first = [images.split_of(p, 80) for p in paths]
+    assert first == [images.split_of(p, 80) for p in paths]
+    train_fraction = first.count('train') / len(first)
+    assert 0.77 < train_fraction < 0.83
+    assert [images.split_of(p, 1) for p in paths[:200]].count('train') < 10
+    assert [images.split_of(p, 99) for p in paths[:200]].count('eval') < 10
+
+
+def test_split_values_are_pinned():
+    # Pins the hash itself: changing it would silently move files between splits in every
+    # existing data set, so evaluation would leak into training on the next retrain.
+    paths = ['0/0000.png', '0/0010.png', '3/0003.png', '9/1796.png', 'cat/x.png', 'dog/y.jpg']
+    assert [images.split_of(p, 50) for p in paths] == [
+        'eval', 'train', 'train', 'train', 'train', 'eval']
+
+
+def test_split_does_not_depend_on_path_separator_style():
+    assert images.split_of('cat/x.png', 50) == images.split_of(os.path.join('cat', 'x.png'), 50)
+
+
+def test_list_classes_sorted_and_skips_hidden_and_files(tmp_path):
+    for name in ['b', 'a', '.hidden', 'c']:
+        (tmp_path / name).mkdir()
+    (tmp_path / 'README.txt').write_text('not a class')
+    assert images.list_classes(str(tmp_path)) == ['a', 'b', 'c']
+    assert images.class_index(['a', 'b', 'c']) == {'a': 0, 'b': 1, 'c': 2}
+
+
+def test_list_classes_errors_name_the_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match='does not exist'):
+        images.list_classes(str(tmp_path / 'missing'))
+    with pytest.raises(ValueError, match='No class folders under ' + str(tmp_path)):
+        images.list_classes(str(tmp_path))

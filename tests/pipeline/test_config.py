@@ -1,0 +1,48 @@
+"""Unit tests: the pipeline config rejects bad values with messages that name the field."""
+import dataclasses
+
+import pytest
+
+from pipeline import config
+
+
+def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
+    cfg = config.default_config(output_dir=str(tmp_path / 'out'))
+    assert cfg.pipeline_root == str(tmp_path / 'out' / 'pipeline_root')
+    assert cfg.metadata_path == str(tmp_path / 'out' / 'metadata.sqlite')
+    assert cfg.serving_dir == str(tmp_path / 'out' / 'serving')
+    assert cfg.ingest.data_dir == config.DEFAULT_DATA
+    assert '--direct_running_mode=multi_processing' in cfg.beam_args
+
+
+@pytest.mark.parametrize('make, field', [
+    (lambda: config.IngestConfig(train_percent=0), 'train_percent'),
+    (lambda: config.IngestConfig(train_percent=100), 'train_percent'),
+    (lambda: config.IngestConfig(num_shards=0), 'num_shards'),
+    (lambda: config.IngestConfig(max_rejected_fraction=1.0), 'max_rejected_fraction'),
+    (lambda: config.TrainConfig(train_steps=0), 'train_steps'),
+    (lambda: config.TrainConfig(global_batch_size=0), 'global_batch_size'),
+    (lambda: config.TrainConfig(learning_rate=0.0), 'learning_rate'),
+    (lambda: config.TrainConfig(train_steps=10, warmup_steps=10), 'warmup_steps'),
+    (lambda: config.TrainConfig(image_shape=(8, 8)), 'image_shape'),
+    (lambda: config.TrainConfig(model_builder='build_model'), 'model_builder'),
+    (lambda: config.EvalConfig(min_accuracy=1.5), 'min_accuracy'),
+    (lambda: config.PipelineConfig(name='has space'), 'name'),
+    (lambda: config.PipelineConfig(schema_path='/no/such/schema.pbtxt'), 'schema'),
+])
+def test_invalid_values_are_rejected(make, field):
+    with pytest.raises(ValueError, match=field):
+        make()
+
+
+def test_configs_are_frozen():
+    cfg = config.default_config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.name = 'other'
+
+
+def test_smoke_variant_is_small_and_in_process(tmp_path):
+    cfg = config.smoke_config(str(tmp_path), str(tmp_path / 'out'))
+    assert cfg.train.train_steps < config.TrainConfig().train_steps
+    assert '--direct_running_mode=in_memory' in cfg.beam_args
+    assert cfg.ingest.data_dir == str(tmp_path)
