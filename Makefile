@@ -1,6 +1,6 @@
 # One-command entry points. `make run` installs (idempotently) and runs the whole pipeline on the
 # embedded digits; `make test` installs and runs the test suite (this is what CI's .ci/run calls).
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed

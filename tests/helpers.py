@@ -1,0 +1,15 @@
+"""Helpers shared by tests (importable because pytest.ini puts tests/ on the path)."""
+import os
+import shutil
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIGITS = os.path.join(REPO_ROOT, 'data', 'digits')
+
+
+def copy_digits(dest: str, classes=('0', '1', '2'), per_class: int = 30) -> str:
+    """Copies the first `per_class` PNGs of each class into dest/<class>/; returns dest."""
+    for name in classes:
+        os.makedirs(os.path.join(dest, name), exist_ok=True)
+        for file_name in sorted(os.listdir(os.path.join(DIGITS, name)))[:per_class]:
+            shutil.copy(os.path.join(DIGITS, name, file_name), os.path.join(dest, name, file_name))
+    return dest

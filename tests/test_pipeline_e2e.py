@@ -1,0 +1,120 @@
+"""End-to-end: the real pipeline under LocalDagRunner on 3 classes x 30 digits (marked e2e).
+
+Runs the same create_pipeline() as `runner.py --local`, with the smoke config: real Beam,
+TFDV, TFMA and ML Metadata, a few training steps.
+"""
+import glob
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+import tensorflow as tf
+from tfx import v1 as tfx
+
+from components.gate.executor import DataAnomaliesError
+from pipeline import config as config_lib
+from pipeline import pipeline as pipeline_lib
+from pipeline import summary as summary_lib
+
+from helpers import copy_digits
+
+pytestmark = pytest.mark.e2e
+
+
+def _run(cfg):
+    tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(cfg))
+    return summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
+
+
+@pytest.fixture(scope='module')
+def first_and_second_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp('e2e')
+    data = copy_digits(str(base / 'data'), classes=('0', '1', '2'), per_class=30)
+    cfg = config_lib.smoke_config(data, str(base / 'out'), schema_path=config_lib.DIGITS_SCHEMA)
+    first = _run(cfg)
+    second = _run(cfg)
+    return cfg, first, second
+
+
+def _only(summary, type_name):
+    artifacts = summary.outputs[type_name]
+    assert len(artifacts) == 1, (type_name, artifacts)
+    return artifacts[0]
+
+
+def test_first_run_executes_every_component(first_and_second_run):
+    _, first, _ = first_and_second_run
+    components = {n: s for n, s in first.states.items() if n != 'Resolver'}
+    assert set(components) == {'ImageExampleGen', 'ImportSchemaGen', 'StatisticsGen',
+                               'ExampleValidator', 'AnomalyGate', 'ImageTrainer', 'Evaluator',
+                               'Pusher'}
+    assert set(components.values()) == {'COMPLETE'}
+
+
+def test_examples_have_both_splits_with_the_configured_shards(first_and_second_run):
+    cfg, first, _ = first_and_second_run
+    examples = _only(first, 'Examples')
+    for split in ('train', 'eval'):
+        shards = glob.glob(os.path.join(examples.uri, f'Split-{split}', '*.gz'))
+        assert len(shards) == cfg.ingest.num_shards
+    found = examples.custom_properties['num_found'].int_value
+    written = sum(examples.custom_properties[f'num_written_{s}'].int_value for s in ('train', 'eval'))
+    assert found == written == 90
+
+
+def test_statistics_and_schema_exist(first_and_second_run):
+    _, first, _ = first_and_second_run
+    stats = _only(first, 'ExampleStatistics')
+    for split in ('train', 'eval'):
+        assert os.path.getsize(os.path.join(stats.uri, f'Split-{split}', 'FeatureStats.pb')) > 0
+    assert os.path.getsize(os.path.join(_only(first, 'Schema').uri, 'schema.pbtxt')) > 0
+
+
+def test_trained_model_loads_and_predicts(first_and_second_run):
+    _, first, _ = first_and_second_run
+    model = tf.saved_model.load(os.path.join(_only(first, 'Model').uri, 'Format-Serving'))
+    examples = _only(first, 'Examples')
+    records = tf.data.TFRecordDataset(
+        glob.glob(os.path.join(examples.uri, 'Split-eval', '*.gz')), compression_type='GZIP')
+    batch = tf.stack([r for r in records.take(5)])
+    out = model.signatures['serving_default'](examples=batch)
+    assert out['probabilities'].shape == (5, 3)
+    np.testing.assert_allclose(out['probabilities'].numpy().sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_blessing_written_and_model_pushed_to_serving(first_and_second_run):
+    cfg, first, _ = first_and_second_run
+    blessing = _only(first, 'ModelBlessing')
+    assert os.path.exists(os.path.join(blessing.uri, 'BLESSED'))
+    versions = os.listdir(cfg.serving_dir)
+    assert len(versions) == 1 and versions[0].isdigit()
+    assert os.path.exists(os.path.join(cfg.serving_dir, versions[0], 'saved_model.pb'))
+    pushed = _only(first, 'PushedModel')
+    assert pushed.custom_properties['pushed'].int_value == 1
+
+
+def test_second_run_with_nothing_changed_is_served_from_the_cache(first_and_second_run):
+    cfg, first, second = first_and_second_run
+    assert second.run_id != first.run_id
+    components = {n: s for n, s in second.states.items() if n != 'Resolver'}
+    assert set(components.values()) == {'CACHED'}, components
+    assert len(components) == 8
+    assert len(os.listdir(cfg.serving_dir)) == 1  # no second copy of the same model
+
+
+def test_new_class_with_other_image_size_stops_the_run_before_training(tmp_path):
+    data = copy_digits(str(tmp_path / 'data'), classes=('0', '1', '2'), per_class=30)
+    os.makedirs(os.path.join(data, 'x'))
+    for i in range(10):
+        Image.fromarray(np.full((16, 16), 40 * (i % 6), np.uint8)).save(
+            os.path.join(data, 'x', f'{i}.png'))
+    cfg = config_lib.smoke_config(data, str(tmp_path / 'out'), schema_path=config_lib.DIGITS_SCHEMA)
+    with pytest.raises(DataAnomaliesError) as raised:
+        _run(cfg)
+    message = str(raised.value)
+    assert 'label_name' in message and 'image/height' in message
+    states = summary_lib.read_latest_run(cfg.metadata_path, cfg.name).states
+    assert states['AnomalyGate'] == 'FAILED'
+    assert 'ImageTrainer' not in states
+    assert not os.path.exists(cfg.serving_dir)
