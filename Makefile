@@ -13,6 +13,8 @@ install: $(STAMP)
 
 # The stamp depends on the lock and the package metadata, so editing either reinstalls.
 $(STAMP): constraints.txt setup.py
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else \
+	  "Python 3.11 is required (found %d.%d at $(PYTHON)); see README, Supported Pythons" % sys.version_info[:2])'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install $(PIP_FLAGS) --upgrade 'pip==24.2'
 	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev]'

@@ -74,13 +74,23 @@ def main(argv=None) -> int:
     logs.configure(args.verbose)
     # Heavy imports after flag parsing, so --help and flag errors answer at once.
     from tfx import v1 as tfx
+    from components.gate.executor import DataAnomaliesError
+    from components.ingest.executor import IngestionError
     from pipeline import pipeline as pipeline_lib
     from pipeline import summary as summary_lib
 
     os.makedirs(config.output_dir, exist_ok=True)
-    tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(config))
+    stopped = None
+    try:
+        tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(config))
+    except (DataAnomaliesError, IngestionError) as error:
+        stopped = error  # a data problem, explained in the message: no traceback needed
     summary = summary_lib.read_latest_run(config.metadata_path, config.name)
-    print(summary_lib.format_summary(summary))
+    if summary is not None:
+        print(summary_lib.format_summary(summary))
+    if stopped is not None:
+        print(f'\nRun stopped: {stopped}', file=sys.stderr)
+        return 1
     return 0
 
 
