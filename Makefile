@@ -26,9 +26,9 @@ run: install
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-# Unit and executor tests only (no end-to-end pipeline runs).
+# Unit and executor tests only (no end-to-end pipeline runs, no multi-process training).
 test-fast: install
-	$(BIN)/python -m pytest -q -m 'not e2e' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m 'not e2e and not slow' $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

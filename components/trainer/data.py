@@ -22,23 +22,37 @@ def _records(file_pattern: str) -> tf.data.Dataset:
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
+def _shard_by_data(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    # Under multi-worker training each worker keeps its slice of every global batch, so the
+    # global batches are the same as on one machine (file sharding would change them).
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.with_options(options)
+
+
 def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: int,
-                  shuffle_buffer: int = 10_000) -> tf.data.Dataset:
+                  skip_examples: int = 0, shuffle_buffer: int = 10_000) -> tf.data.Dataset:
     """An endless, shuffled stream of (image, label) batches of exactly global_batch_size.
 
-    drop_remainder keeps every step at the global batch, which the loss normalisation assumes.
+    drop_remainder keeps every micro-batch at the global batch, which the loss normalisation
+    assumes. skip_examples drops that many examples of the (deterministic) shuffled stream
+    before decoding, which is how a resumed run continues where the interrupted one stopped.
     """
-    return (_records(file_pattern)
-            .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-            .repeat()
-            .map(_parse_fn(image_shape), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-            .batch(global_batch_size, drop_remainder=True)
-            .prefetch(tf.data.AUTOTUNE))
+    stream = (_records(file_pattern)
+              .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+              .repeat())
+    if skip_examples:
+        stream = stream.skip(skip_examples)
+    return _shard_by_data(
+        stream.map(_parse_fn(image_shape), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .batch(global_batch_size, drop_remainder=True)
+        .prefetch(tf.data.AUTOTUNE))
 
 
 def eval_dataset(file_pattern: str, batch_size: int, image_shape) -> tf.data.Dataset:
     """One pass over the split, the last batch possibly partial, so every example counts once."""
-    return (_records(file_pattern)
-            .map(_parse_fn(image_shape), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-            .batch(batch_size)
-            .prefetch(tf.data.AUTOTUNE))
+    return _shard_by_data(
+        _records(file_pattern)
+        .map(_parse_fn(image_shape), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .batch(batch_size)
+        .prefetch(tf.data.AUTOTUNE))

@@ -1,19 +1,22 @@
-"""One training job from files to files: data in, SavedModel and logs out (no TFX imports).
+"""One training job from files to files: data in, SavedModel, logs and checkpoints out.
 
-The executor maps TFX artifacts to the paths of a `TrainJob` and calls `train_and_export`; tests
-call it directly. The model architecture is user code, named by import path.
+No TFX imports: the executor maps TFX artifacts to the paths of a `TrainJob` and calls
+`train_and_export`; tests call it directly. The model architecture is user code, named by
+import path. Checkpoints are deleted once the model is exported (the SavedModel is the durable
+result); a run that does not finish keeps them, and the next attempt resumes from them.
 """
 import dataclasses
 import importlib
 import json
 import os
-from typing import Callable, Dict, Sequence, Tuple
+import tempfile
+from typing import Callable, Dict, Optional, Tuple
 
 from absl import logging
 import keras
 import tensorflow as tf
 
-from components.trainer import data, export, loop
+from components.trainer import data, distribute, export, loop, precision, steps as steps_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +27,7 @@ class TrainJob:
     image_shape: Tuple[int, int, int]
     model_builder: str
     options: loop.LoopOptions
+    mixed_precision: str = 'float32'   # or auto / mixed_float16 / mixed_bfloat16
     seed: int = 0
 
 
@@ -42,31 +46,55 @@ def import_builder(path: str) -> Callable[..., keras.Model]:
     return builder
 
 
-def make_strategy(devices: Sequence[str] = ()) -> tf.distribute.Strategy:
-    """MirroredStrategy over the given devices, or over every visible GPU (else the CPU)."""
-    return tf.distribute.MirroredStrategy(devices=list(devices) or None)
-
-
-def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
-                     strategy: tf.distribute.Strategy = None) -> Dict[str, float]:
-    """Trains, evaluates on the eval split, exports the SavedModel and writes metrics.json."""
-    keras.utils.set_random_seed(job.seed)
-    strategy = strategy or make_strategy()
-    logging.info('Training %s on %d replica(s): %s', job.model_builder,
-                 strategy.num_replicas_in_sync, job.options)
+def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
+                policy: str) -> steps_lib.StepFunctions:
+    """Model, optimizer and loss scale under the strategy, with the policy already set."""
     builder = import_builder(job.model_builder)
     with strategy.scope():
         model = builder(job.image_shape, len(job.class_names))
         optimizer = loop.make_optimizer(job.options)
-    steps = loop.StepFunctions(model, optimizer, strategy, job.options.global_batch_size)
-    train_data = data.train_dataset(job.train_pattern, job.options.global_batch_size,
-                                    job.image_shape, seed=job.seed)
-    eval_data = data.eval_dataset(job.eval_pattern, job.options.global_batch_size,
-                                  job.image_shape)
-    metrics = loop.run_training(steps, train_data, job.options, log_dir=log_dir,
-                                eval_fn=lambda: steps.evaluate(eval_data))
-    export.export_serving_model(model, serving_dir, job.image_shape, job.class_names)
-    tf.io.gfile.makedirs(log_dir)
-    with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json'), 'w') as handle:
-        json.dump(metrics, handle, indent=2)
+        loss_scale = precision.DynamicLossScale(enabled=policy == 'mixed_float16')
+    if model.outputs and model.outputs[0].dtype != 'float32':
+        logging.warning('%s returns %s logits; the loop casts them to float32, but a float32 '
+                        'last layer is more accurate.', job.model_builder, model.outputs[0].dtype)
+    return steps_lib.StepFunctions(model, optimizer, strategy, job.options.global_batch_size,
+                                   job.options.accumulation_steps, loss_scale)
+
+
+def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
+                     checkpoint_dir: Optional[str] = None,
+                     strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, float]:
+    """Trains (resuming from checkpoint_dir), evaluates, exports, and writes metrics.json."""
+    keras.utils.set_random_seed(job.seed)
+    strategy = strategy or distribute.make_strategy()
+    is_chief, task = distribute.chief_and_task(strategy)
+    policy = precision.resolve_policy(job.mixed_precision)
+    logging.info('Training %s on %d replica(s), policy %s (asked: %s): %s', job.model_builder,
+                 strategy.num_replicas_in_sync, policy, job.mixed_precision, job.options)
+    previous_policy = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)  # global in Keras: restored below
+    scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')
+    try:
+        steps = build_steps(job, strategy, policy)
+        options = job.options
+        eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size, job.image_shape)
+        metrics = loop.run_training(
+            steps, lambda skip: data.train_dataset(job.train_pattern, options.global_batch_size,
+                                                   job.image_shape, job.seed, skip_examples=skip),
+            options, log_dir=log_dir, checkpoint_dir=checkpoint_dir, is_chief=is_chief,
+            checkpoint_write_dir=scratch,
+            eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps))
+        metrics['mixed_precision'] = policy
+        if is_chief:
+            export.export_serving_model(steps.model, serving_dir, job.image_shape,
+                                        job.class_names)
+            tf.io.gfile.makedirs(log_dir)
+            with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json'), 'w') as handle:
+                json.dump(metrics, handle, indent=2)
+            if checkpoint_dir and tf.io.gfile.exists(checkpoint_dir):
+                tf.io.gfile.rmtree(checkpoint_dir)  # the exported model supersedes them
+    finally:
+        keras.mixed_precision.set_global_policy(previous_policy)
+        if scratch:
+            tf.io.gfile.rmtree(scratch)
     return metrics

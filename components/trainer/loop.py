@@ -1,12 +1,10 @@
-"""The custom training loop under tf.distribute: the inner steps and the outer loop.
+"""The outer training loop: iteration, checkpoints and resume, logging, TensorBoard, evaluation.
 
-No TFX imports, so the loop can be tested alone. Following Orbit's split:
-- `StepFunctions` holds the per-replica maths (`strategy.run`) and the cross-replica reduction;
-- `run_training` is the outer loop: it owns iteration, logging, TensorBoard and evaluation.
-
-The loss is a per-example sum divided by the *global* batch (tf.nn.compute_average_loss), so
-gradients summed across replicas by the optimizer equal the gradient of the global-batch mean,
-whatever the replica count.
+No TFX imports, so the loop can be tested alone. Following Orbit's split, the maths of one
+update lives in `steps.py`; this module owns everything around it. Checkpoints go to a folder
+that stays the same across retries of one training run, so a killed run resumes from its last
+checkpoint; TensorFlow writes each checkpoint's files first and then atomically replaces the
+`checkpoint` index, so a kill mid-save leaves the previous checkpoint as the one restored.
 """
 import dataclasses
 import time
@@ -16,137 +14,116 @@ from absl import logging
 import keras
 import tensorflow as tf
 
+from components.trainer.steps import StepFunctions
+
+OPTIMIZERS = ('adam', 'adamw', 'sgd')
+
 
 @dataclasses.dataclass(frozen=True)
 class LoopOptions:
-    """Hyper-parameters of one training run, validated at construction."""
+    """Hyper-parameters of one training run, validated at construction.
+
+    global_batch_size is one micro-batch over all replicas; an update sees
+    global_batch_size x accumulation_steps examples. train_steps counts updates.
+    """
     train_steps: int
     global_batch_size: int
     learning_rate: float
+    accumulation_steps: int = 1
     warmup_steps: int = 0
+    optimizer: str = 'adam'
+    checkpoint_interval: int = 100
+    eval_steps: int = 0          # eval batches; 0 = the whole eval split
     log_every: int = 50
 
     def __post_init__(self):
-        if self.train_steps < 1:
-            raise ValueError(f'train_steps must be >= 1, got {self.train_steps}')
-        if self.global_batch_size < 1:
-            raise ValueError(f'global_batch_size must be >= 1, got {self.global_batch_size}')
-        if not self.learning_rate > 0:
-            raise ValueError(f'learning_rate must be > 0, got {self.learning_rate}')
-        if not 0 <= self.warmup_steps < self.train_steps:
-            raise ValueError(f'warmup_steps must be in [0, train_steps), got {self.warmup_steps}')
-        if self.log_every < 1:
-            raise ValueError(f'log_every must be >= 1, got {self.log_every}')
+        checks = [
+            (self.train_steps >= 1, 'train_steps must be >= 1'),
+            (self.global_batch_size >= 1, 'global_batch_size must be >= 1'),
+            (self.learning_rate > 0, 'learning_rate must be > 0'),
+            (self.accumulation_steps >= 1, 'accumulation_steps must be >= 1'),
+            (0 <= self.warmup_steps < self.train_steps, 'warmup_steps must be in [0, train_steps)'),
+            (self.optimizer in OPTIMIZERS, f'optimizer must be one of {OPTIMIZERS}'),
+            (self.checkpoint_interval >= 1, 'checkpoint_interval must be >= 1'),
+            (self.eval_steps >= 0, 'eval_steps must be >= 0'),
+            (self.log_every >= 1, 'log_every must be >= 1')]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f'{message}, got {self}')
+
+    @property
+    def examples_per_update(self) -> int:
+        return self.global_batch_size * self.accumulation_steps
 
 
 def make_optimizer(options: LoopOptions) -> keras.optimizers.Optimizer:
-    """Adam with linear warm-up then cosine decay; the schedule advances once per update."""
+    """Linear warm-up then cosine decay to 0; the schedule reads the applied-update count."""
     schedule = keras.optimizers.schedules.CosineDecay(
         initial_learning_rate=0.0 if options.warmup_steps else options.learning_rate,
         decay_steps=options.train_steps - options.warmup_steps,
         warmup_target=options.learning_rate if options.warmup_steps else None,
         warmup_steps=options.warmup_steps)
+    if options.optimizer == 'sgd':
+        return keras.optimizers.SGD(learning_rate=schedule, momentum=0.9)
+    if options.optimizer == 'adamw':
+        return keras.optimizers.AdamW(learning_rate=schedule)
     return keras.optimizers.Adam(learning_rate=schedule)
 
 
-class StepFunctions:
-    """Compiled train and eval steps for one model, optimizer and strategy."""
+class _Window:
+    """Sums over the steps since the last log line, for averages and rates."""
 
-    def __init__(self, model: keras.Model, optimizer: keras.optimizers.Optimizer,
-                 strategy: tf.distribute.Strategy, global_batch_size: int):
-        self.model, self.optimizer, self.strategy = model, optimizer, strategy
-        self.global_batch_size = global_batch_size
+    def __init__(self):
+        self.loss = self.correct = self.wait = 0.0
+        self.steps = 0
+        self.start = time.perf_counter()
 
-    def _per_example_loss(self, labels, logits):
-        # Logits are cast to float32 whatever the compute dtype, so the loss is always exact.
-        return keras.losses.sparse_categorical_crossentropy(
-            labels, tf.cast(logits, tf.float32), from_logits=True)
-
-    def _replica_train(self, images, labels):
-        with tf.GradientTape() as tape:
-            logits = self.model(images, training=True)
-            per_example = self._per_example_loss(labels, logits)
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch_size)
-            if self.model.losses:
-                # Regularisation is added once per replica, so divide by the replica count.
-                loss += tf.nn.scale_regularization_loss(tf.add_n(self.model.losses))
-        grads = tape.gradient(loss, self.model.trainable_variables)
-        # Keras 3's optimizer all-reduces (sums) the gradients across replicas before applying.
-        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
-        correct = tf.reduce_sum(tf.cast(
-            tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32))
-        return loss, correct
-
-    @tf.function
-    def train_step(self, iterator):
-        images, labels = next(iterator)
-        loss, correct = self.strategy.run(self._replica_train, args=(images, labels))
-        sum_ = tf.distribute.ReduceOp.SUM
-        return self.strategy.reduce(sum_, loss, None), self.strategy.reduce(sum_, correct, None)
-
-    def _replica_eval(self, images, labels):
-        logits = self.model(images, training=False)
-        loss_sum = tf.reduce_sum(self._per_example_loss(labels, logits))
-        correct = tf.reduce_sum(tf.cast(
-            tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32))
-        return loss_sum, correct, tf.cast(tf.shape(labels)[0], tf.float32)
-
-    @tf.function
-    def eval_step(self, batch):
-        images, labels = batch
-        sums = self.strategy.run(self._replica_eval, args=(images, labels))
-        return [self.strategy.reduce(tf.distribute.ReduceOp.SUM, s, None) for s in sums]
-
-    def evaluate(self, dataset: tf.data.Dataset) -> Dict[str, float]:
-        """Loss and accuracy over one full pass: sums, then one division, so batches weigh right."""
-        loss_sum = correct = count = 0.0
-        for batch in self.strategy.experimental_distribute_dataset(dataset):
-            batch_loss, batch_correct, batch_count = self.eval_step(batch)
-            loss_sum += float(batch_loss)
-            correct += float(batch_correct)
-            count += float(batch_count)
-        if count == 0:
-            raise ValueError('The evaluation split is empty.')
-        return {'loss': loss_sum / count, 'accuracy': correct / count, 'examples': count}
+    def add(self, loss, correct, wait):
+        self.loss += float(loss)
+        self.correct += float(correct)
+        self.wait += float(wait)
+        self.steps += 1
 
 
-def run_training(steps: StepFunctions, train_data: tf.data.Dataset, options: LoopOptions,
-                 log_dir: Optional[str] = None,
-                 eval_fn: Optional[Callable[[], Dict[str, float]]] = None) -> Dict[str, float]:
-    """Runs options.train_steps updates, logging progress and TensorBoard scalars.
+def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.Dataset],
+                 options: LoopOptions, log_dir: Optional[str] = None,
+                 checkpoint_dir: Optional[str] = None,
+                 eval_fn: Optional[Callable[[], Dict[str, float]]] = None,
+                 is_chief: bool = True,
+                 checkpoint_write_dir: Optional[str] = None) -> Dict[str, float]:
+    """Trains until options.train_steps updates are done, resuming from checkpoint_dir if any.
 
-    Returns the final train loss/accuracy (over the last logging window) and, when eval_fn is
-    given, the eval metrics it returns, prefixed with 'eval_'.
+    make_train_data(skip_examples) must return the training stream with that many examples
+    skipped, so a resumed run sees exactly the data the interrupted one would have seen next.
+    Every worker restores from checkpoint_dir; under multi-worker training only the chief writes
+    there, and the others write to their own checkpoint_write_dir (saving is collective).
+    Returns the last window's train loss/accuracy, counters, and eval_fn's metrics ('eval_').
     """
-    writer = tf.summary.create_file_writer(log_dir) if log_dir else tf.summary.create_noop_writer()
-    iterator = iter(steps.strategy.experimental_distribute_dataset(train_data))
-    window_loss = window_correct = 0.0
-    window_steps, window_start, run_start = 0, time.perf_counter(), time.perf_counter()
-    result: Dict[str, float] = {}
+    manager = None
+    if checkpoint_dir:
+        checkpoint = tf.train.Checkpoint(**steps.checkpoint_items())
+        latest = tf.train.latest_checkpoint(checkpoint_dir)
+        if latest:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+            logging.info('Resuming from checkpoint %s at step %d of %d', latest,
+                         int(steps.step.numpy()), options.train_steps)
+        manager = tf.train.CheckpointManager(
+            checkpoint, checkpoint_write_dir or checkpoint_dir, max_to_keep=2)
+    start_step = int(steps.step.numpy())
+    iterator = iter(steps.strategy.experimental_distribute_dataset(
+        make_train_data(start_step * options.examples_per_update)))
+    writer = (tf.summary.create_file_writer(log_dir) if log_dir and is_chief
+              else tf.summary.create_noop_writer())
+    window, run_start, result = _Window(), time.perf_counter(), {}
     with writer.as_default():
-        for step in range(1, options.train_steps + 1):
-            loss, correct = steps.train_step(iterator)
-            window_loss += float(loss)
-            window_correct += float(correct)
-            window_steps += 1
+        for step in range(start_step + 1, options.train_steps + 1):
+            window.add(*steps.train_step(iterator)[:3])
             if step % options.log_every == 0 or step == options.train_steps:
-                elapsed = time.perf_counter() - window_start
-                examples = window_steps * options.global_batch_size
-                result = {'train_loss': window_loss / window_steps,
-                          'train_accuracy': window_correct / examples}
-                lr = float(steps.optimizer.learning_rate)
-                for name, value in (('train/loss', result['train_loss']),
-                                    ('train/accuracy', result['train_accuracy']),
-                                    ('train/learning_rate', lr),
-                                    ('perf/examples_per_second', examples / elapsed),
-                                    ('perf/step_time_seconds', elapsed / window_steps)):
-                    tf.summary.scalar(name, value, step=step)
-                eta = (time.perf_counter() - run_start) / step * (options.train_steps - step)
-                logging.info('step %d/%d  loss %.4f  acc %.3f  lr %.2e  %.0f ex/s  ETA %.0fs',
-                             step, options.train_steps, result['train_loss'],
-                             result['train_accuracy'], lr, examples / elapsed, eta)
-                window_loss = window_correct = 0.0
-                window_steps, window_start = 0, time.perf_counter()
+                result = _log_window(steps, options, step, window, start_step, run_start)
+                window = _Window()
+            if manager and (step % options.checkpoint_interval == 0
+                            or step == options.train_steps):
+                manager.save(checkpoint_number=step)
         if eval_fn is not None:
             metrics = eval_fn()
             for name in ('loss', 'accuracy'):
@@ -156,4 +133,28 @@ def run_training(steps: StepFunctions, train_data: tf.data.Dataset, options: Loo
                          options.train_steps, metrics['loss'], metrics['accuracy'],
                          int(metrics['examples']))
     writer.flush()
+    result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()))
+    return result
+
+
+def _log_window(steps, options, step, window, start_step, run_start) -> Dict[str, float]:
+    elapsed = time.perf_counter() - window.start
+    examples = window.steps * options.examples_per_update
+    result = {'train_loss': window.loss / window.steps,
+              'train_accuracy': window.correct / examples}
+    lr = float(steps.optimizer.learning_rate)
+    scalars = {'train/loss': result['train_loss'], 'train/accuracy': result['train_accuracy'],
+               'train/learning_rate': lr, 'train/loss_scale': float(steps.loss_scale.scale.numpy()),
+               'train/skipped_updates': float(steps.skipped_updates.numpy()),
+               'perf/examples_per_second': examples / elapsed,
+               'perf/step_time_seconds': elapsed / window.steps,
+               'perf/input_wait_fraction': min(1.0, window.wait / elapsed)}
+    for name, value in scalars.items():
+        tf.summary.scalar(name, value, step=step)
+    done = step - start_step
+    eta = (time.perf_counter() - run_start) / done * (options.train_steps - step)
+    logging.info('step %d/%d  loss %.4f  acc %.3f  lr %.2e  %.0f ex/s  input wait %.0f%%  '
+                 'ETA %.0fs', step, options.train_steps, result['train_loss'],
+                 result['train_accuracy'], lr, scalars['perf/examples_per_second'],
+                 100 * scalars['perf/input_wait_fraction'], eta)
     return result

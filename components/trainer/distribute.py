@@ -1,0 +1,37 @@
+"""Choosing the tf.distribute strategy, and who is the chief (no TFX imports).
+
+- TF_CONFIG describing a cluster of several tasks: MultiWorkerMirroredStrategy (one process per
+  machine; TF_CONFIG is how Kubeflow's TFJob, Vertex AI and plain scripts describe the cluster).
+- Otherwise: MirroredStrategy over the given devices, or over every visible GPU (else the CPU).
+"""
+import json
+import os
+from typing import Optional, Sequence, Tuple
+
+import tensorflow as tf
+
+
+def cluster_spec() -> Optional[dict]:
+    """The cluster from TF_CONFIG when it names more than one task, else None."""
+    config = json.loads(os.environ.get('TF_CONFIG', '') or '{}')
+    cluster = config.get('cluster') or {}
+    tasks = sum(len(addresses) for addresses in cluster.values())
+    return config if tasks > 1 else None
+
+
+def make_strategy(devices: Sequence[str] = ()) -> tf.distribute.Strategy:
+    if cluster_spec():
+        # Must run before the process has executed collective ops; the strategy reads TF_CONFIG.
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    return tf.distribute.MirroredStrategy(devices=list(devices) or None)
+
+
+def chief_and_task(strategy: tf.distribute.Strategy) -> Tuple[bool, str]:
+    """(is this process the chief?, a task name for per-worker scratch folders)."""
+    resolver = getattr(strategy, 'cluster_resolver', None)
+    if resolver is None or not resolver.task_type:
+        return True, 'local'
+    task_type, task_id = resolver.task_type, resolver.task_id or 0
+    has_chief = 'chief' in resolver.cluster_spec().as_dict()
+    is_chief = task_type == 'chief' or (task_type == 'worker' and task_id == 0 and not has_chief)
+    return is_chief, f'{task_type}_{task_id}'

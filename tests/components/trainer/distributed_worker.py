@@ -1,0 +1,125 @@
+"""Subprocess body for the distributed-equivalence tests: trains a tiny model, saves weights.
+
+Run in a fresh process because logical CPU devices must be configured before TensorFlow
+initialises. Under TF_CONFIG it joins a MultiWorkerMirroredStrategy cluster instead.
+
+    python distributed_worker.py --replicas N --batch B --accum K --steps S --out W.npz
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def parse():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--replicas', type=int, default=1)
+    parser.add_argument('--batch', type=int, required=True, help='per-replica micro-batch')
+    parser.add_argument('--accum', type=int, default=1)
+    parser.add_argument('--steps', type=int, default=10)
+    parser.add_argument('--policy', default='float32')
+    # SGD, not Adam: Adam divides by the gradient's own scale, so a loss normalised by the wrong
+    # batch size would go unnoticed; with SGD it changes the weights.
+    parser.add_argument('--optimizer', default='sgd')
+    parser.add_argument('--overflow-step', type=int, default=0,
+                        help='force a loss-scale overflow on this update (1-based)')
+    parser.add_argument('--out', required=True)
+    return parser.parse_args()
+
+
+def tiny_model(keras):
+    """Conv + dense without BatchNorm: BN uses per-replica batch statistics by design, which
+    would make replica counts differ for reasons unrelated to the loop's maths."""
+    inputs = keras.Input((8, 8, 1))
+    x = keras.layers.Conv2D(4, 3, activation='relu')(inputs)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dense(16, activation='relu')(x)
+    return keras.Model(inputs, keras.layers.Dense(5, dtype='float32')(x))
+
+
+def count_reductions(tf):
+    """Counts cross-replica reductions created while train_step is traced (once per kind).
+
+    The micro-batch loop body is traced once, so an all-reduce per micro-batch would show up
+    as an extra call here: exactly one batched all-reduce per update is the expected count.
+    """
+    calls = {'all_reduce': 0, 'strategy_reduce': 0}
+    replica_context = tf.distribute.ReplicaContext
+    original_all_reduce = replica_context.all_reduce
+    original_reduce = tf.distribute.Strategy.reduce
+
+    def all_reduce(self, *args, **kwargs):
+        calls['all_reduce'] += 1
+        return original_all_reduce(self, *args, **kwargs)
+
+    def reduce(self, *args, **kwargs):
+        calls['strategy_reduce'] += 1
+        return original_reduce(self, *args, **kwargs)
+    replica_context.all_reduce = all_reduce
+    tf.distribute.Strategy.reduce = reduce
+    return calls
+
+
+def main():
+    args = parse()
+    import tensorflow as tf
+    if args.replicas > 1:
+        cpu = tf.config.list_physical_devices('CPU')[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * args.replicas)
+    import keras
+    sys.path.insert(0, os.getcwd())
+    from components.trainer import distribute, loop, precision, steps as steps_lib
+
+    if distribute.cluster_spec():
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    else:
+        strategy = tf.distribute.MirroredStrategy(
+            [f'/cpu:{i}' for i in range(args.replicas)])
+    replicas = strategy.num_replicas_in_sync
+    global_batch = args.batch * replicas
+    keras.mixed_precision.set_global_policy(args.policy)
+    options = loop.LoopOptions(train_steps=args.steps, global_batch_size=global_batch,
+                               learning_rate=0.05, accumulation_steps=args.accum,
+                               warmup_steps=min(3, args.steps - 1), optimizer=args.optimizer)
+    rng = np.random.default_rng(0)
+    images = rng.random((512, 8, 8, 1), dtype=np.float32)
+    labels = rng.integers(0, 5, 512).astype(np.int32)
+    with strategy.scope():
+        model = tiny_model(keras)
+        optimizer = loop.make_optimizer(options)
+        loss_scale = precision.DynamicLossScale(enabled=args.policy == 'mixed_float16')
+    # Same initial weights in every process, whatever the replica count or RNG consumption.
+    init = np.random.default_rng(1)
+    model.set_weights([init.normal(0, 0.3, w.shape).astype(np.float32)
+                       for w in model.get_weights()])
+    np.savez(args.out + '.init.npz', *model.get_weights())
+    steps = steps_lib.StepFunctions(model, optimizer, strategy, global_batch, args.accum,
+                                    loss_scale)
+    data = tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(
+        global_batch, drop_remainder=True)
+    iterator = iter(strategy.experimental_distribute_dataset(data))
+    calls = count_reductions(tf)
+    before_overflow = None
+    for step in range(1, args.steps + 1):
+        if step == args.overflow_step:
+            before_overflow = [w.copy() for w in model.get_weights()]
+            loss_scale.scale.assign(3e38)  # any float16 gradient now overflows to inf
+        steps.train_step(iterator)
+        if step == args.overflow_step:
+            after = model.get_weights()
+            np.savez(args.out + '.overflow.npz', *before_overflow, *after)
+    result = {f'w{i}': w for i, w in enumerate(model.get_weights())}
+    np.savez(args.out, **result)
+    with open(args.out + '.json', 'w') as handle:
+        json.dump({'replicas': replicas, 'iterations': int(optimizer.iterations.numpy()),
+                   'skipped': int(steps.skipped_updates.numpy()),
+                   'loss_scale': float(loss_scale.scale.numpy()),
+                   'learning_rate': float(optimizer.learning_rate),
+                   'reductions_traced': calls}, handle)
+
+
+if __name__ == '__main__':
+    main()

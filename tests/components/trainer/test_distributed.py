@@ -1,0 +1,102 @@
+"""Equivalence of the training maths across replicas, accumulation and workers (marked slow).
+
+Every case runs distributed_worker.py in a fresh process (logical CPU devices must be set
+before TensorFlow starts) for 10 SGD-with-momentum updates under a warm-up + cosine schedule,
+from the same initial weights over the same data, and compares the final float32 weights with
+one replica at the same examples-per-update (32). The usual mistakes each break this: a loss
+divided by the per-replica batch, a schedule advancing per micro-batch, gradients summed but
+not averaged, or an update per micro-batch.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import portpicker
+import pytest
+
+pytestmark = pytest.mark.slow
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))))
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'distributed_worker.py')
+TOLERANCE = 1e-5
+
+
+def _train(tmp_path, name, *args, env=None):
+    out = str(tmp_path / f'{name}.npz')
+    subprocess.run([sys.executable, WORKER, *args, '--out', out], cwd=REPO, check=True,
+                   env={**os.environ, **(env or {})}, capture_output=True, timeout=300)
+    with open(out + '.json') as handle:
+        info = json.load(handle)
+    weights = np.load(out)
+    return [weights[f'w{i}'] for i in range(len(weights.files))], info
+
+
+def _max_diff(a, b):
+    return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+
+
+@pytest.fixture(scope='module')
+def reference(tmp_path_factory):
+    """One replica, batch 32, no accumulation."""
+    tmp = tmp_path_factory.mktemp('ref')
+    weights, info = _train(tmp, 'ref', '--replicas', '1', '--batch', '32')
+    saved = np.load(str(tmp / 'ref.npz') + '.init.npz')
+    initial = [saved[f'arr_{i}'] for i in range(len(saved.files))]
+    assert info['iterations'] == 10
+    assert _max_diff(weights, initial) > 1e-2  # training really moved the weights
+    return weights
+
+
+@pytest.mark.parametrize('replicas, batch, accum', [
+    (2, 16, 1),   # (a) 2 replicas x 16 == 1 x 32
+    (4, 8, 1),    # (a) 4 replicas x 8 == 1 x 32
+    (1, 8, 4),    # (b) accumulate 4 x 8 == one step at 32, schedule per update
+    (2, 4, 4),    # (c) 2 replicas x 4, accumulate 4 == 1 x 32
+])
+def test_same_weights_as_one_replica_at_the_same_examples_per_update(
+        tmp_path, reference, replicas, batch, accum):
+    weights, info = _train(tmp_path, 'run', '--replicas', str(replicas), '--batch', str(batch),
+                           '--accum', str(accum))
+    assert info['replicas'] == replicas
+    assert info['iterations'] == 10  # one optimizer update (and schedule step) per k batches
+    assert _max_diff(weights, reference) < TOLERANCE
+    # One batched all-reduce per update, traced once per replica: never one per micro-batch.
+    assert info['reductions_traced'] == {'all_reduce': replicas, 'strategy_reduce': 0}
+
+
+def test_mixed_float16_overflow_is_skipped_on_two_replicas(tmp_path):
+    _, info = _train(tmp_path, 'fp16', '--replicas', '2', '--batch', '8', '--accum', '2',
+                     '--policy', 'mixed_float16', '--steps', '3', '--overflow-step', '2')
+    saved = np.load(str(tmp_path / 'fp16.npz') + '.overflow.npz')
+    half = len(saved.files) // 2
+    before = [saved[f'arr_{i}'] for i in range(half)]
+    after = [saved[f'arr_{i + half}'] for i in range(half)]
+    assert _max_diff(before, after) == 0.0  # the overflowing update changed nothing
+    assert all(np.isfinite(w).all() for w in after)
+    assert info['skipped'] >= 1 and info['iterations'] == 3 - info['skipped']
+    assert info['loss_scale'] < 3e38  # the scale was reduced after the overflow
+
+
+def test_two_workers_agree_with_each_other_and_with_one_replica(tmp_path, reference):
+    ports = [portpicker.pick_unused_port() for _ in range(2)]
+    cluster = {'worker': [f'127.0.0.1:{p}' for p in ports]}
+    processes = []
+    for index in range(2):
+        tf_config = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
+        out = str(tmp_path / f'worker{index}.npz')
+        processes.append((out, subprocess.Popen(
+            [sys.executable, WORKER, '--batch', '16', '--out', out], cwd=REPO,
+            env={**os.environ, 'TF_CONFIG': tf_config},
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
+    results = []
+    for out, process in processes:
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr.decode()[-2000:]
+        weights = np.load(out)
+        results.append([weights[f'w{i}'] for i in range(len(weights.files))])
+        with open(out + '.json') as handle:
+            assert json.load(handle)['replicas'] == 2
+    assert _max_diff(results[0], results[1]) == 0.0
+    assert _max_diff(results[0], reference) < TOLERANCE
