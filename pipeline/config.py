@@ -7,6 +7,8 @@ import dataclasses
 import os
 from typing import Optional, Tuple
 
+from components.trainer.choices import OPTIMIZERS, POLICIES
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, 'data', 'digits')
 # A curated schema for the embedded digits (see README, "Schema"); other data infers one.
@@ -39,10 +41,15 @@ class IngestConfig:
 class TrainConfig:
     model_builder: str = 'models.resnet.build_model'
     image_shape: Tuple[int, int, int] = (8, 8, 1)
-    train_steps: int = 400
-    global_batch_size: int = 64
+    train_steps: int = 400           # optimizer updates
+    global_batch_size: int = 64      # one micro-batch over all replicas
+    accumulation_steps: int = 1      # micro-batches per update
+    mixed_precision: str = 'auto'    # auto | float32 | mixed_float16 | mixed_bfloat16
+    optimizer: str = 'adam'          # adam | adamw | sgd
     learning_rate: float = 3e-3
     warmup_steps: int = 20
+    checkpoint_interval: int = 100   # updates between checkpoints
+    eval_steps: int = 0              # eval batches; 0 = the whole eval split
     seed: int = 42
 
     def __post_init__(self):
@@ -56,6 +63,15 @@ class TrainConfig:
                f'warmup_steps must be in [0, train_steps), got {self.warmup_steps}')
         _check('.' in self.model_builder, 'model_builder must be an import path like '
                f'"package.module.function", got {self.model_builder!r}')
+        _check(self.accumulation_steps >= 1,
+               f'accumulation_steps must be >= 1, got {self.accumulation_steps}')
+        _check(self.mixed_precision in POLICIES, f'mixed_precision must be one of '
+               f'{POLICIES}, got {self.mixed_precision!r}')
+        _check(self.optimizer in OPTIMIZERS,
+               f'optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}')
+        _check(self.checkpoint_interval >= 1,
+               f'checkpoint_interval must be >= 1, got {self.checkpoint_interval}')
+        _check(self.eval_steps >= 0, f'eval_steps must be >= 0, got {self.eval_steps}')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +128,8 @@ def smoke_config(data_dir: str, output_dir: str, **overrides) -> PipelineConfig:
     base = PipelineConfig(
         name='smoke', output_dir=output_dir,
         ingest=IngestConfig(data_dir=data_dir, num_shards=2),
-        train=TrainConfig(train_steps=30, global_batch_size=16, warmup_steps=0),
+        train=TrainConfig(train_steps=30, global_batch_size=16, warmup_steps=0,
+                          checkpoint_interval=10),
         eval=EvalConfig(min_accuracy=0.0, max_regression=1.0),
         beam_args=('--direct_running_mode=in_memory', '--direct_num_workers=1', SETUP_FILE_ARG))
     return dataclasses.replace(base, **overrides)

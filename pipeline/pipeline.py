@@ -60,8 +60,11 @@ def create_components(config: PipelineConfig) -> List:
     trainer = ImageTrainer(
         examples=example_gen.outputs['examples'], model_builder=train.model_builder,
         image_shape=train.image_shape, train_steps=train.train_steps,
-        global_batch_size=train.global_batch_size, learning_rate=train.learning_rate,
-        warmup_steps=train.warmup_steps, seed=train.seed)
+        global_batch_size=train.global_batch_size,
+        accumulation_steps=train.accumulation_steps, mixed_precision=train.mixed_precision,
+        optimizer=train.optimizer, learning_rate=train.learning_rate,
+        warmup_steps=train.warmup_steps, checkpoint_interval=train.checkpoint_interval,
+        eval_steps=train.eval_steps, seed=train.seed)
     trainer.add_upstream_node(gate)  # no training on data that failed validation
 
     baseline = tfx.dsl.Resolver(

@@ -2,13 +2,16 @@
 
 Every hyper-parameter is an execution parameter, so ML Metadata records how each model was
 trained. Outputs are the stock Model (SavedModel under Format-Serving, what Evaluator and Pusher
-read) and ModelRun (TensorBoard logs and a metrics.json) artifacts.
+read) and ModelRun (TensorBoard logs and a metrics.json) artifacts. Values are validated here,
+when the pipeline is built, by the same LoopOptions the loop uses.
 """
+from typing import Tuple
+
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
-from components.trainer import executor
+from components.trainer import executor, loop, precision
 
 
 class ImageTrainerSpec(ComponentSpec):
@@ -17,10 +20,16 @@ class ImageTrainerSpec(ComponentSpec):
         'image_height': ExecutionParameter(type=int),
         'image_width': ExecutionParameter(type=int),
         'channels': ExecutionParameter(type=int),
-        'train_steps': ExecutionParameter(type=int),
+        'train_steps': ExecutionParameter(type=int),    # updates; 0 when train_epochs is set
+        'train_epochs': ExecutionParameter(type=float),  # passes over the train split; 0 = off
+        'eval_steps': ExecutionParameter(type=int),     # eval batches; 0 = whole eval split
         'global_batch_size': ExecutionParameter(type=int),
+        'accumulation_steps': ExecutionParameter(type=int),
+        'mixed_precision': ExecutionParameter(type=str),
+        'optimizer': ExecutionParameter(type=str),
         'learning_rate': ExecutionParameter(type=float),
         'warmup_steps': ExecutionParameter(type=int),
+        'checkpoint_interval': ExecutionParameter(type=int),
         'seed': ExecutionParameter(type=int),
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
@@ -35,13 +44,27 @@ class ImageTrainer(base_component.BaseComponent):
     SPEC_CLASS = ImageTrainerSpec
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
-    def __init__(self, examples: Channel, model_builder: str, image_shape, train_steps: int,
-                 global_batch_size: int, learning_rate: float, warmup_steps: int, seed: int):
+    def __init__(self, examples: Channel, model_builder: str, image_shape: Tuple[int, int, int],
+                 global_batch_size: int, learning_rate: float, train_steps: int = 0,
+                 train_epochs: float = 0.0, eval_steps: int = 0, accumulation_steps: int = 1,
+                 mixed_precision: str = 'auto', optimizer: str = 'adam', warmup_steps: int = 0,
+                 checkpoint_interval: int = 100, seed: int = 0):
+        if (train_steps > 0) == (train_epochs > 0):
+            raise ValueError('Give exactly one of train_steps and train_epochs (> 0), got '
+                             f'{train_steps} and {train_epochs}')
+        precision.resolve_policy(mixed_precision, num_gpus=0, bf16_cpu=False)  # validates name
+        loop.LoopOptions(  # validates the rest; warm-up is checked against steps when known
+            train_steps=max(train_steps, warmup_steps + 1), global_batch_size=global_batch_size,
+            learning_rate=learning_rate, accumulation_steps=accumulation_steps,
+            warmup_steps=warmup_steps, optimizer=optimizer,
+            checkpoint_interval=checkpoint_interval, eval_steps=eval_steps)
         height, width, channels = image_shape
         super().__init__(spec=ImageTrainerSpec(
             examples=examples, model_builder=model_builder, image_height=height,
             image_width=width, channels=channels, train_steps=train_steps,
-            global_batch_size=global_batch_size, learning_rate=learning_rate,
-            warmup_steps=warmup_steps, seed=seed,
+            train_epochs=float(train_epochs), eval_steps=eval_steps,
+            global_batch_size=global_batch_size, accumulation_steps=accumulation_steps,
+            mixed_precision=mixed_precision, optimizer=optimizer, learning_rate=learning_rate,
+            warmup_steps=warmup_steps, checkpoint_interval=checkpoint_interval, seed=seed,
             model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))

@@ -14,10 +14,8 @@ from absl import logging
 import keras
 import tensorflow as tf
 
+from components.trainer.choices import OPTIMIZERS
 from components.trainer.steps import StepFunctions
-
-OPTIMIZERS = ('adam', 'adamw', 'sgd')
-
 
 @dataclasses.dataclass(frozen=True)
 class LoopOptions:

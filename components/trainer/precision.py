@@ -9,8 +9,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-POLICIES = ('auto', 'float32', 'mixed_float16', 'mixed_bfloat16')
-
+from components.trainer.choices import POLICIES
 
 def cpu_has_bf16(cpuinfo: str = '/proc/cpuinfo') -> bool:
     """True when the CPU computes bfloat16 natively (AVX512_BF16 or AMX), where it pays off."""
