@@ -15,6 +15,7 @@ reduce them a second time (its all-reduce only runs in replica context).
 """
 import keras
 import tensorflow as tf
+from tensorflow.python.framework import config as tf_config  # no public getter in TF 2.16
 
 from components.trainer.precision import DynamicLossScale
 
@@ -105,6 +106,9 @@ class StepFunctions:
 
     def _timed_next(self, iterator):
         """next(iterator), and the seconds spent waiting for it (measured in the graph)."""
+        if tf_config.is_op_determinism_enabled():
+            # tf.timestamp is refused under op determinism: report no wait rather than fail.
+            return next(iterator), tf.constant(0.0, tf.float64)
         start = tf.timestamp()
         with tf.control_dependencies([start]):
             batch = next(iterator)

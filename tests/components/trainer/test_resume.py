@@ -1,0 +1,78 @@
+"""Crash safety: SIGKILL a training process after a checkpoint, rerun it, and compare (slow)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import DIGITS
+
+pytestmark = pytest.mark.slow
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'resume_worker.py')
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(WORKER))))
+
+
+def _write_split(path, per_class, offset):
+    from components.common import features
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path, options='GZIP') as writer:
+        for label, name in enumerate(('0', '1', '2')):
+            names = sorted(os.listdir(os.path.join(DIGITS, name)))[offset:offset + per_class]
+            for file_name in names:
+                with open(os.path.join(DIGITS, name, file_name), 'rb') as handle:
+                    example = features.make_example(handle.read(), label, name, 8, 8, file_name)
+                writer.write(example.SerializeToString())
+
+
+def _start(data, out, checkpoints):
+    return subprocess.Popen([sys.executable, WORKER, data, out, checkpoints], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _weights(model_dir):
+    loaded = tf.saved_model.load(model_dir)
+    return {v.name: v.numpy() for v in loaded.variables}
+
+
+def test_killed_training_resumes_from_its_checkpoint_and_ends_like_an_uninterrupted_run(
+        tmp_path):
+    data = str(tmp_path / 'data')
+    _write_split(os.path.join(data, 'train', 'part.gz'), per_class=40, offset=0)
+    _write_split(os.path.join(data, 'eval', 'part.gz'), per_class=10, offset=40)
+
+    straight = _start(data, str(tmp_path / 'straight'), str(tmp_path / 'ckpt_straight'))
+    _, log = straight.communicate(timeout=300)
+    assert straight.returncode == 0, log[-2000:]
+
+    checkpoints = str(tmp_path / 'ckpt')
+    first = _start(data, str(tmp_path / 'killed'), checkpoints)
+    deadline = time.time() + 240
+    while not os.path.exists(os.path.join(checkpoints, 'ckpt-40.index')):
+        assert first.poll() is None and time.time() < deadline, 'no checkpoint appeared'
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert first.returncode == -signal.SIGKILL
+    assert not os.path.exists(tmp_path / 'killed' / 'model')  # nothing half-exported
+    saved_step = int(tf.train.latest_checkpoint(checkpoints).rsplit('-', 1)[1])
+    assert 40 <= saved_step < 150
+
+    second = _start(data, str(tmp_path / 'killed'), checkpoints)
+    _, log = second.communicate(timeout=300)
+    assert second.returncode == 0, log[-2000:]
+    assert f'Resuming from checkpoint {checkpoints}/ckpt-{saved_step} at step {saved_step}' in log
+    assert 'step 150/150' in log
+    with open(tmp_path / 'killed' / 'logs' / 'metrics.json') as handle:
+        assert json.load(handle)['start_step'] == saved_step
+    assert not os.path.exists(checkpoints)  # deleted once the model is exported
+
+    resumed, uninterrupted = (_weights(str(tmp_path / 'killed' / 'model')),
+                              _weights(str(tmp_path / 'straight' / 'model')))
+    assert resumed.keys() == uninterrupted.keys()
+    for name in resumed:
+        np.testing.assert_array_equal(resumed[name], uninterrupted[name], err_msg=name)
