@@ -1,0 +1,51 @@
+"""mixed_bfloat16 trains the default model as well as float32 (within 1 point; marked slow)."""
+import os
+
+import pytest
+import tensorflow as tf
+
+from components.common import features
+from components.ingest import images
+from components.trainer import job as job_lib, loop
+from helpers import DIGITS
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope='module')
+def digits_records(tmp_path_factory):
+    """All embedded digits as GZIP TFRecords, split by the ingestion rule (80/20)."""
+    root = tmp_path_factory.mktemp('digits')
+    writers = {s: tf.io.TFRecordWriter(str(root / f'{s}.gz'), options='GZIP')
+               for s in features.SPLITS}
+    classes = images.list_classes(DIGITS)
+    for label, name in enumerate(classes):
+        for file_name in sorted(os.listdir(os.path.join(DIGITS, name))):
+            relative = f'{name}/{file_name}'
+            with open(os.path.join(DIGITS, relative), 'rb') as handle:
+                example = features.make_example(handle.read(), label, name, 8, 8, relative)
+            writers[images.split_of(relative, 80)].write(example.SerializeToString())
+    for writer in writers.values():
+        writer.close()
+    return root, tuple(classes)
+
+
+def _accuracy(root, classes, policy, tmp_path):
+    job = job_lib.TrainJob(
+        train_pattern=str(root / 'train.gz'), eval_pattern=str(root / 'eval.gz'),
+        class_names=classes, image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
+        mixed_precision=policy, seed=42,
+        options=loop.LoopOptions(train_steps=400, global_batch_size=64, learning_rate=3e-3,
+                                 warmup_steps=20, log_every=100))
+    metrics = job_lib.train_and_export(job, str(tmp_path / policy / 'model'),
+                                       str(tmp_path / policy / 'logs'))
+    assert metrics['mixed_precision'] == policy
+    return metrics['eval_accuracy']
+
+
+def test_bfloat16_eval_accuracy_within_one_point_of_float32(digits_records, tmp_path):
+    root, classes = digits_records
+    full = _accuracy(root, classes, 'float32', tmp_path)
+    half = _accuracy(root, classes, 'mixed_bfloat16', tmp_path)
+    assert full >= 0.95  # the comparison means something only if float32 trains well
+    assert abs(full - half) <= 0.01, (full, half)

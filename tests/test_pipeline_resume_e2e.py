@@ -1,0 +1,55 @@
+"""End-to-end crash safety: SIGKILL `runner.py --local` during training, run it again (e2e).
+
+The rerun must serve the finished stages from the cache, resume the trainer from its last
+checkpoint (saying so in the log), finish the configured steps, and push a model.
+"""
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import REPO_ROOT, copy_digits
+
+pytestmark = pytest.mark.e2e
+
+
+def _command(data, out):
+    return [sys.executable, 'runner.py', '--local', '--data', data, '--output', out,
+            '--steps', '400', '--schema', os.path.join('data', 'schema', 'digits.pbtxt'),
+            '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1']
+
+
+def test_killed_trainer_resumes_when_the_pipeline_runs_again(tmp_path):
+    data = copy_digits(str(tmp_path / 'data'), per_class=30)
+    out = str(tmp_path / 'out')
+    pattern = os.path.join(out, 'pipeline_root', 'ImageTrainer', 'checkpoints', '*',
+                           'ckpt-100.index')
+    first = subprocess.Popen(_command(data, out), cwd=REPO_ROOT, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not glob.glob(pattern):
+        assert first.poll() is None, 'the run ended before its first checkpoint'
+        assert time.time() < deadline, 'no checkpoint within 300 s'
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)  # the whole process group, as a crash would
+    first.wait()
+    assert not os.path.exists(os.path.join(out, 'serving'))
+
+    second = subprocess.run(_command(data, out), cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=600)
+    log = second.stdout + second.stderr
+    assert second.returncode == 0, log[-3000:]
+    assert 'Resuming from checkpoint' in log and 'at step ' in log
+    resumed_at = int(log.split('Resuming from checkpoint', 1)[1].split('at step ')[1].split()[0])
+    assert 100 <= resumed_at < 400
+    assert 'step 400/400' in log
+    assert f'step {resumed_at - 50}/400' not in log.split('Resuming from checkpoint', 1)[1]
+    summary = log[log.index('\nRun '):]
+    assert 'ImageExampleGen cached' in summary and 'ImageTrainer complete' in summary
+    assert 'pushed: version' in summary
+    assert glob.glob(os.path.join(out, 'pipeline_root', 'ImageTrainer', 'checkpoints', '*',
+                                  '*.index')) == []  # cleaned up after the export
