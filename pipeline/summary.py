@@ -5,6 +5,7 @@ state, so the summary shows exactly what was recorded (and cached steps report t
 outputs). Tests use the same reader to check execution states.
 """
 import dataclasses
+import json
 from typing import Dict, List, Optional
 
 from ml_metadata import metadata_store
@@ -20,11 +21,20 @@ class RunSummary:
     outputs: Dict[str, List[metadata_store_pb2.Artifact]]    # artifact type -> artifacts
 
 
-def _custom(artifact: metadata_store_pb2.Artifact, key: str):
+def custom_property(artifact: metadata_store_pb2.Artifact, key: str):
+    """The value of a custom property whatever its type, or None when it is absent."""
     if key not in artifact.custom_properties:
         return None
     value = artifact.custom_properties[key]
     return getattr(value, value.WhichOneof('value'))
+
+
+_custom = custom_property  # short, for the format below
+
+
+def class_names(examples: metadata_store_pb2.Artifact) -> List[str]:
+    """Class names in label-index order, as ingestion recorded them on the Examples."""
+    return json.loads(custom_property(examples, 'class_names') or '[]')
 
 
 def _store(metadata_path: str) -> metadata_store.MetadataStore:
