@@ -1,7 +1,6 @@
 """Entry point: runs the pipeline locally (LocalDagRunner, ML Metadata in SQLite, Beam DirectRunner).
 
-    python runner.py --local [--data DIR] [--output DIR] [--config default|smoke] [--steps N]
-                             [--batch-size N] [--schema FILE|infer]
+    python runner.py --local [--data DIR] [--output DIR] [--config NAME] [--steps N] ...
 
 This is the only module that defines command-line flags; it turns them into a validated
 PipelineConfig and hands that to the one pipeline factory.
@@ -24,7 +23,8 @@ def parse_args(argv):
                         help='input base: one sub-folder per class, holding images '
                              '(default: the embedded digits, %(default)s)')
     parser.add_argument('--output', default=os.path.join('runs', 'default'),
-                        help='run folder: pipeline_root/, metadata.sqlite and serving/ go here '
+                        help='run folder: pipeline_root/, metadata.sqlite, serving/ and report.html go '
+                             'here '
                              '(default: %(default)s)')
     parser.add_argument('--config', choices=config_lib.CONFIG_NAMES, default='default',
                         help='settings to start from: "default", or "smoke" (a few steps, '
@@ -61,7 +61,8 @@ def build_config(args) -> config_lib.PipelineConfig:
     base = config_lib.named_config(args.config, data, args.output)
     train = {}
     if args.steps is not None:
-        train.update(train_steps=args.steps, warmup_steps=min(base.train.warmup_steps, args.steps - 1))
+        train.update(train_steps=args.steps,
+                     warmup_steps=min(base.train.warmup_steps, args.steps - 1))
     if args.batch_size is not None:
         train.update(global_batch_size=args.batch_size)
     overrides = dict(output_dir=args.output, schema_path=schema,

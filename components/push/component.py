@@ -13,7 +13,7 @@ from components.push import executor
 
 
 class Pusher(tfx.components.Pusher):
-    """Pushes blessed models to `<serving_dir>/<integer version>/` (see components.push.versions)."""
+    """Pushes blessed models to `<serving_dir>/<integer version>/` (see push/versions.py)."""
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
     def __init__(self, model: Channel, model_blessing: Channel, serving_dir: str,

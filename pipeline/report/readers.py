@@ -87,8 +87,9 @@ def training_curves(model_run: Artifact) -> Dict[str, List[Tuple[int, float]]]:
     accumulator = event_accumulator.EventAccumulator(
         model_run.uri, size_guidance={event_accumulator.TENSORS: 0})
     accumulator.Reload()
-    return {tag: [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in
-                  accumulator.Tensors(tag)] for tag in accumulator.Tags()[event_accumulator.TENSORS]}
+    tags = accumulator.Tags()[event_accumulator.TENSORS]
+    return {tag: [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+                  for e in accumulator.Tensors(tag)] for tag in tags}
 
 
 def _slice_label(metrics: 'tfma.MetricsForSlice') -> Optional[str]:
@@ -136,7 +137,8 @@ def evaluation(evaluation_artifact: Artifact) -> Evaluation:
     for metrics in tfma.load_metrics(uri):
         label = _slice_label(metrics)
         for item in metrics.metric_keys_and_values:
-            if item.key.model_name not in _CANDIDATE_NAMES or not item.value.HasField('double_value'):
+            if (item.key.model_name not in _CANDIDATE_NAMES
+                    or not item.value.HasField('double_value')):
                 continue
             value = item.value.double_value.value
             if item.key.is_diff:  # candidate minus baseline; only the overall one is reported

@@ -53,7 +53,8 @@ def test_blessed_model_gets_version_one_recorded_on_the_artifact(tmp_path):
                    tmp_path / 'pushed')
     assert pushed.get_int_custom_property('pushed') == 1
     assert pushed.get_string_custom_property('pushed_version') == '1'
-    assert pushed.get_string_custom_property('pushed_destination') == str(tmp_path / 'serving' / '1')
+    destination = pushed.get_string_custom_property('pushed_destination')
+    assert destination == str(tmp_path / 'serving' / '1')
     assert pushed.get_int_custom_property(push_executor.REUSED_KEY) == 0
     assert os.listdir(tmp_path / 'serving') == ['1']
     assert os.path.exists(tmp_path / 'pushed' / 'saved_model.pb')  # the stock archive copy
