@@ -23,9 +23,8 @@ def parse_args(argv):
                         help='input base: one sub-folder per class, holding images '
                              '(default: the embedded digits, %(default)s)')
     parser.add_argument('--output', default=os.path.join('runs', 'default'),
-                        help='run folder: pipeline_root/, metadata.sqlite, serving/ and report.html go '
-                             'here '
-                             '(default: %(default)s)')
+                        help='run folder: pipeline_root/, metadata.sqlite, serving/ and '
+                             'report.html go here (default: %(default)s)')
     parser.add_argument('--config', choices=config_lib.CONFIG_NAMES, default='default',
                         help='settings to start from: "default", or "smoke" (a few steps, '
                              'in-process Beam, no accuracy bar) (default: %(default)s)')
