@@ -11,6 +11,8 @@ from typing import Dict, List, Optional
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
+from components.push import versions
+
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
 
 
@@ -90,8 +92,10 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(f'  blessed: {"yes" if _custom(blessing, "blessed") else "no"}')
     for pushed in summary.outputs.get('PushedModel', []):
         if _custom(pushed, 'pushed'):
+            reused = ' (already served: no new copy)' if _custom(
+                pushed, versions.REUSED_PROPERTY) else ''
             lines.append(f'  pushed: version {_custom(pushed, "pushed_version")} at '
-                         f'{_custom(pushed, "pushed_destination")}')
+                         f'{_custom(pushed, "pushed_destination")}{reused}')
         else:
             lines.append('  pushed: no (model not blessed)')
     return '\n'.join(lines)

@@ -17,7 +17,7 @@ import tensorflow as tf
 from tfx import v1 as tfx
 
 import runner
-from components.push import executor as push_executor
+from components.push import versions
 from pipeline import config as config_lib
 from pipeline import pipeline as pipeline_lib
 from pipeline import summary as summary_lib
@@ -136,4 +136,6 @@ def test_rerun_where_only_the_pusher_misses_the_cache_makes_no_new_version(run):
     assert os.listdir(cfg.serving_dir) == ['1']  # the stock Pusher made a second copy here
     pushed = summary.outputs['PushedModel'][0]
     assert summary_lib.custom_property(pushed, 'pushed_version') == '1'
-    assert summary_lib.custom_property(pushed, push_executor.REUSED_KEY) == 1
+    assert summary_lib.custom_property(pushed, versions.REUSED_PROPERTY) == 1
+    assert 'version 1 at' in summary_lib.format_summary(summary)
+    assert '(already served: no new copy)' in summary_lib.format_summary(summary)

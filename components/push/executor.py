@@ -21,8 +21,6 @@ from tfx.utils import proto_utils
 from components.push import versions
 
 KEEP_VERSIONS_KEY = 'keep_versions'   # in the stock Pusher's custom_config
-# 1 when the served version already held this model and no new version was made.
-REUSED_KEY = 'pushed_version_reused'
 
 
 class Executor(stock_executor.Executor):
@@ -55,4 +53,4 @@ class Executor(stock_executor.Executor):
         io_utils.copy_dir(model_path, model_push.uri)
         self._MarkPushed(model_push, pushed_destination=result.path,
                          pushed_version=str(result.version))
-        model_push.set_int_custom_property(REUSED_KEY, 0 if result.created else 1)
+        model_push.set_int_custom_property(versions.REUSED_PROPERTY, 0 if result.created else 1)

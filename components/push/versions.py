@@ -24,6 +24,8 @@ from typing import List, Tuple
 import tensorflow as tf
 
 TMP_PREFIX = '.tmp-push-'
+# Custom property on the PushedModel: 1 when the served version already held the model.
+REUSED_PROPERTY = 'pushed_version_reused'
 _SAVED_MODEL = 'saved_model.pb'
 
 

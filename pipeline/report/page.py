@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from components.push import versions
 from pipeline import summary as summary_lib
 from pipeline.report import plots, readers
 
@@ -131,7 +132,7 @@ def _push_section(summary) -> str:
     if summary_lib.custom_property(pushed, 'pushed') != 1:
         return '<p>Not pushed: the model was not blessed.</p>'
     version = summary_lib.custom_property(pushed, 'pushed_version')
-    reused = summary_lib.custom_property(pushed, 'pushed_version_reused') == 1
+    reused = summary_lib.custom_property(pushed, versions.REUSED_PROPERTY) == 1
     note = ' (already served: no new version was made)' if reused else ''
     return _table(['pushed version', 'path'],
                   [[f'{version}{note}', summary_lib.custom_property(pushed, 'pushed_destination')]])

@@ -55,7 +55,7 @@ def test_blessed_model_gets_version_one_recorded_on_the_artifact(tmp_path):
     assert pushed.get_string_custom_property('pushed_version') == '1'
     destination = pushed.get_string_custom_property('pushed_destination')
     assert destination == str(tmp_path / 'serving' / '1')
-    assert pushed.get_int_custom_property(push_executor.REUSED_KEY) == 0
+    assert pushed.get_int_custom_property(versions.REUSED_PROPERTY) == 0
     assert os.listdir(tmp_path / 'serving') == ['1']
     assert os.path.exists(tmp_path / 'pushed' / 'saved_model.pb')  # the stock archive copy
 
@@ -79,7 +79,7 @@ def test_same_blessed_model_twice_stock_pushes_two_copies_ours_one(tmp_path):
     assert _size(stock_dir) == 2 * _size(os.path.join(stock_dir, stock_versions[0]))
     assert os.listdir(our_dir) == ['1']
     assert second.get_string_custom_property('pushed_version') == '1'
-    assert second.get_int_custom_property(push_executor.REUSED_KEY) == 1
+    assert second.get_int_custom_property(versions.REUSED_PROPERTY) == 1
 
 
 def test_a_new_model_gets_the_next_version_and_retention_applies(tmp_path):
