@@ -1,6 +1,6 @@
 """Entry point: runs the pipeline locally (LocalDagRunner, ML Metadata in SQLite, Beam DirectRunner).
 
-    python runner.py --local [--data DIR] [--output DIR] [--steps N] [--schema FILE|infer]
+    python runner.py --local [--data DIR] [--output DIR] [--config NAME] [--steps N] ...
 
 This is the only module that defines command-line flags; it turns them into a validated
 PipelineConfig and hands that to the one pipeline factory.
@@ -23,10 +23,15 @@ def parse_args(argv):
                         help='input base: one sub-folder per class, holding images '
                              '(default: the embedded digits, %(default)s)')
     parser.add_argument('--output', default=os.path.join('runs', 'default'),
-                        help='run folder: pipeline_root/, metadata.sqlite and serving/ go here '
-                             '(default: %(default)s)')
+                        help='run folder: pipeline_root/, metadata.sqlite, serving/ and '
+                             'report.html go here (default: %(default)s)')
+    parser.add_argument('--config', choices=config_lib.CONFIG_NAMES, default='default',
+                        help='settings to start from: "default", or "smoke" (a few steps, '
+                             'in-process Beam, no accuracy bar) (default: %(default)s)')
     parser.add_argument('--steps', type=int, default=None,
                         help=f'training steps (default: {config_lib.TrainConfig.train_steps})')
+    parser.add_argument('--batch-size', type=int, default=None, help='global batch size, '
+                        f'over all replicas (default: {config_lib.TrainConfig.global_batch_size})')
     parser.add_argument('--schema', default=None,
                         help='curated schema file to validate against, or "infer" to infer one '
                              'from the data (default: the digits schema for the embedded data, '
@@ -52,10 +57,15 @@ def build_config(args) -> config_lib.PipelineConfig:
         schema = None
     else:
         schema = os.path.abspath(schema)
-    base = config_lib.default_config()
-    train = base.train if args.steps is None else dataclasses.replace(
-        base.train, train_steps=args.steps, warmup_steps=min(base.train.warmup_steps, args.steps - 1))
-    overrides = dict(output_dir=args.output, schema_path=schema, train=train,
+    base = config_lib.named_config(args.config, data, args.output)
+    train = {}
+    if args.steps is not None:
+        train.update(train_steps=args.steps,
+                     warmup_steps=min(base.train.warmup_steps, args.steps - 1))
+    if args.batch_size is not None:
+        train.update(global_batch_size=args.batch_size)
+    overrides = dict(output_dir=args.output, schema_path=schema,
+                     train=dataclasses.replace(base.train, **train),
                      ingest=dataclasses.replace(base.ingest, data_dir=data),
                      enable_cache=not args.no_cache)
     if args.beam_args is not None:
@@ -78,6 +88,7 @@ def main(argv=None) -> int:
     from components.ingest.executor import IngestionError
     from pipeline import pipeline as pipeline_lib
     from pipeline import summary as summary_lib
+    from pipeline.report import page as report_lib
 
     os.makedirs(config.output_dir, exist_ok=True)
     stopped = None
@@ -88,6 +99,7 @@ def main(argv=None) -> int:
     summary = summary_lib.read_latest_run(config.metadata_path, config.name)
     if summary is not None:
         print(summary_lib.format_summary(summary))
+        print(f'Report: {report_lib.write_report(summary, config.output_dir)}')
     if stopped is not None:
         print(f'\nRun stopped: {stopped}', file=sys.stderr)
         return 1

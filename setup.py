@@ -25,6 +25,8 @@ setup(
         'ml-metadata==1.16.0',
         'pillow',
         'numpy<2',
+        # The run report's plots (training curves, confusion matrix, class counts).
+        'matplotlib',
     ],
     extras_require={
         # scikit-learn only regenerates the embedded data (data/make_digits.py); TFX pulls it in anyway.

@@ -86,6 +86,14 @@ class EvalConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class PushConfig:
+    keep_versions: int = 5   # serving/ keeps this many newest versions; the served one always
+
+    def __post_init__(self):
+        _check(self.keep_versions >= 1, f'keep_versions must be >= 1, got {self.keep_versions}')
+
+
+@dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     name: str = 'image-pipeline'
     output_dir: str = os.path.join('runs', 'default')
@@ -94,6 +102,7 @@ class PipelineConfig:
     ingest: IngestConfig = IngestConfig()
     train: TrainConfig = TrainConfig()
     eval: EvalConfig = EvalConfig()
+    push: PushConfig = PushConfig()
     # DirectRunner in multi-processing mode, one worker per core (0 = use all cores).
     beam_args: Tuple[str, ...] = ('--direct_running_mode=multi_processing',
                                   '--direct_num_workers=0', SETUP_FILE_ARG)
@@ -133,3 +142,14 @@ def smoke_config(data_dir: str, output_dir: str, **overrides) -> PipelineConfig:
         eval=EvalConfig(min_accuracy=0.0, max_regression=1.0),
         beam_args=('--direct_running_mode=in_memory', '--direct_num_workers=1', SETUP_FILE_ARG))
     return dataclasses.replace(base, **overrides)
+
+
+CONFIG_NAMES = ('default', 'smoke')
+
+
+def named_config(name: str, data_dir: str, output_dir: str) -> PipelineConfig:
+    """The config that `runner.py --config NAME` starts from, for the given data and output."""
+    _check(name in CONFIG_NAMES, f'config must be one of {CONFIG_NAMES}, got {name!r}')
+    if name == 'smoke':
+        return smoke_config(data_dir, output_dir)
+    return default_config(output_dir=output_dir, ingest=IngestConfig(data_dir=data_dir))

@@ -26,5 +26,7 @@ def configure(verbose: bool = False) -> None:
     if not verbose:
         for handler in logging.getLogger().handlers:
             handler.addFilter(_DropDumps())
+        # The report reads the training events; TensorBoard's reader logs each file it finishes.
+        logging.getLogger('tensorboard').setLevel(logging.WARNING)
     from absl import logging as absl_logging  # after basicConfig, so absl uses our handler
     absl_logging.set_verbosity(absl_logging.INFO)

@@ -4,7 +4,7 @@
           |                                                                                 |
           +------------------------------> ImageTrainer <------------------(runs after)-----+
                                                 |
-      latest blessed before candidate (Resolver) -> Evaluator (TFMA) -> Pusher (serving/<version>/)
+      latest blessed before candidate (Resolver) -> Evaluator (TFMA) -> Pusher (serving/<int>/)
 
 Both runners (local and Kubeflow) call this same function; they differ only in environment.
 """
@@ -17,6 +17,7 @@ from tfx.orchestration import pipeline as tfx_pipeline
 from components.evaluate import baseline as baseline_lib
 from components.gate.component import AnomalyGate
 from components.ingest.component import ImageExampleGen
+from components.push.component import Pusher
 from components.trainer.component import ImageTrainer
 from pipeline.config import EvalConfig, PipelineConfig
 from components.common import features
@@ -38,7 +39,9 @@ def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
                                     signature_name='serving_default')],
         slicing_specs=[tfma.SlicingSpec(), tfma.SlicingSpec(feature_keys=[features.LABEL_NAME_KEY])],
         metrics_specs=[tfma.MetricsSpec(metrics=[
-            accuracy, tfma.MetricConfig(class_name='ExampleCount')])])
+            accuracy, tfma.MetricConfig(class_name='ExampleCount'),
+            # Read back by the run report (pipeline/report); it has no threshold.
+            tfma.MetricConfig(class_name='MultiClassConfusionMatrixPlot')])])
 
 
 def create_components(config: PipelineConfig) -> List:
@@ -77,10 +80,8 @@ def create_components(config: PipelineConfig) -> List:
         examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
         baseline_model=baseline.outputs['model'], eval_config=make_eval_config(config.eval),
         example_splits=['eval'])
-    pusher = tfx.components.Pusher(
-        model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
-        push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)))
+    pusher = Pusher(model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
+                    serving_dir=config.serving_dir, keep_versions=config.push.keep_versions)
     return [example_gen, statistics_gen, schema_gen, example_validator, gate, trainer,
             baseline, evaluator, pusher]
 

@@ -5,10 +5,13 @@ state, so the summary shows exactly what was recorded (and cached steps report t
 outputs). Tests use the same reader to check execution states.
 """
 import dataclasses
+import json
 from typing import Dict, List, Optional
 
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
+
+from components.push import versions
 
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
 
@@ -20,11 +23,20 @@ class RunSummary:
     outputs: Dict[str, List[metadata_store_pb2.Artifact]]    # artifact type -> artifacts
 
 
-def _custom(artifact: metadata_store_pb2.Artifact, key: str):
+def custom_property(artifact: metadata_store_pb2.Artifact, key: str):
+    """The value of a custom property whatever its type, or None when it is absent."""
     if key not in artifact.custom_properties:
         return None
     value = artifact.custom_properties[key]
     return getattr(value, value.WhichOneof('value'))
+
+
+_custom = custom_property  # short, for the format below
+
+
+def class_names(examples: metadata_store_pb2.Artifact) -> List[str]:
+    """Class names in label-index order, as ingestion recorded them on the Examples."""
+    return json.loads(custom_property(examples, 'class_names') or '[]')
 
 
 def _store(metadata_path: str) -> metadata_store.MetadataStore:
@@ -80,8 +92,10 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(f'  blessed: {"yes" if _custom(blessing, "blessed") else "no"}')
     for pushed in summary.outputs.get('PushedModel', []):
         if _custom(pushed, 'pushed'):
+            reused = ' (already served: no new copy)' if _custom(
+                pushed, versions.REUSED_PROPERTY) else ''
             lines.append(f'  pushed: version {_custom(pushed, "pushed_version")} at '
-                         f'{_custom(pushed, "pushed_destination")}')
+                         f'{_custom(pushed, "pushed_destination")}{reused}')
         else:
             lines.append('  pushed: no (model not blessed)')
     return '\n'.join(lines)

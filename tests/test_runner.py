@@ -19,8 +19,8 @@ def _cli(*args):
 def test_help_documents_every_flag():
     result = _cli('--help')
     assert result.returncode == 0
-    for flag in ('--local', '--data', '--output', '--steps', '--schema', '--beam-args',
-                 '--no-cache', '--verbose'):
+    for flag in ('--local', '--data', '--output', '--config', '--steps', '--batch-size',
+                 '--schema', '--beam-args', '--no-cache', '--verbose'):
         assert flag in result.stdout
 
 
@@ -53,6 +53,29 @@ def test_flags_reach_the_config(tmp_path):
     assert cfg.train.train_steps == 7 and cfg.train.warmup_steps < 7
     assert cfg.beam_args == ('--direct_num_workers=1', '--foo=bar')
     assert cfg.enable_cache is False and cfg.output_dir == str(tmp_path)
+
+
+def test_config_and_batch_size_flags_reach_the_config(tmp_path):
+    args = runner.parse_args(['--local', '--config', 'smoke', '--batch-size', '24',
+                              '--data', str(tmp_path), '--output', str(tmp_path / 'o')])
+    cfg = runner.build_config(args)
+    smoke = config.smoke_config(str(tmp_path), str(tmp_path / 'o'))
+    assert cfg.train.global_batch_size == 24
+    assert cfg.train.train_steps == smoke.train.train_steps and cfg.beam_args == smoke.beam_args
+    assert cfg.ingest.data_dir == str(tmp_path)
+    default = runner.build_config(runner.parse_args(['--local', '--output', str(tmp_path)]))
+    assert default.train == config.TrainConfig() and default.eval == config.EvalConfig()
+
+
+@pytest.mark.parametrize('flags, message', [
+    (['--config', 'large'], "argument --config: invalid choice: 'large'"),
+    (['--batch-size', 'many'], "argument --batch-size: invalid int value: 'many'"),
+    (['--batch-size', '0'], 'global_batch_size must be >= 1'),
+])
+def test_bad_config_or_batch_size_is_a_clear_error_without_traceback(tmp_path, flags, message):
+    result = _cli('--local', *flags, '--output', str(tmp_path / 'o'))
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert 'Traceback' not in result.stderr and not os.path.exists(tmp_path / 'o')
 
 
 def test_local_is_required():

@@ -1,9 +1,12 @@
-"""Exports a trained Keras model as a SavedModel with a `serving_default` signature.
+"""Exports a trained Keras model as a SavedModel with two serving signatures.
 
-The signature takes serialized tf.Examples (what TFMA and TF Serving's Predict API send), and
-decodes images inside the graph with the same function as training, so there is no train/serve
-skew. The export is written to a temporary sibling folder and renamed into place, so a crash
-never leaves a half-written model at the final path.
+- `serving_default` takes serialized tf.Examples (what TFMA and TF Serving's Predict API send);
+- `predict_images` takes raw encoded image bytes (PNG, JPEG, ...), so clients need no protobufs.
+
+Both decode images inside the graph with the same function as training, so there is no
+train/serve skew, and both return `probabilities`, `class_ids` and `class_names`. The export is
+written to a temporary sibling folder and renamed into place, so a crash never leaves a
+half-written model at the final path.
 """
 import os
 from typing import Sequence
@@ -14,6 +17,8 @@ import tensorflow as tf
 from components.common import features
 
 SIGNATURE_INPUT = 'examples'
+IMAGES_SIGNATURE = 'predict_images'
+IMAGES_INPUT = 'images'
 
 
 def export_serving_model(model: keras.Model, export_dir: str, image_shape: Sequence[int],
@@ -22,20 +27,29 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
     height, width, channels = image_shape
     names = tf.constant(list(class_names))
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SIGNATURE_INPUT)])
-    def serve_examples(serialized):
-        parsed = tf.io.parse_example(
-            serialized, {features.IMAGE_KEY: features.PARSE_SPEC[features.IMAGE_KEY]})
+    def predict(encoded_images):
+        # The one preprocessing + prediction path that every signature goes through.
         images = tf.map_fn(lambda b: features.decode_image(b, height, width, channels),
-                           parsed[features.IMAGE_KEY], fn_output_signature=tf.float32)
+                           encoded_images, fn_output_signature=tf.float32)
         probabilities = tf.nn.softmax(tf.cast(model(images, training=False), tf.float32))
         class_ids = tf.argmax(probabilities, axis=-1)
         return {'probabilities': probabilities, 'class_ids': class_ids,
                 'class_names': tf.gather(names, class_ids)}
 
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SIGNATURE_INPUT)])
+    def serve_examples(serialized):
+        parsed = tf.io.parse_example(
+            serialized, {features.IMAGE_KEY: features.PARSE_SPEC[features.IMAGE_KEY]})
+        return predict(parsed[features.IMAGE_KEY])
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=IMAGES_INPUT)])
+    def serve_images(encoded):
+        return predict(encoded)
+
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint('serving_default', serve_examples)
+    archive.add_endpoint(IMAGES_SIGNATURE, serve_images)
     tmp_dir = export_dir.rstrip('/') + '.tmp'
     if tf.io.gfile.exists(tmp_dir):
         tf.io.gfile.rmtree(tmp_dir)  # left over by an earlier crash; never visible as a model

@@ -27,6 +27,8 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
     (lambda: config.TrainConfig(image_shape=(8, 8)), 'image_shape'),
     (lambda: config.TrainConfig(model_builder='build_model'), 'model_builder'),
     (lambda: config.EvalConfig(min_accuracy=1.5), 'min_accuracy'),
+    (lambda: config.PushConfig(keep_versions=0), 'keep_versions'),
+    (lambda: config.named_config('large', '/data', '/out'), 'config must be one of'),
     (lambda: config.PipelineConfig(name='has space'), 'name'),
     (lambda: config.PipelineConfig(schema_path='/no/such/schema.pbtxt'), 'schema'),
 ])

@@ -1,0 +1,1 @@
+"""Push: the stock Pusher with integer, atomic, idempotent versions and retention."""

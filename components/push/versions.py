@@ -1,0 +1,137 @@
+"""Integer model versions in a TF Serving base folder: atomic, idempotent, with retention.
+
+No TFX imports, so it can be tested alone. The layout is what TF Serving's file-system source
+watches: `<base>/<version>/saved_model.pb`, where only children named by an integer count as
+versions, and the highest one is served (the default "latest" version policy).
+
+- **Atomic:** a model is copied into a hidden `.tmp-push-*` folder in the same base folder, then
+  renamed to its version number. A rename within one local file system is atomic, so a version
+  folder either does not exist or is complete; TF Serving ignores the hidden folder, and the next
+  push removes any left by a killed one. (On object stores such as GCS a rename is a copy, so
+  there the guarantee is only that saved_model.pb is written last, as the stock Pusher does.)
+- **Monotonic:** the next version is the highest existing one plus one, never reusing a number.
+- **Idempotent:** if the served (newest) version already holds a byte-identical model, no new
+  version is made. Only the newest is compared: an older copy does not count, because pushing
+  again is then what makes that model served.
+- **Retention:** the newest `keep` versions stay; the served one is never removed.
+"""
+import dataclasses
+import hashlib
+import os
+import uuid
+from typing import List, Tuple
+
+import tensorflow as tf
+
+TMP_PREFIX = '.tmp-push-'
+# Custom property on the PushedModel: 1 when the served version already held the model.
+REUSED_PROPERTY = 'pushed_version_reused'
+_SAVED_MODEL = 'saved_model.pb'
+
+
+@dataclasses.dataclass(frozen=True)
+class PushResult:
+    version: int
+    path: str
+    created: bool                 # False: the served version already held this model
+    removed: Tuple[int, ...] = ()  # versions deleted by retention
+
+
+def list_versions(base_dir: str) -> List[int]:
+    """The integer version folders under base_dir, oldest first (what TF Serving would see)."""
+    if not tf.io.gfile.isdir(base_dir):
+        return []
+    names = (n.rstrip('/') for n in tf.io.gfile.listdir(base_dir))
+    return sorted(int(n) for n in names
+                  if n.isdigit() and tf.io.gfile.isdir(os.path.join(base_dir, n)))
+
+
+def _files(model_dir: str) -> List[str]:
+    """Paths relative to model_dir of every file below it, sorted."""
+    found = []
+    for root, _, files in tf.io.gfile.walk(model_dir):
+        rel_root = os.path.relpath(root, model_dir)
+        found.extend(os.path.normpath(os.path.join(rel_root, f)) for f in files)
+    return sorted(found)
+
+
+def model_digest(model_dir: str) -> str:
+    """sha256 over every file's relative path and bytes: equal digests mean the same model."""
+    digest = hashlib.sha256()
+    for rel in _files(model_dir):
+        digest.update(rel.encode('utf-8') + b'\0')
+        with tf.io.gfile.GFile(os.path.join(model_dir, rel), 'rb') as handle:
+            digest.update(hashlib.sha256(handle.read()).digest())
+    return digest.hexdigest()
+
+
+def remove_leftovers(base_dir: str) -> None:
+    """Deletes staging folders of pushes that were killed. Assumes one pusher per base folder."""
+    for name in tf.io.gfile.listdir(base_dir):
+        if name.startswith(TMP_PREFIX):
+            tf.io.gfile.rmtree(os.path.join(base_dir, name.rstrip('/')))
+
+
+def stage(model_dir: str, base_dir: str) -> str:
+    """Copies the model into a hidden staging folder of base_dir and returns its path."""
+    if not tf.io.gfile.exists(os.path.join(model_dir, _SAVED_MODEL)):
+        raise ValueError(f'Not a SavedModel (no {_SAVED_MODEL}): {model_dir}')
+    staged = os.path.join(base_dir, TMP_PREFIX + uuid.uuid4().hex)
+    # saved_model.pb last, as the stock Pusher does, for stores where the rename is not atomic.
+    files = sorted(_files(model_dir), key=lambda rel: rel == _SAVED_MODEL)
+    try:
+        for rel in files:
+            tf.io.gfile.makedirs(os.path.dirname(os.path.join(staged, rel)))
+            tf.io.gfile.copy(os.path.join(model_dir, rel), os.path.join(staged, rel))
+    except BaseException:
+        tf.io.gfile.rmtree(staged)
+        raise
+    return staged
+
+
+def commit(staged: str, base_dir: str, attempts: int = 5) -> int:
+    """Renames a staged model to the next version number and returns that number."""
+    for _ in range(attempts):
+        version = max(list_versions(base_dir), default=0) + 1
+        try:
+            tf.io.gfile.rename(staged, os.path.join(base_dir, str(version)), overwrite=False)
+            return version
+        except tf.errors.AlreadyExistsError:
+            continue  # another push took this number between listing and renaming
+    raise RuntimeError(f'Could not commit {staged}: version numbers kept being taken')
+
+
+def apply_retention(base_dir: str, keep: int, served: int) -> Tuple[int, ...]:
+    """Deletes all but the newest `keep` versions, never `served`; returns the deleted ones."""
+    if keep < 1:
+        raise ValueError(f'keep must be >= 1, got {keep}')
+    old = [v for v in list_versions(base_dir)[:-keep] if v != served]
+    for version in old:
+        # Renamed out of sight first, so a kill mid-delete leaves no partial version visible.
+        doomed = os.path.join(base_dir, f'{TMP_PREFIX}old-{version}')
+        tf.io.gfile.rename(os.path.join(base_dir, str(version)), doomed, overwrite=True)
+        tf.io.gfile.rmtree(doomed)
+    return tuple(old)
+
+
+def push(model_dir: str, base_dir: str, keep: int) -> PushResult:
+    """Makes model_dir the served version of base_dir (creating one only if needed)."""
+    if keep < 1:
+        raise ValueError(f'keep must be >= 1, got {keep}')
+    tf.io.gfile.makedirs(base_dir)
+    remove_leftovers(base_dir)
+    versions = list_versions(base_dir)
+    newest = versions[-1] if versions else None
+    if newest is not None and (model_digest(os.path.join(base_dir, str(newest)))
+                               == model_digest(model_dir)):
+        version, created = newest, False
+    else:
+        staged = stage(model_dir, base_dir)
+        try:
+            version, created = commit(staged, base_dir), True
+        except BaseException:
+            tf.io.gfile.rmtree(staged)
+            raise
+    removed = apply_retention(base_dir, keep, served=version)
+    return PushResult(version=version, path=os.path.join(base_dir, str(version)),
+                      created=created, removed=removed)

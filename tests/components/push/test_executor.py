@@ -1,0 +1,91 @@
+"""Executor tests of our Pusher, beside the stock TFX Pusher executor on the same artifacts.
+
+The comparison is the measurement behind "the stock Pusher pushes the same model again": both
+executors get the same blessed model twice, as they do when a rerun misses the cache.
+"""
+import json
+import os
+import time
+
+from tfx.components.pusher import executor as stock_executor
+from tfx.proto import pusher_pb2
+from tfx.types import standard_artifacts
+from tfx.types import standard_component_specs as specs
+from tfx.utils import proto_utils
+
+from components.push import executor as push_executor
+from components.push import versions
+
+
+def _artifacts(tmp_path, blessed=True, tag='a'):
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / f'model-{tag}')
+    serving = os.path.join(model.uri, 'Format-Serving')
+    os.makedirs(os.path.join(serving, 'variables'))
+    with open(os.path.join(serving, 'saved_model.pb'), 'w') as handle:
+        handle.write(f'graph {tag}')
+    with open(os.path.join(serving, 'variables', 'variables.data-00000-of-00001'), 'wb') as handle:
+        handle.write(os.urandom(64 * 1024))
+    blessing = standard_artifacts.ModelBlessing()
+    blessing.uri = str(tmp_path / f'blessing-{tag}')
+    blessing.set_int_custom_property('blessed', 1 if blessed else 0)
+    return {specs.MODEL_KEY: [model], specs.MODEL_BLESSING_KEY: [blessing]}
+
+
+def _push(executor_class, inputs, serving_dir, out_dir, keep=5):
+    pushed = standard_artifacts.PushedModel()
+    pushed.uri = str(out_dir)
+    destination = pusher_pb2.PushDestination(
+        filesystem=pusher_pb2.PushDestination.Filesystem(base_directory=str(serving_dir)))
+    executor_class().Do(inputs, {specs.PUSHED_MODEL_KEY: [pushed]}, {
+        specs.PUSH_DESTINATION_KEY: proto_utils.proto_to_json(destination),
+        specs.CUSTOM_CONFIG_KEY: json.dumps({push_executor.KEEP_VERSIONS_KEY: keep})})
+    return pushed
+
+
+def _size(folder):
+    return sum(os.path.getsize(os.path.join(root, f))
+               for root, _, files in os.walk(folder) for f in files)
+
+
+def test_blessed_model_gets_version_one_recorded_on_the_artifact(tmp_path):
+    pushed = _push(push_executor.Executor, _artifacts(tmp_path), tmp_path / 'serving',
+                   tmp_path / 'pushed')
+    assert pushed.get_int_custom_property('pushed') == 1
+    assert pushed.get_string_custom_property('pushed_version') == '1'
+    destination = pushed.get_string_custom_property('pushed_destination')
+    assert destination == str(tmp_path / 'serving' / '1')
+    assert pushed.get_int_custom_property(versions.REUSED_PROPERTY) == 0
+    assert os.listdir(tmp_path / 'serving') == ['1']
+    assert os.path.exists(tmp_path / 'pushed' / 'saved_model.pb')  # the stock archive copy
+
+
+def test_unblessed_model_is_not_pushed(tmp_path):
+    pushed = _push(push_executor.Executor, _artifacts(tmp_path, blessed=False),
+                   tmp_path / 'serving', tmp_path / 'pushed')
+    assert pushed.get_int_custom_property('pushed') == 0
+    assert not os.path.exists(tmp_path / 'serving')
+
+
+def test_same_blessed_model_twice_stock_pushes_two_copies_ours_one(tmp_path):
+    inputs = _artifacts(tmp_path)
+    stock_dir, our_dir = tmp_path / 'stock', tmp_path / 'ours'
+    for i in range(2):
+        _push(stock_executor.Executor, inputs, stock_dir, tmp_path / f'stock-pushed-{i}')
+        second = _push(push_executor.Executor, inputs, our_dir, tmp_path / f'our-pushed-{i}')
+        time.sleep(1.1)  # the stock executor's versions are Unix seconds
+    stock_versions = sorted(os.listdir(stock_dir))
+    assert len(stock_versions) == 2  # measured: the stock Pusher serves the same model twice
+    assert _size(stock_dir) == 2 * _size(os.path.join(stock_dir, stock_versions[0]))
+    assert os.listdir(our_dir) == ['1']
+    assert second.get_string_custom_property('pushed_version') == '1'
+    assert second.get_int_custom_property(versions.REUSED_PROPERTY) == 1
+
+
+def test_a_new_model_gets_the_next_version_and_retention_applies(tmp_path):
+    serving = tmp_path / 'serving'
+    for i, tag in enumerate('abc'):
+        pushed = _push(push_executor.Executor, _artifacts(tmp_path, tag=tag), serving,
+                       tmp_path / f'pushed-{i}', keep=2)
+    assert pushed.get_string_custom_property('pushed_version') == '3'
+    assert versions.list_versions(str(serving)) == [2, 3]

@@ -1,0 +1,55 @@
+"""Tests of the SavedModel export: both signatures, and that they agree on the same images."""
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from components.common import features
+from components.trainer import export
+from models import resnet
+
+from helpers import DIGITS
+
+CLASSES = ('0', '1', '2')
+
+
+def _pngs(per_class=4):
+    encoded, labels = [], []
+    for label, name in enumerate(CLASSES):
+        folder = os.path.join(DIGITS, name)
+        for file_name in sorted(os.listdir(folder))[:per_class]:
+            with open(os.path.join(folder, file_name), 'rb') as handle:
+                encoded.append(handle.read())
+            labels.append(label)
+    return encoded, labels
+
+
+def test_raw_image_signature_matches_the_example_signature_and_in_process_model(tmp_path):
+    model = resnet.build_model((8, 8, 1), len(CLASSES))
+    export_dir = export.export_serving_model(model, str(tmp_path / 'm'), (8, 8, 1), CLASSES)
+    loaded = tf.saved_model.load(export_dir)
+    assert set(loaded.signatures) == {'serving_default', export.IMAGES_SIGNATURE}
+
+    encoded, labels = _pngs()
+    examples = [features.make_example(e, l, CLASSES[l], 8, 8, f'{i}.png').SerializeToString()
+                for i, (e, l) in enumerate(zip(encoded, labels))]
+    by_example = loaded.signatures['serving_default'](examples=tf.constant(examples))
+    by_image = loaded.signatures[export.IMAGES_SIGNATURE](images=tf.constant(encoded))
+    for key in ('probabilities', 'class_ids', 'class_names'):
+        np.testing.assert_array_equal(by_example[key].numpy(), by_image[key].numpy())
+
+    # The same decoding as training, then the in-process Keras model: identical probabilities.
+    images = tf.stack([features.decode_image(e, 8, 8, 1) for e in encoded])
+    expected = tf.nn.softmax(model(images, training=False)).numpy()
+    np.testing.assert_allclose(by_image['probabilities'].numpy(), expected, rtol=1e-5, atol=1e-6)
+    names = [n.decode() for n in by_image['class_names'].numpy()]
+    assert names == [CLASSES[i] for i in expected.argmax(axis=1)]
+
+
+def test_raw_image_signature_resizes_other_sizes_in_the_graph(tmp_path, png_bytes):
+    model = resnet.build_model((4, 4, 1), len(CLASSES))  # the 8x8 digit must be resized to 4x4
+    loaded = tf.saved_model.load(
+        export.export_serving_model(model, str(tmp_path / 'm'), (4, 4, 1), CLASSES))
+    out = loaded.signatures[export.IMAGES_SIGNATURE](images=tf.constant([png_bytes, png_bytes]))
+    assert out['probabilities'].shape == (2, 3)
+    np.testing.assert_allclose(out['probabilities'].numpy().sum(axis=1), 1.0, rtol=1e-5)
