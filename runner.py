@@ -11,6 +11,7 @@ import os
 import shlex
 import sys
 
+from components.trainer.choices import POLICIES
 from pipeline import config as config_lib
 
 
@@ -32,6 +33,11 @@ def parse_args(argv):
                         help=f'training steps (default: {config_lib.TrainConfig.train_steps})')
     parser.add_argument('--batch-size', type=int, default=None, help='global batch size, '
                         f'over all replicas (default: {config_lib.TrainConfig.global_batch_size})')
+    parser.add_argument('--accumulation-steps', type=int, default=None,
+                        help='micro-batches per optimizer update (default: 1)')
+    parser.add_argument('--mixed-precision', choices=POLICIES, default=None,
+                        help='compute precision; auto = mixed_float16 on GPU, mixed_bfloat16 '
+                             'on a bf16 CPU, else float32 (default: auto)')
     parser.add_argument('--schema', default=None,
                         help='curated schema file to validate against, or "infer" to infer one '
                              'from the data (default: the digits schema for the embedded data, '
@@ -62,8 +68,11 @@ def build_config(args) -> config_lib.PipelineConfig:
     if args.steps is not None:
         train.update(train_steps=args.steps,
                      warmup_steps=min(base.train.warmup_steps, args.steps - 1))
-    if args.batch_size is not None:
-        train.update(global_batch_size=args.batch_size)
+    for flag, field in (('batch_size', 'global_batch_size'),
+                        ('accumulation_steps', 'accumulation_steps'),
+                        ('mixed_precision', 'mixed_precision')):
+        if getattr(args, flag) is not None:
+            train[field] = getattr(args, flag)
     overrides = dict(output_dir=args.output, schema_path=schema,
                      train=dataclasses.replace(base.train, **train),
                      ingest=dataclasses.replace(base.ingest, data_dir=data),

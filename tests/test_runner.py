@@ -20,7 +20,8 @@ def test_help_documents_every_flag():
     result = _cli('--help')
     assert result.returncode == 0
     for flag in ('--local', '--data', '--output', '--config', '--steps', '--batch-size',
-                 '--schema', '--beam-args', '--no-cache', '--verbose'):
+                 '--accumulation-steps', '--mixed-precision', '--schema', '--beam-args',
+                 '--no-cache', '--verbose'):
         assert flag in result.stdout
 
 
@@ -81,3 +82,19 @@ def test_bad_config_or_batch_size_is_a_clear_error_without_traceback(tmp_path, f
 def test_local_is_required():
     with pytest.raises(SystemExit):
         runner.parse_args([])
+
+
+def test_trainer_flags_reach_the_config(tmp_path):
+    args = runner.parse_args(['--local', '--output', str(tmp_path), '--accumulation-steps', '4',
+                              '--mixed-precision', 'mixed_float16'])
+    cfg = runner.build_config(args)
+    assert cfg.train.accumulation_steps == 4 and cfg.train.mixed_precision == 'mixed_float16'
+    assert runner.build_config(runner.parse_args(['--local'])).train.mixed_precision == 'auto'
+
+
+def test_bad_trainer_flags_are_clear_errors(tmp_path):
+    result = _cli('--local', '--accumulation-steps', '0', '--output', str(tmp_path / 'o'))
+    assert result.returncode == 2 and 'accumulation_steps must be >= 1' in result.stderr
+    result = _cli('--local', '--mixed-precision', 'float16')
+    assert result.returncode == 2 and 'invalid choice' in result.stderr
+    assert 'Traceback' not in result.stderr
