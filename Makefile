@@ -32,3 +32,7 @@ test-fast: install
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
+
+# Benchmarks print tables of ratios measured side by side; see bench/.
+bench: install
+	$(BIN)/python -m bench.bench_trainer

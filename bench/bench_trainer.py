@@ -53,6 +53,9 @@ def main() -> None:
         'fit f32': ('fit', dict(batch=b)),
         'loop f32 k=4': ('loop', dict(batch=b, accum=4)),
         'loop bf16': ('loop', dict(batch=b, policy='mixed_bfloat16')),
+        # The same digits resized in-graph to 32x32: 16x the convolution work per example.
+        'loop f32 32px': ('loop', dict(batch=b, size=32)),
+        'loop bf16 32px': ('loop', dict(batch=b, size=32, policy='mixed_bfloat16')),
         'input only': ('input', dict(batch=b)),
         'matmul f32': ('matmul', dict(policy='float32')),
         'matmul bf16': ('matmul', dict(policy='mixed_bfloat16')),
@@ -62,7 +65,7 @@ def main() -> None:
         data = ingest_digits(os.path.join(tmp, 'examples'))
         for repeat in range(args.repeats):
             for name, (mode, flags) in configs.items():
-                steps = args.steps // 4 if 'k=4' in name else args.steps
+                steps = args.steps // 4 if 'k=4' in name or '32px' in name else args.steps
                 result = run(mode, data, steps, **flags)
                 print(f'[{repeat + 1}/{args.repeats}] {name}: {json.dumps(result)}', flush=True)
                 key = 'flops_per_second' if mode == 'matmul' else 'examples_per_second'
@@ -86,6 +89,10 @@ def print_table(r: dict, batch: int) -> None:
          f'{eps["loop bf16"]:.0f} ({r["loop bf16"]["peak_rss_mb"]:.0f}) vs '
          f'{eps["loop f32"]:.0f} ({r["loop f32"]["peak_rss_mb"]:.0f})',
          eps['loop bf16'] / eps['loop f32'], '>= 1.3x'),
+        ('Same, model input resized to 32x32 (more compute per example)',
+         f'{eps["loop bf16 32px"]:.0f} ({r["loop bf16 32px"]["peak_rss_mb"]:.0f}) vs '
+         f'{eps["loop f32 32px"]:.0f} ({r["loop f32 32px"]["peak_rss_mb"]:.0f})',
+         eps['loop bf16 32px'] / eps['loop f32 32px'], '(context)'),
         ('tf.data input only vs trainer consumption, ex/s (input wait)',
          f'{eps["input only"]:.0f} vs {eps["loop f32"]:.0f} '
          f'({100 * r["loop f32"]["input_wait_fraction"]:.1f}% wait)',

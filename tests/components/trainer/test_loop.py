@@ -85,11 +85,10 @@ def test_resume_continues_from_the_checkpoint_and_matches_an_uninterrupted_run(t
 
     ckpt = str(tmp_path / 'ckpt')
     first = _steps(options)
-    short = loop.LoopOptions(**{**options.__dict__, 'train_steps': 12})
-    # Interrupt after step 8's checkpoint by training a run whose data ends at step 9.
+    # Interrupt after step 8's checkpoint: this run's data ends during step 9.
     data_until_9 = lambda skip: _stream(points, labels, 16)(skip).take(9 - skip // 16)
-    with pytest.raises(Exception):
-        loop.run_training(first, data_until_9, short, checkpoint_dir=ckpt)
+    with pytest.raises(tf.errors.OutOfRangeError):
+        loop.run_training(first, data_until_9, options, checkpoint_dir=ckpt)
     assert tf.train.latest_checkpoint(ckpt).endswith('ckpt-8')
 
     resumed = _steps(options)  # a fresh process would start from new weights
