@@ -41,7 +41,8 @@ class IngestConfig:
 class TrainConfig:
     model_builder: str = 'models.resnet.build_model'
     image_shape: Tuple[int, int, int] = (8, 8, 1)
-    train_steps: int = 400           # optimizer updates
+    train_steps: int = 400           # optimizer updates (ignored when train_epochs > 0)
+    train_epochs: float = 0.0        # > 0: train this many passes over the train split instead
     global_batch_size: int = 64      # one micro-batch over all replicas
     accumulation_steps: int = 1      # micro-batches per update
     mixed_precision: str = 'auto'    # auto | float32 | mixed_float16 | mixed_bfloat16
@@ -51,6 +52,7 @@ class TrainConfig:
     checkpoint_interval: int = 100   # updates between checkpoints
     eval_steps: int = 0              # eval batches; 0 = the whole eval split
     seed: int = 42
+    devices: Tuple[str, ...] = ()    # MirroredStrategy devices; () = every visible GPU, or CPU
 
     def __post_init__(self):
         _check(len(self.image_shape) == 3 and all(d >= 1 for d in self.image_shape),
@@ -72,6 +74,7 @@ class TrainConfig:
         _check(self.checkpoint_interval >= 1,
                f'checkpoint_interval must be >= 1, got {self.checkpoint_interval}')
         _check(self.eval_steps >= 0, f'eval_steps must be >= 0, got {self.eval_steps}')
+        _check(self.train_epochs >= 0, f'train_epochs must be >= 0, got {self.train_epochs}')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,7 +62,9 @@ def create_components(config: PipelineConfig) -> List:
     train = config.train
     trainer = ImageTrainer(
         examples=example_gen.outputs['examples'], model_builder=train.model_builder,
-        image_shape=train.image_shape, train_steps=train.train_steps,
+        image_shape=train.image_shape,
+        train_steps=0 if train.train_epochs else train.train_steps,
+        train_epochs=train.train_epochs, devices=train.devices,
         global_batch_size=train.global_batch_size,
         accumulation_steps=train.accumulation_steps, mixed_precision=train.mixed_precision,
         optimizer=train.optimizer, learning_rate=train.learning_rate,

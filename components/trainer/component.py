@@ -5,7 +5,8 @@ trained. Outputs are the stock Model (SavedModel under Format-Serving, what Eval
 read) and ModelRun (TensorBoard logs and a metrics.json) artifacts. Values are validated here,
 when the pipeline is built, by the same LoopOptions the loop uses.
 """
-from typing import Tuple
+import json
+from typing import Sequence, Tuple
 
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import Channel, standard_artifacts
@@ -31,6 +32,7 @@ class ImageTrainerSpec(ComponentSpec):
         'warmup_steps': ExecutionParameter(type=int),
         'checkpoint_interval': ExecutionParameter(type=int),
         'seed': ExecutionParameter(type=int),
+        'devices': ExecutionParameter(type=str),        # JSON list; [] = every visible GPU/CPU
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
     OUTPUTS = {
@@ -48,7 +50,7 @@ class ImageTrainer(base_component.BaseComponent):
                  global_batch_size: int, learning_rate: float, train_steps: int = 0,
                  train_epochs: float = 0.0, eval_steps: int = 0, accumulation_steps: int = 1,
                  mixed_precision: str = 'auto', optimizer: str = 'adam', warmup_steps: int = 0,
-                 checkpoint_interval: int = 100, seed: int = 0):
+                 checkpoint_interval: int = 100, seed: int = 0, devices: Sequence[str] = ()):
         if (train_steps > 0) == (train_epochs > 0):
             raise ValueError('Give exactly one of train_steps and train_epochs (> 0), got '
                              f'{train_steps} and {train_epochs}')
@@ -66,5 +68,6 @@ class ImageTrainer(base_component.BaseComponent):
             global_batch_size=global_batch_size, accumulation_steps=accumulation_steps,
             mixed_precision=mixed_precision, optimizer=optimizer, learning_rate=learning_rate,
             warmup_steps=warmup_steps, checkpoint_interval=checkpoint_interval, seed=seed,
+            devices=json.dumps(list(devices)),
             model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))

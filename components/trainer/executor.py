@@ -63,6 +63,7 @@ class Executor(base_executor.BaseExecutor):
             model_builder=props['model_builder'],
             mixed_precision=props['mixed_precision'],
             seed=int(props['seed']),
+            devices=tuple(json.loads(props.get('devices') or '[]')),
             options=loop.LoopOptions(
                 train_steps=resolve_train_steps(props, num_train),
                 global_batch_size=int(props['global_batch_size']),

@@ -29,6 +29,7 @@ class TrainJob:
     options: loop.LoopOptions
     mixed_precision: str = 'float32'   # or auto / mixed_float16 / mixed_bfloat16
     seed: int = 0
+    devices: Tuple[str, ...] = ()      # MirroredStrategy devices; () = all visible GPUs, or CPU
 
 
 def import_builder(path: str) -> Callable[..., keras.Model]:
@@ -66,7 +67,11 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                      strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, float]:
     """Trains (resuming from checkpoint_dir), evaluates, exports, and writes metrics.json."""
     keras.utils.set_random_seed(job.seed)
-    strategy = strategy or distribute.make_strategy()
+    strategy = strategy or distribute.make_strategy(job.devices)
+    replicas = strategy.num_replicas_in_sync
+    if job.options.global_batch_size % replicas:
+        raise ValueError(f'global_batch_size {job.options.global_batch_size} does not split '
+                         f'evenly over {replicas} replicas')
     is_chief, task = distribute.chief_and_task(strategy)
     policy = precision.resolve_policy(job.mixed_precision)
     logging.info('Training %s on %d replica(s), policy %s (asked: %s): %s', job.model_builder,

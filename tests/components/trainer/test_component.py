@@ -1,0 +1,38 @@
+"""Unit tests of ImageTrainer's construction: parameters validated when the pipeline is built."""
+import json
+
+import pytest
+from tfx.types import Channel, standard_artifacts
+
+from components.trainer.component import ImageTrainer
+
+
+def _trainer(**overrides):
+    args = dict(examples=Channel(type=standard_artifacts.Examples),
+                model_builder='models.resnet.build_model', image_shape=(8, 8, 1),
+                global_batch_size=32, learning_rate=1e-3, train_steps=100)
+    args.update(overrides)
+    return ImageTrainer(**args)
+
+
+def test_parameters_become_execution_properties():
+    trainer = _trainer(accumulation_steps=4, mixed_precision='mixed_bfloat16',
+                       optimizer='sgd', checkpoint_interval=25, devices=['/cpu:0'])
+    props = trainer.exec_properties
+    assert (props['accumulation_steps'], props['mixed_precision'], props['optimizer']) == (
+        4, 'mixed_bfloat16', 'sgd')
+    assert props['checkpoint_interval'] == 25 and json.loads(props['devices']) == ['/cpu:0']
+    assert props['train_steps'] == 100 and props['train_epochs'] == 0.0
+
+
+@pytest.mark.parametrize('overrides, message', [
+    (dict(train_steps=0), 'exactly one of train_steps and train_epochs'),
+    (dict(train_epochs=2.0), 'exactly one of train_steps and train_epochs'),
+    (dict(mixed_precision='float16'), 'mixed_precision must be one of'),
+    (dict(accumulation_steps=0), 'accumulation_steps must be >= 1'),
+    (dict(optimizer='lamb'), 'optimizer must be one of'),
+    (dict(global_batch_size=0), 'global_batch_size must be >= 1'),
+])
+def test_bad_parameters_fail_when_the_pipeline_is_built(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _trainer(**overrides)

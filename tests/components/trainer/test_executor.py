@@ -1,0 +1,90 @@
+"""Executor tests: ImageTrainer's Do on a small Examples artifact, and its stable checkpoints."""
+import json
+import os
+
+import pytest
+import tensorflow as tf
+from tfx.types import artifact_utils, standard_artifacts
+
+from components.common import features
+from components.trainer import executor
+from helpers import DIGITS
+
+CLASSES = ('0', '1', '2')
+
+
+def _examples(tmp_path):
+    artifact = standard_artifacts.Examples()
+    artifact.uri = str(tmp_path / 'examples')
+    artifact.split_names = artifact_utils.encode_split_names(['train', 'eval'])
+    counts = {}
+    for split, (offset, per_class) in {'train': (0, 20), 'eval': (20, 5)}.items():
+        os.makedirs(os.path.join(artifact.uri, f'Split-{split}'))
+        path = os.path.join(artifact.uri, f'Split-{split}', 'data_tfrecord-00000-of-00001.gz')
+        with tf.io.TFRecordWriter(path, options='GZIP') as writer:
+            for label, name in enumerate(CLASSES):
+                for file_name in sorted(os.listdir(os.path.join(DIGITS, name)))[
+                        offset:offset + per_class]:
+                    with open(os.path.join(DIGITS, name, file_name), 'rb') as handle:
+                        writer.write(features.make_example(
+                            handle.read(), label, name, 8, 8, file_name).SerializeToString())
+        counts[split] = per_class * len(CLASSES)
+    artifact.set_string_custom_property('class_names', json.dumps(CLASSES))
+    artifact.set_int_custom_property('num_written_train', counts['train'])
+    return artifact
+
+
+def _properties(**overrides):
+    props = dict(model_builder='models.resnet.build_model', image_height=8, image_width=8,
+                 channels=1, train_steps=0, train_epochs=2.0, eval_steps=0,
+                 global_batch_size=16, accumulation_steps=2, mixed_precision='float32',
+                 optimizer='adam', learning_rate=3e-3, warmup_steps=0,
+                 checkpoint_interval=1, seed=1, devices='[]')
+    props.update(overrides)
+    return props
+
+
+def test_do_trains_exports_and_records_how(tmp_path):
+    examples = _examples(tmp_path)
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '7')
+    model_run = standard_artifacts.ModelRun()
+    model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '7')
+    props = _properties()
+    executor.Executor().Do({'examples': [examples]},
+                           {'model': [model], 'model_run': [model_run]}, props)
+
+    serving = os.path.join(model.uri, 'Format-Serving')
+    assert 'serving_default' in tf.saved_model.load(serving).signatures
+    with open(os.path.join(model_run.uri, 'metrics.json')) as handle:
+        metrics = json.load(handle)
+    assert metrics['mixed_precision'] == 'float32' and metrics['start_step'] == 0
+    assert model.get_string_custom_property('mixed_precision') == 'float32'
+    assert 0.0 <= model.get_float_custom_property('eval_accuracy') <= 1.0
+    assert any(name.startswith('events.out.tfevents') for name in os.listdir(model_run.uri))
+    # 2 epochs of 60 examples at 16 x 2 per update: 4 updates, logged as the last step.
+    assert executor.resolve_train_steps(props, 60) == 4
+    # Checkpoints were written every update, then removed once the model was exported.
+    assert not os.path.exists(executor.checkpoint_dir(model.uri, [examples], props))
+
+
+def test_checkpoint_folder_is_stable_per_training_and_differs_otherwise(tmp_path):
+    examples = _examples(tmp_path)
+    first = executor.checkpoint_dir('/root/ImageTrainer/model/7', [examples], _properties())
+    retry = executor.checkpoint_dir('/root/ImageTrainer/model/9', [examples], _properties())
+    assert first == retry  # a new execution of the same training finds the same checkpoints
+    assert first.startswith('/root/ImageTrainer/checkpoints/')
+    changed = executor.checkpoint_dir('/root/ImageTrainer/model/9', [examples],
+                                      _properties(learning_rate=1e-3))
+    other_data = standard_artifacts.Examples()
+    other_data.uri = str(tmp_path / 'other')
+    assert changed != first
+    assert executor.checkpoint_dir('/root/ImageTrainer/model/9', [other_data],
+                                   _properties()) != first
+
+
+@pytest.mark.parametrize('steps, epochs, examples, expected', [
+    (100, 0.0, 1000, 100), (0, 1.0, 1000, 32), (0, 0.5, 10, 1)])
+def test_train_steps_come_from_steps_or_epochs(steps, epochs, examples, expected):
+    props = _properties(train_steps=steps, train_epochs=epochs)  # 32 examples per update
+    assert executor.resolve_train_steps(props, examples) == expected
