@@ -39,17 +39,18 @@ def first_and_second_run(tmp_path_factory):
 
 def _only(summary, type_name):
     artifacts = summary.outputs[type_name]
+    if type_name == 'Model':  # the trained candidate, not the baseline (which has served_version)
+        artifacts = [a for a in artifacts if 'served_version' not in a.custom_properties]
     assert len(artifacts) == 1, (type_name, artifacts)
     return artifacts[0]
 
 
 def test_first_run_executes_every_component(first_and_second_run):
     _, first, _ = first_and_second_run
-    components = {n: s for n, s in first.states.items() if n != 'Resolver'}
-    assert set(components) == {'ImageExampleGen', 'ImportSchemaGen', 'StatisticsGen',
-                               'ExampleValidator', 'AnomalyGate', 'ImageTrainer', 'Evaluator',
-                               'Pusher'}
-    assert set(components.values()) == {'COMPLETE'}
+    assert set(first.states) == {'ImageExampleGen', 'ImportSchemaGen', 'StatisticsGen',
+                                 'ExampleValidator', 'AnomalyGate', 'ImageTrainer',
+                                 'ServedModelBaseline', 'Evaluator', 'Pusher'}
+    assert set(first.states.values()) == {'COMPLETE'}
 
 
 def test_examples_have_both_splits_with_the_configured_shards(first_and_second_run):
@@ -92,14 +93,17 @@ def test_blessing_written_and_model_pushed_to_serving(first_and_second_run):
     assert os.path.exists(os.path.join(cfg.serving_dir, versions[0], 'saved_model.pb'))
     pushed = _only(first, 'PushedModel')
     assert pushed.custom_properties['pushed'].int_value == 1
+    # Nothing was served before the first run: the Evaluator ran without a baseline.
+    baselines = [m for m in first.outputs['Model'] if 'served_version' in m.custom_properties]
+    assert [b.custom_properties['served_version'].int_value for b in baselines] == [-1]
+    assert 'baseline: none' in summary_lib.format_summary(first)
 
 
 def test_second_run_with_nothing_changed_is_served_from_the_cache(first_and_second_run):
     cfg, first, second = first_and_second_run
     assert second.run_id != first.run_id
-    components = {n: s for n, s in second.states.items() if n != 'Resolver'}
-    assert set(components.values()) == {'CACHED'}, components
-    assert len(components) == 8
+    assert set(second.states.values()) == {'CACHED'}, second.states
+    assert len(second.states) == 9
     assert len(os.listdir(cfg.serving_dir)) == 1  # no second copy of the same model
 
 
