@@ -1,9 +1,11 @@
-"""Entry point: runs the pipeline locally (LocalDagRunner, ML Metadata in SQLite, Beam DirectRunner).
+"""Entry point: runs the pipeline locally, or compiles (and schedules) it for Kubeflow Pipelines.
 
     python runner.py --local [--data DIR] [--output DIR] [--steps N] [--schema FILE|infer]
+    python runner.py --kubeflow --image IMAGE --pipeline-root URI [--output FILE]
+                     [--endpoint URL --schedule "CRON" [--experiment NAME]]
 
-This is the only module that defines command-line flags; it turns them into a validated
-PipelineConfig and hands that to the one pipeline factory.
+This is the only module that defines command-line flags; it turns them into validated configs
+and hands them to pipeline/local.py or pipeline/kubeflow.py, which use the one pipeline factory.
 """
 import argparse
 import dataclasses
@@ -17,32 +19,41 @@ from pipeline import config as config_lib
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description='Image-classification TFX pipeline: ingest, validate, train, evaluate, push.')
-    parser.add_argument('--local', action='store_true', required=True,
-                        help='run the pipeline on this machine with LocalDagRunner')
-    parser.add_argument('--data', default=config_lib.DEFAULT_DATA,
-                        help='input base: one sub-folder per class, holding images '
-                             '(default: the embedded digits, %(default)s)')
-    parser.add_argument('--output', default=os.path.join('runs', 'default'),
-                        help='run folder: pipeline_root/, metadata.sqlite and serving/ go here '
-                             '(default: %(default)s)')
-    parser.add_argument('--steps', type=int, default=None,
-                        help=f'training steps (default: {config_lib.TrainConfig.train_steps})')
-    parser.add_argument('--schema', default=None,
-                        help='curated schema file to validate against, or "infer" to infer one '
-                             'from the data (default: the digits schema for the embedded data, '
-                             'inferred otherwise)')
-    parser.add_argument('--beam-args', default=None,
-                        help='Beam pipeline args as one quoted string (default: "%s")'
-                             % ' '.join(config_lib.PipelineConfig.beam_args))
-    parser.add_argument('--no-cache', action='store_true', help='re-run every component')
-    parser.add_argument('--verbose', action='store_true',
-                        help='also log TFX\'s full execution and artifact dumps')
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument('--local', action='store_true',
+                      help='run the pipeline on this machine with LocalDagRunner')
+    mode.add_argument('--kubeflow', action='store_true',
+                      help='compile the pipeline for Kubeflow Pipelines (and schedule it)')
+    add = parser.add_argument
+    add('--data', default=config_lib.DEFAULT_DATA, help='input base: one sub-folder per class, '
+        'holding images; a URI for Kubeflow (default: the embedded digits, %(default)s)')
+    add('--output', default=None, help='--local: run folder for pipeline_root/, metadata.sqlite '
+        'and serving/ (default: runs/default); --kubeflow: compiled file (default: pipeline.json)')
+    add('--steps', type=int, default=None,
+        help=f'training steps (default: {config_lib.TrainConfig.train_steps})')
+    add('--schema', default=None, help='curated schema file to validate against, or "infer" to '
+        'infer one from the data (default: the digits schema for the embedded data, else infer)')
+    add('--beam-args', default=None, help='Beam pipeline args as one quoted string (default: '
+        '"%s")' % ' '.join(config_lib.PipelineConfig.beam_args))
+    add('--no-cache', action='store_true', help='re-run every component')
+    add('--verbose', action='store_true', help='also log TFX\'s full execution and artifact dumps')
+    kubeflow = parser.add_argument_group('Kubeflow (with --kubeflow)')
+    kubeflow.add_argument('--image', help='container image of every task (see Dockerfile)')
+    kubeflow.add_argument('--pipeline-root', help='run root the cluster writes (gs://...): '
+                          'artifacts under pipeline_root/, pushed models under serving/')
+    kubeflow.add_argument('--trainer-cpu', type=float, default=config_lib.KubeflowConfig.trainer_cpu)
+    kubeflow.add_argument('--trainer-memory', type=float, help='GB',
+                          default=config_lib.KubeflowConfig.trainer_memory_gb)
+    kubeflow.add_argument('--trainer-gpus', type=int, default=0)
+    kubeflow.add_argument('--endpoint', help='KFP API URL: upload the pipeline and schedule it')
+    kubeflow.add_argument('--schedule', help='six-field cron, e.g. "0 0 3 * * *" (03:00 daily)')
+    kubeflow.add_argument('--experiment', default=config_lib.KubeflowConfig.experiment)
     return parser.parse_args(argv)
 
 
 def build_config(args) -> config_lib.PipelineConfig:
-    data = os.path.abspath(args.data)
-    if not os.path.isdir(data):
+    data = args.data if config_lib.is_uri(args.data) else os.path.abspath(args.data)
+    if not config_lib.is_uri(data) and not os.path.isdir(data):
         raise ValueError(f'--data folder does not exist: {data}')
     schema = args.schema
     if schema is None:
@@ -50,12 +61,15 @@ def build_config(args) -> config_lib.PipelineConfig:
         schema = config_lib.DIGITS_SCHEMA if uses_default_data else None
     elif schema == 'infer':
         schema = None
-    else:
+    elif not config_lib.is_uri(schema):
         schema = os.path.abspath(schema)
+    if args.kubeflow and not args.pipeline_root:
+        raise ValueError('--kubeflow needs --image and --pipeline-root')
     base = config_lib.default_config()
     train = base.train if args.steps is None else dataclasses.replace(
         base.train, train_steps=args.steps, warmup_steps=min(base.train.warmup_steps, args.steps - 1))
-    overrides = dict(output_dir=args.output, schema_path=schema, train=train,
+    output = args.pipeline_root if args.kubeflow else args.output or os.path.join('runs', 'default')
+    overrides = dict(output_dir=output, schema_path=schema, train=train,
                      ingest=dataclasses.replace(base.ingest, data_dir=data),
                      enable_cache=not args.no_cache)
     if args.beam_args is not None:
@@ -63,34 +77,34 @@ def build_config(args) -> config_lib.PipelineConfig:
     return dataclasses.replace(base, **overrides)
 
 
+def build_kubeflow_config(args) -> config_lib.KubeflowConfig:
+    return config_lib.KubeflowConfig(
+        image=args.image or '', output_file=args.output or 'pipeline.json',
+        trainer_cpu=args.trainer_cpu, trainer_memory_gb=args.trainer_memory,
+        trainer_gpus=args.trainer_gpus, endpoint=args.endpoint, schedule=args.schedule,
+        experiment=args.experiment)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         config = build_config(args)
+        kubeflow = build_kubeflow_config(args) if args.kubeflow else None
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
     from pipeline import logs
     logs.configure(args.verbose)
     # Heavy imports after flag parsing, so --help and flag errors answer at once.
-    from tfx import v1 as tfx
-    from components.gate.executor import DataAnomaliesError
-    from components.ingest.executor import IngestionError
-    from pipeline import pipeline as pipeline_lib
-    from pipeline import summary as summary_lib
-
-    os.makedirs(config.output_dir, exist_ok=True)
-    stopped = None
-    try:
-        tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(config))
-    except (DataAnomaliesError, IngestionError) as error:
-        stopped = error  # a data problem, explained in the message: no traceback needed
-    summary = summary_lib.read_latest_run(config.metadata_path, config.name)
-    if summary is not None:
-        print(summary_lib.format_summary(summary))
-    if stopped is not None:
-        print(f'\nRun stopped: {stopped}', file=sys.stderr)
-        return 1
+    if kubeflow is None:
+        from pipeline import local
+        return local.run(config)
+    from pipeline import kubeflow as kubeflow_lib
+    job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+    print(f'Compiled {job_file}')
+    if kubeflow.endpoint:
+        run = kubeflow_lib.schedule(job_file, config, kubeflow)
+        print(f'Scheduled "{kubeflow.schedule}": recurring run {run.recurring_run_id}')
     return 0
 
 

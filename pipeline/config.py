@@ -21,6 +21,15 @@ def _check(condition: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def is_uri(path: str) -> bool:
+    """gs://, s3://, hdfs://...: a location for the cluster, never made absolute or checked here."""
+    return '://' in path
+
+
+def _absolute(path: str) -> str:
+    return path if is_uri(path) else os.path.abspath(path)
+
+
 @dataclasses.dataclass(frozen=True)
 class IngestConfig:
     data_dir: str = DEFAULT_DATA
@@ -82,17 +91,20 @@ class PipelineConfig:
     beam_args: Tuple[str, ...] = ('--direct_running_mode=multi_processing',
                                   '--direct_num_workers=0', SETUP_FILE_ARG)
     enable_cache: bool = True
+    # False when paths name files inside the container image (pipeline/kubeflow.py): they do not
+    # exist on the machine that compiles the pipeline, so they are not checked there.
+    check_paths: bool = True
 
     def __post_init__(self):
         _check(bool(self.name) and self.name.replace('-', '').replace('_', '').isalnum(),
                f'name must be letters, digits, - or _, got {self.name!r}')
         _check(bool(self.output_dir), 'output_dir must not be empty')
-        if self.schema_path is not None:
+        if self.schema_path is not None and self.check_paths and not is_uri(self.schema_path):
             _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
 
     @property
     def pipeline_root(self) -> str:
-        return os.path.join(os.path.abspath(self.output_dir), 'pipeline_root')
+        return os.path.join(_absolute(self.output_dir), 'pipeline_root')
 
     @property
     def metadata_path(self) -> str:
@@ -100,7 +112,49 @@ class PipelineConfig:
 
     @property
     def serving_dir(self) -> str:
-        return os.path.join(os.path.abspath(self.output_dir), 'serving')
+        return os.path.join(_absolute(self.output_dir), 'serving')
+
+
+@dataclasses.dataclass(frozen=True)
+class KubeflowConfig:
+    """How the pipeline is compiled for, and scheduled on, Kubeflow Pipelines (pipeline/kubeflow.py).
+
+    The pipeline itself is the same PipelineConfig; its output_dir is then the run root on storage
+    the cluster reads (gs://...): TFX artifacts go under <output_dir>/pipeline_root, pushed models
+    under <output_dir>/serving, as locally.
+    """
+    image: str
+    output_file: str = 'pipeline.json'
+    # Where the Dockerfile puts this checkout in the image: paths inside the checkout (the
+    # embedded data and schema, setup.py in the Beam args) are rewritten to this folder.
+    image_workdir: str = '/pipeline'
+    trainer_cpu: float = 4.0           # cores requested and limited for the trainer's task
+    trainer_memory_gb: float = 16.0
+    trainer_gpus: int = 0
+    gpu_type: str = 'nvidia.com/gpu'   # Kubernetes resource name (Vertex AI: e.g. NVIDIA_TESLA_T4)
+    # Open-source KFP does not run TFX's pre-cache-check hook that fingerprints the input files,
+    # so a cached ingestion task would never see new images there: it is compiled uncached.
+    cache_ingestion: bool = False
+    # Scheduling (only with an endpoint): KFP API URL, cron expression, experiment name.
+    endpoint: Optional[str] = None
+    schedule: Optional[str] = None
+    experiment: str = 'Default'
+
+    def __post_init__(self):
+        _check(bool(self.image) and ' ' not in self.image, f'image must be set, got {self.image!r}')
+        _check(self.image_workdir.startswith('/'),
+               f'image_workdir must be absolute, got {self.image_workdir!r}')
+        _check(self.trainer_cpu > 0, f'trainer_cpu must be > 0, got {self.trainer_cpu}')
+        _check(self.trainer_memory_gb > 0,
+               f'trainer_memory_gb must be > 0, got {self.trainer_memory_gb}')
+        _check(self.trainer_gpus >= 0, f'trainer_gpus must be >= 0, got {self.trainer_gpus}')
+        _check((self.endpoint is None) == (self.schedule is None),
+               '--endpoint and --schedule go together')
+        if self.schedule is not None:
+            # KFP's cron has six fields (seconds first); five-field cron is a common mistake.
+            _check(len(self.schedule.split()) == 6, 'schedule must be a six-field cron expression '
+                   f'"sec min hour day month weekday", got {self.schedule!r}')
+        _check(bool(self.experiment), 'experiment must not be empty')
 
 
 def default_config(**overrides) -> PipelineConfig:

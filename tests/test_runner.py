@@ -58,3 +58,34 @@ def test_flags_reach_the_config(tmp_path):
 def test_local_is_required():
     with pytest.raises(SystemExit):
         runner.parse_args([])
+
+
+def test_local_and_kubeflow_are_exclusive():
+    with pytest.raises(SystemExit):
+        runner.parse_args(['--local', '--kubeflow'])
+
+
+def test_kubeflow_needs_an_image_and_a_pipeline_root(tmp_path):
+    result = _cli('--kubeflow', '--pipeline-root', 'gs://b/r', '--output', str(tmp_path / 'p.json'))
+    assert result.returncode == 2 and 'image must be set' in result.stderr
+    result = _cli('--kubeflow', '--image', 'img:1')
+    assert result.returncode == 2 and 'needs --image and --pipeline-root' in result.stderr
+    assert not os.path.exists(tmp_path / 'p.json')
+
+
+def test_kubeflow_flags_reach_the_configs():
+    args = runner.parse_args(['--kubeflow', '--image', 'img:1', '--pipeline-root', 'gs://b/r',
+                              '--data', 'gs://b/images', '--trainer-gpus', '1', '--endpoint',
+                              'http://kfp', '--schedule', '0 0 3 * * *', '--experiment', 'nightly'])
+    cfg, kubeflow = runner.build_config(args), runner.build_kubeflow_config(args)
+    assert cfg.output_dir == 'gs://b/r' and cfg.serving_dir == 'gs://b/r/serving'
+    assert cfg.ingest.data_dir == 'gs://b/images' and cfg.schema_path is None
+    assert (kubeflow.image, kubeflow.output_file, kubeflow.trainer_gpus) == ('img:1', 'pipeline.json', 1)
+    assert (kubeflow.schedule, kubeflow.experiment) == ('0 0 3 * * *', 'nightly')
+
+
+def test_five_field_cron_is_rejected():
+    args = runner.parse_args(['--kubeflow', '--image', 'i', '--pipeline-root', 'gs://b/r',
+                              '--endpoint', 'http://kfp', '--schedule', '0 3 * * *'])
+    with pytest.raises(ValueError, match='six-field cron'):
+        runner.build_kubeflow_config(args)
