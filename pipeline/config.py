@@ -107,7 +107,10 @@ class PipelineConfig:
         return os.path.join(_absolute(self.output_dir), 'pipeline_root')
 
     @property
-    def metadata_path(self) -> str:
+    def metadata_path(self) -> Optional[str]:
+        # None for a run root on cluster storage: there (KFP) the cluster keeps ML Metadata.
+        if is_uri(self.output_dir):
+            return None
         return os.path.join(os.path.abspath(self.output_dir), 'metadata.sqlite')
 
     @property

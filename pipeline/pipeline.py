@@ -86,6 +86,7 @@ def create_pipeline(config: PipelineConfig) -> tfx_pipeline.Pipeline:
         pipeline_root=config.pipeline_root,
         components=create_components(config),
         enable_cache=config.enable_cache,
-        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            config.metadata_path),
+        # The local SQLite store; None on cluster storage, whose orchestrator keeps its own.
+        metadata_connection_config=config.metadata_path and (
+            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)),
         beam_pipeline_args=list(config.beam_args))

@@ -3,6 +3,7 @@
 Runs the same create_pipeline() as `runner.py --local`, with the smoke config: real Beam,
 TFDV, TFMA and ML Metadata, a few training steps.
 """
+import dataclasses
 import glob
 import os
 
@@ -122,3 +123,37 @@ def test_new_class_with_other_image_size_stops_the_run_before_training(tmp_path)
     assert states['AnomalyGate'] == 'FAILED'
     assert 'ImageTrainer' not in states
     assert not os.path.exists(cfg.serving_dir)
+
+
+def _served_baseline(summary):
+    [baseline] = [m for m in summary.outputs['Model'] if 'served_version' in m.custom_properties]
+    return baseline.custom_properties['served_version'].int_value
+
+
+def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_worse(
+        first_and_second_run):
+    # Runs after the tests above (file order): it adds data to the same input and run folder.
+    cfg, first, _ = first_and_second_run
+    [production] = os.listdir(cfg.serving_dir)
+    copy_digits(cfg.ingest.data_dir, classes=('0', '1', '2'), per_class=40)  # 10 new per class
+
+    third = _run(cfg)  # new data: new ingestion and training, evaluated against production
+    assert third.states['ImageExampleGen'] == third.states['ImageTrainer'] == 'COMPLETE'
+    assert _only(third, 'Examples').custom_properties['num_found'].int_value == 120
+    assert _served_baseline(third) == int(production)
+    blessing = _only(third, 'ModelBlessing')
+    assert blessing.custom_properties['baseline_model_uri'].string_value  # compared with it
+    assert blessing.custom_properties['blessed'].int_value == 1  # smoke bar: any drop allowed
+    assert len(os.listdir(cfg.serving_dir)) == 2
+    newest = max(os.listdir(cfg.serving_dir), key=int)
+
+    # A worse model (one training step) with no regression allowed: evaluated, not pushed.
+    worse = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, train_steps=1),
+                                eval=dataclasses.replace(cfg.eval, max_regression=0.0))
+    fourth = _run(worse)
+    assert fourth.states['ImageExampleGen'] == 'CACHED'  # same data: no new ingestion
+    assert fourth.states['ImageTrainer'] == 'COMPLETE'   # changed config: trained again
+    assert _served_baseline(fourth) == int(newest)
+    assert _only(fourth, 'ModelBlessing').custom_properties['blessed'].int_value == 0
+    assert _only(fourth, 'PushedModel').custom_properties['pushed'].int_value == 0
+    assert sorted(os.listdir(cfg.serving_dir), key=int)[-1] == newest  # production unchanged

@@ -39,6 +39,7 @@ def job(tmp_path_factory):
          '--output', output, '--beam-args', BEAM, '--trainer-cpu', '8', '--trainer-memory', '30',
          '--trainer-gpus', '2'], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not os.path.exists(os.path.join(REPO, 'gs:'))  # the URI was never used as a path
     with open(output) as handle:
         text = handle.read()
     # Strict: an unknown field anywhere fails the parse.
