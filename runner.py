@@ -37,17 +37,17 @@ def parse_args(argv):
         '"%s")' % ' '.join(config_lib.PipelineConfig.beam_args))
     add('--no-cache', action='store_true', help='re-run every component')
     add('--verbose', action='store_true', help='also log TFX\'s full execution and artifact dumps')
-    kubeflow = parser.add_argument_group('Kubeflow (with --kubeflow)')
-    kubeflow.add_argument('--image', help='container image of every task (see Dockerfile)')
-    kubeflow.add_argument('--pipeline-root', help='run root the cluster writes (gs://...): '
-                          'artifacts under pipeline_root/, pushed models under serving/')
-    kubeflow.add_argument('--trainer-cpu', type=float, default=config_lib.KubeflowConfig.trainer_cpu)
-    kubeflow.add_argument('--trainer-memory', type=float, help='GB',
-                          default=config_lib.KubeflowConfig.trainer_memory_gb)
-    kubeflow.add_argument('--trainer-gpus', type=int, default=0)
-    kubeflow.add_argument('--endpoint', help='KFP API URL: upload the pipeline and schedule it')
-    kubeflow.add_argument('--schedule', help='six-field cron, e.g. "0 0 3 * * *" (03:00 daily)')
-    kubeflow.add_argument('--experiment', default=config_lib.KubeflowConfig.experiment)
+    add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
+    add('--image', help='container image of every task (see Dockerfile)')
+    add('--pipeline-root', help='run root the cluster writes (gs://...): artifacts under '
+        'pipeline_root/, pushed models under serving/')
+    kf = config_lib.KubeflowConfig
+    add('--trainer-cpu', type=float, default=kf.trainer_cpu, help='%(default)s cores')
+    add('--trainer-memory', type=float, default=kf.trainer_memory_gb, help='%(default)s GB')
+    add('--trainer-gpus', type=int, default=kf.trainer_gpus, help='%(default)s GPUs')
+    add('--endpoint', help='KFP API URL: upload the pipeline and schedule it')
+    add('--schedule', help='six-field cron, e.g. "0 0 3 * * *" (03:00 daily)')
+    add('--experiment', default=kf.experiment, help='KFP experiment (default: %(default)s)')
     return parser.parse_args(argv)
 
 
@@ -95,8 +95,7 @@ def main(argv=None) -> int:
         return 2
     from pipeline import logs
     logs.configure(args.verbose)
-    # Heavy imports after flag parsing, so --help and flag errors answer at once.
-    if kubeflow is None:
+    if kubeflow is None:  # heavy imports after flag parsing: --help and errors answer at once
         from pipeline import local
         return local.run(config)
     from pipeline import kubeflow as kubeflow_lib

@@ -142,7 +142,7 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
     assert _only(third, 'Examples').custom_properties['num_found'].int_value == 120
     assert _served_baseline(third) == int(production)
     blessing = _only(third, 'ModelBlessing')
-    assert blessing.custom_properties['baseline_model_uri'].string_value  # compared with it
+    assert blessing.custom_properties['baseline_model'].string_value  # compared with it
     assert blessing.custom_properties['blessed'].int_value == 1  # smoke bar: any drop allowed
     assert len(os.listdir(cfg.serving_dir)) == 2
     newest = max(os.listdir(cfg.serving_dir), key=int)

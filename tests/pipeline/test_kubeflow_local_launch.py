@@ -84,7 +84,7 @@ def test_first_run_evaluates_without_baseline_and_pushes(runs):
     assert os.listdir(evaluation.uri)
     blessing = _artifact(first, 'Evaluator', 'blessing')
     assert os.path.exists(os.path.join(blessing.uri, 'BLESSED'))
-    assert 'baseline_model_uri' not in _metadata(blessing)
+    assert 'baseline_model' not in _metadata(blessing)
     pushed = _metadata(_artifact(first, 'Pusher', 'pushed_model'))
     assert pushed['pushed'] == 1
     assert os.path.exists(os.path.join(pushed['pushed_destination'], 'saved_model.pb'))
@@ -99,7 +99,7 @@ def test_second_run_compares_with_the_served_model(runs):
     assert _metadata(baseline)['served_version'] == served
     assert os.path.exists(os.path.join(baseline.uri, 'Format-Serving', 'saved_model.pb'))
     blessing = _metadata(_artifact(second, 'Evaluator', 'blessing'))
-    assert blessing['baseline_model_uri'] == baseline.uri
+    assert blessing['baseline_model'] == baseline.uri
     # Not worse than production (the smoke config allows any drop): pushed as a new version.
     assert _metadata(_artifact(second, 'Pusher', 'pushed_model'))['pushed'] == 1
     assert len(os.listdir(cfg.serving_dir)) == 2
