@@ -17,7 +17,7 @@ $(STAMP): constraints.txt setup.py
 	  "Python 3.11 is required (found %d.%d at $(PYTHON)); see README, Supported Pythons" % sys.version_info[:2])'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install $(PIP_FLAGS) --upgrade 'pip==24.2'
-	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev]'
+	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,kubeflow]'
 	@touch $(STAMP)
 
 run: install

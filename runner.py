@@ -1,117 +1,103 @@
-"""Entry point: runs the pipeline locally (LocalDagRunner, ML Metadata in SQLite, Beam DirectRunner).
+"""Entry point: runs the pipeline locally, or compiles (and schedules) it for Kubeflow Pipelines.
 
     python runner.py --local [--data DIR] [--output DIR] [--config NAME] [--steps N] ...
+    python runner.py --kubeflow --image IMAGE --pipeline-root URI [--output FILE]
+                     [--endpoint URL --schedule "CRON" [--experiment NAME]]
 
-This is the only module that defines command-line flags; it turns them into a validated
-PipelineConfig and hands that to the one pipeline factory.
+This is the only module that defines command-line flags; pipeline/config.py turns them into
+validated configs, and pipeline/local.py or pipeline/kubeflow.py run the one pipeline factory.
 """
 import argparse
-import dataclasses
-import os
-import shlex
 import sys
 
 from components.trainer.choices import POLICIES
 from pipeline import config as config_lib
 
+_TRAIN_FLAGS = {'steps': 'train_steps', 'batch_size': 'global_batch_size',
+                'accumulation_steps': 'accumulation_steps', 'mixed_precision': 'mixed_precision'}
 
-def parse_args(argv):
+
+def build_parser() -> argparse.ArgumentParser:
+    train = config_lib.TrainConfig
     parser = argparse.ArgumentParser(
         description='Image-classification TFX pipeline: ingest, validate, train, evaluate, push.')
-    parser.add_argument('--local', action='store_true', required=True,
-                        help='run the pipeline on this machine with LocalDagRunner')
-    parser.add_argument('--data', default=config_lib.DEFAULT_DATA,
-                        help='input base: one sub-folder per class, holding images '
-                             '(default: the embedded digits, %(default)s)')
-    parser.add_argument('--output', default=os.path.join('runs', 'default'),
-                        help='run folder: pipeline_root/, metadata.sqlite, serving/ and '
-                             'report.html go here (default: %(default)s)')
-    parser.add_argument('--config', choices=config_lib.CONFIG_NAMES, default='default',
-                        help='settings to start from: "default", or "smoke" (a few steps, '
-                             'in-process Beam, no accuracy bar) (default: %(default)s)')
-    parser.add_argument('--steps', type=int, default=None,
-                        help=f'training steps (default: {config_lib.TrainConfig.train_steps})')
-    parser.add_argument('--batch-size', type=int, default=None, help='global batch size, '
-                        f'over all replicas (default: {config_lib.TrainConfig.global_batch_size})')
-    parser.add_argument('--accumulation-steps', type=int, default=None,
-                        help='micro-batches per optimizer update (default: 1)')
-    parser.add_argument('--mixed-precision', choices=POLICIES, default=None,
-                        help='compute precision; auto = mixed_float16 on GPU, mixed_bfloat16 '
-                             'on a bf16 CPU, else float32 (default: auto)')
-    parser.add_argument('--schema', default=None,
-                        help='curated schema file to validate against, or "infer" to infer one '
-                             'from the data (default: the digits schema for the embedded data, '
-                             'inferred otherwise)')
-    parser.add_argument('--beam-args', default=None,
-                        help='Beam pipeline args as one quoted string (default: "%s")'
-                             % ' '.join(config_lib.PipelineConfig.beam_args))
-    parser.add_argument('--no-cache', action='store_true', help='re-run every component')
-    parser.add_argument('--verbose', action='store_true',
-                        help='also log TFX\'s full execution and artifact dumps')
-    return parser.parse_args(argv)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument('--local', action='store_true',
+                      help='run the pipeline on this machine with LocalDagRunner')
+    mode.add_argument('--kubeflow', action='store_true',
+                      help='compile the pipeline for Kubeflow Pipelines (and schedule it)')
+    add = parser.add_argument
+    add('--data', default=config_lib.DEFAULT_DATA, help='input base: one sub-folder per class, '
+        'holding images; a URI for Kubeflow (default: the embedded digits, %(default)s)')
+    add('--output', default=None, help='--local: run folder for pipeline_root/, metadata.sqlite, '
+        'serving/ and report.html (default: runs/default); --kubeflow: compiled file '
+        '(default: pipeline.json)')
+    add('--config', choices=config_lib.CONFIG_NAMES, default='default', help='settings to start '
+        'from; smoke = a few steps, in-process Beam, no accuracy bar (default: %(default)s)')
+    add('--steps', type=int, help=f'training steps (default: {train.train_steps})')
+    add('--batch-size', type=int, help='global batch size over all replicas, one micro-batch '
+        f'(default: {train.global_batch_size})')
+    add('--accumulation-steps', type=int, help='micro-batches per optimizer update (default: 1)')
+    add('--mixed-precision', choices=POLICIES, help='auto = mixed_float16 on GPU, mixed_bfloat16 '
+        'on a bf16 CPU, else float32 (default: auto)')
+    add('--schema', help='curated schema file to validate against, or "infer" to infer one '
+        '(default: the digits schema for the embedded data, else infer)')
+    add('--beam-args', help='Beam pipeline args as one quoted string, e.g. '
+        '--beam-args="--direct_num_workers=1" (default: "%s")'
+        % ' '.join(config_lib.PipelineConfig.beam_args))
+    add('--no-cache', action='store_true', help='re-run every component')
+    add('--verbose', action='store_true', help='also log TFX\'s full execution and artifact dumps')
+    add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
+    add('--image', help='container image of every task (see Dockerfile)')
+    add('--pipeline-root', help='run root the cluster writes (gs://...): artifacts under '
+        'pipeline_root/, pushed models under serving/')
+    kf = config_lib.KubeflowConfig
+    add('--trainer-cpu', type=float, default=kf.trainer_cpu, help='%(default)s cores')
+    add('--trainer-memory', type=float, default=kf.trainer_memory_gb, help='%(default)s GB')
+    add('--trainer-gpus', type=int, default=kf.trainer_gpus, help='%(default)s GPUs')
+    add('--endpoint', help='KFP API URL: upload the pipeline and schedule it')
+    add('--schedule', help='six-field cron, e.g. "0 0 3 * * *" (03:00 daily)')
+    add('--experiment', default=kf.experiment, help='KFP experiment (default: %(default)s)')
+    return parser
 
 
-def build_config(args) -> config_lib.PipelineConfig:
-    data = os.path.abspath(args.data)
-    if not os.path.isdir(data):
-        raise ValueError(f'--data folder does not exist: {data}')
-    schema = args.schema
-    if schema is None:
-        uses_default_data = data == os.path.abspath(config_lib.DEFAULT_DATA)
-        schema = config_lib.DIGITS_SCHEMA if uses_default_data else None
-    elif schema == 'infer':
-        schema = None
-    else:
-        schema = os.path.abspath(schema)
-    base = config_lib.named_config(args.config, data, args.output)
-    train = {}
-    if args.steps is not None:
-        train.update(train_steps=args.steps,
-                     warmup_steps=min(base.train.warmup_steps, args.steps - 1))
-    for flag, field in (('batch_size', 'global_batch_size'),
-                        ('accumulation_steps', 'accumulation_steps'),
-                        ('mixed_precision', 'mixed_precision')):
-        if getattr(args, flag) is not None:
-            train[field] = getattr(args, flag)
-    overrides = dict(output_dir=args.output, schema_path=schema,
-                     train=dataclasses.replace(base.train, **train),
-                     ingest=dataclasses.replace(base.ingest, data_dir=data),
-                     enable_cache=not args.no_cache)
-    if args.beam_args is not None:
-        overrides['beam_args'] = tuple(shlex.split(args.beam_args))
-    return dataclasses.replace(base, **overrides)
+def build_configs(args):
+    """(PipelineConfig, KubeflowConfig or None); ValueError with a message on bad values."""
+    if args.kubeflow and not (args.image and args.pipeline_root):
+        raise ValueError('--kubeflow needs --image and --pipeline-root')
+    output = args.pipeline_root if args.kubeflow else args.output or 'runs/default'
+    config = config_lib.from_command_line(
+        args.config, args.data, output, args.schema,
+        {field: getattr(args, flag) for flag, field in _TRAIN_FLAGS.items()
+         if getattr(args, flag) is not None},
+        args.beam_args, enable_cache=not args.no_cache)
+    if not args.kubeflow:
+        return config, None
+    return config, config_lib.KubeflowConfig(
+        image=args.image, output_file=args.output or 'pipeline.json',
+        trainer_cpu=args.trainer_cpu, trainer_memory_gb=args.trainer_memory,
+        trainer_gpus=args.trainer_gpus, endpoint=args.endpoint, schedule=args.schedule,
+        experiment=args.experiment)
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        config = build_config(args)
+        config, kubeflow = build_configs(args)
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
     from pipeline import logs
     logs.configure(args.verbose)
-    # Heavy imports after flag parsing, so --help and flag errors answer at once.
-    from tfx import v1 as tfx
-    from components.gate.executor import DataAnomaliesError
-    from components.ingest.executor import IngestionError
-    from pipeline import pipeline as pipeline_lib
-    from pipeline import summary as summary_lib
-    from pipeline.report import page as report_lib
-
-    os.makedirs(config.output_dir, exist_ok=True)
-    stopped = None
-    try:
-        tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(config))
-    except (DataAnomaliesError, IngestionError) as error:
-        stopped = error  # a data problem, explained in the message: no traceback needed
-    summary = summary_lib.read_latest_run(config.metadata_path, config.name)
-    if summary is not None:
-        print(summary_lib.format_summary(summary))
-        print(f'Report: {report_lib.write_report(summary, config.output_dir)}')
-    if stopped is not None:
-        print(f'\nRun stopped: {stopped}', file=sys.stderr)
-        return 1
+    if kubeflow is None:  # heavy imports after flag parsing: --help and errors answer at once
+        from pipeline import local
+        return local.run(config)
+    from pipeline import kubeflow as kubeflow_lib
+    job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+    print(f'Compiled {job_file}')
+    if kubeflow.endpoint:
+        run = kubeflow_lib.schedule(job_file, config, kubeflow)
+        print(f'Scheduled "{kubeflow.schedule}": recurring run {run.recurring_run_id}')
     return 0
 
 

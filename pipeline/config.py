@@ -5,6 +5,7 @@ tests. Only runner.py turns command-line flags into a config, via `dataclasses.r
 """
 import dataclasses
 import os
+import shlex
 from typing import Optional, Tuple
 
 from components.trainer.choices import OPTIMIZERS, POLICIES
@@ -21,6 +22,15 @@ SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise ValueError(message)
+
+
+def is_uri(path: str) -> bool:
+    """gs://, s3://, hdfs://...: a location for the cluster, never made absolute or checked here."""
+    return '://' in path
+
+
+def _absolute(path: str) -> str:
+    return path if is_uri(path) else os.path.abspath(path)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,25 +120,73 @@ class PipelineConfig:
     beam_args: Tuple[str, ...] = ('--direct_running_mode=multi_processing',
                                   '--direct_num_workers=0', SETUP_FILE_ARG)
     enable_cache: bool = True
+    # False when paths name files inside the container image (pipeline/kubeflow.py): they do not
+    # exist on the machine that compiles the pipeline, so they are not checked there.
+    check_paths: bool = True
 
     def __post_init__(self):
         _check(bool(self.name) and self.name.replace('-', '').replace('_', '').isalnum(),
                f'name must be letters, digits, - or _, got {self.name!r}')
         _check(bool(self.output_dir), 'output_dir must not be empty')
-        if self.schema_path is not None:
+        if self.schema_path is not None and self.check_paths and not is_uri(self.schema_path):
             _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
 
     @property
     def pipeline_root(self) -> str:
-        return os.path.join(os.path.abspath(self.output_dir), 'pipeline_root')
+        return os.path.join(_absolute(self.output_dir), 'pipeline_root')
 
     @property
-    def metadata_path(self) -> str:
+    def metadata_path(self) -> Optional[str]:
+        # None for a run root on cluster storage: there (KFP) the cluster keeps ML Metadata.
+        if is_uri(self.output_dir):
+            return None
         return os.path.join(os.path.abspath(self.output_dir), 'metadata.sqlite')
 
     @property
     def serving_dir(self) -> str:
-        return os.path.join(os.path.abspath(self.output_dir), 'serving')
+        return os.path.join(_absolute(self.output_dir), 'serving')
+
+
+@dataclasses.dataclass(frozen=True)
+class KubeflowConfig:
+    """How the pipeline is compiled for, and scheduled on, Kubeflow Pipelines (pipeline/kubeflow.py).
+
+    The pipeline itself is the same PipelineConfig; its output_dir is then the run root on storage
+    the cluster reads (gs://...): TFX artifacts go under <output_dir>/pipeline_root, pushed models
+    under <output_dir>/serving, as locally.
+    """
+    image: str
+    output_file: str = 'pipeline.json'
+    # Where the Dockerfile puts this checkout in the image: paths inside the checkout (the
+    # embedded data and schema, setup.py in the Beam args) are rewritten to this folder.
+    image_workdir: str = '/pipeline'
+    trainer_cpu: float = 4.0           # cores requested and limited for the trainer's task
+    trainer_memory_gb: float = 16.0
+    trainer_gpus: int = 0
+    gpu_type: str = 'nvidia.com/gpu'   # Kubernetes resource name (Vertex AI: e.g. NVIDIA_TESLA_T4)
+    # Open-source KFP does not run TFX's pre-cache-check hook that fingerprints the input files,
+    # so a cached ingestion task would never see new images there: it is compiled uncached.
+    cache_ingestion: bool = False
+    # Scheduling (only with an endpoint): KFP API URL, cron expression, experiment name.
+    endpoint: Optional[str] = None
+    schedule: Optional[str] = None
+    experiment: str = 'Default'
+
+    def __post_init__(self):
+        _check(bool(self.image) and ' ' not in self.image, f'image must be set, got {self.image!r}')
+        _check(self.image_workdir.startswith('/'),
+               f'image_workdir must be absolute, got {self.image_workdir!r}')
+        _check(self.trainer_cpu > 0, f'trainer_cpu must be > 0, got {self.trainer_cpu}')
+        _check(self.trainer_memory_gb > 0,
+               f'trainer_memory_gb must be > 0, got {self.trainer_memory_gb}')
+        _check(self.trainer_gpus >= 0, f'trainer_gpus must be >= 0, got {self.trainer_gpus}')
+        _check((self.endpoint is None) == (self.schedule is None),
+               '--endpoint and --schedule go together')
+        if self.schedule is not None:
+            # KFP's cron has six fields (seconds first); five-field cron is a common mistake.
+            _check(len(self.schedule.split()) == 6, 'schedule must be a six-field cron expression '
+                   f'"sec min hour day month weekday", got {self.schedule!r}')
+        _check(bool(self.experiment), 'experiment must not be empty')
 
 
 def default_config(**overrides) -> PipelineConfig:
@@ -156,3 +214,33 @@ def named_config(name: str, data_dir: str, output_dir: str) -> PipelineConfig:
     if name == 'smoke':
         return smoke_config(data_dir, output_dir)
     return default_config(output_dir=output_dir, ingest=IngestConfig(data_dir=data_dir))
+
+
+def from_command_line(name: str, data_dir: str, output_dir: str, schema: Optional[str],
+                      train_overrides: dict, beam_args: Optional[str],
+                      enable_cache: bool) -> PipelineConfig:
+    """The config for runner.py's flags: named settings, then each flag that was given.
+
+    schema None means the curated digits schema for the embedded data and inference for any
+    other data; 'infer' always infers. train_overrides holds only the TrainConfig fields whose
+    flags were given; a shorter run keeps its warm-up shorter than itself.
+    """
+    data = _absolute(data_dir)
+    if not is_uri(data) and not os.path.isdir(data):
+        raise ValueError(f'--data folder does not exist: {data}')
+    if schema is None:
+        schema = DIGITS_SCHEMA if data == os.path.abspath(DEFAULT_DATA) else None
+    elif schema == 'infer':
+        schema = None
+    else:
+        schema = _absolute(schema)
+    base = named_config(name, data, output_dir)
+    train = dict(train_overrides)
+    if 'train_steps' in train:
+        train.setdefault('warmup_steps', max(0, min(base.train.warmup_steps,
+                                                    train['train_steps'] - 1)))
+    overrides = dict(schema_path=schema, train=dataclasses.replace(base.train, **train),
+                     enable_cache=enable_cache)
+    if beam_args is not None:
+        overrides['beam_args'] = tuple(shlex.split(beam_args))
+    return dataclasses.replace(base, **overrides)

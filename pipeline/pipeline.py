@@ -4,7 +4,7 @@
           |                                                                                 |
           +------------------------------> ImageTrainer <------------------(runs after)-----+
                                                 |
-      latest blessed before candidate (Resolver) -> Evaluator (TFMA) -> Pusher (serving/<int>/)
+      ServedModelBaseline (newest in serving/) -> Evaluator (TFMA) -> Pusher (serving/<int>/)
 
 Both runners (local and Kubeflow) call this same function; they differ only in environment.
 """
@@ -14,7 +14,8 @@ import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 from tfx.orchestration import pipeline as tfx_pipeline
 
-from components.evaluate import baseline as baseline_lib
+from components.baseline.component import ServedModelBaseline
+from components.evaluate.component import Evaluator
 from components.gate.component import AnomalyGate
 from components.ingest.component import ImageExampleGen
 from components.push.component import Pusher
@@ -72,15 +73,12 @@ def create_components(config: PipelineConfig) -> List:
         eval_steps=train.eval_steps, seed=train.seed)
     trainer.add_upstream_node(gate)  # no training on data that failed validation
 
-    baseline = tfx.dsl.Resolver(
-        strategy_class=baseline_lib.LatestBlessedBeforeCandidateStrategy,
-        candidate=trainer.outputs['model'],
-        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-    ).with_id('baseline_model_resolver')
-    evaluator = tfx.components.Evaluator(
+    # The model in production, chosen once per candidate (see components/baseline/component.py).
+    baseline = ServedModelBaseline(candidate=trainer.outputs['model'],
+                                   serving_dir=config.serving_dir)
+    evaluator = Evaluator(
         examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
-        baseline_model=baseline.outputs['model'], eval_config=make_eval_config(config.eval),
+        baseline_model=baseline.outputs['baseline'], eval_config=make_eval_config(config.eval),
         example_splits=['eval'])
     pusher = Pusher(model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
                     serving_dir=config.serving_dir, keep_versions=config.push.keep_versions)
@@ -94,6 +92,7 @@ def create_pipeline(config: PipelineConfig) -> tfx_pipeline.Pipeline:
         pipeline_root=config.pipeline_root,
         components=create_components(config),
         enable_cache=config.enable_cache,
-        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            config.metadata_path),
+        # The local SQLite store; None on cluster storage, whose orchestrator keeps its own.
+        metadata_connection_config=config.metadata_path and (
+            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)),
         beam_pipeline_args=list(config.beam_args))

@@ -86,8 +86,13 @@ def format_summary(summary: RunSummary) -> str:
     lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
                                     f'gate did not pass ({gate})'))
     for model in summary.outputs.get('Model', []):
-        lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
-            _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
+        served = _custom(model, 'served_version')  # set on the baseline only, not the candidate
+        if served is not None:
+            lines.append('  baseline: ' + ('none (nothing served yet)' if served < 0 else
+                                           f'served version {served}'))
+        else:
+            lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
+                _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
     for blessing in summary.outputs.get('ModelBlessing', []):
         lines.append(f'  blessed: {"yes" if _custom(blessing, "blessed") else "no"}')
     for pushed in summary.outputs.get('PushedModel', []):

@@ -3,6 +3,7 @@
 Runs the same create_pipeline() as `runner.py --local`, with the smoke config: real Beam,
 TFDV, TFMA and ML Metadata, a few training steps.
 """
+import dataclasses
 import glob
 import os
 
@@ -39,17 +40,18 @@ def first_and_second_run(tmp_path_factory):
 
 def _only(summary, type_name):
     artifacts = summary.outputs[type_name]
+    if type_name == 'Model':  # the trained candidate, not the baseline (which has served_version)
+        artifacts = [a for a in artifacts if 'served_version' not in a.custom_properties]
     assert len(artifacts) == 1, (type_name, artifacts)
     return artifacts[0]
 
 
 def test_first_run_executes_every_component(first_and_second_run):
     _, first, _ = first_and_second_run
-    components = {n: s for n, s in first.states.items() if n != 'Resolver'}
-    assert set(components) == {'ImageExampleGen', 'ImportSchemaGen', 'StatisticsGen',
-                               'ExampleValidator', 'AnomalyGate', 'ImageTrainer', 'Evaluator',
-                               'Pusher'}
-    assert set(components.values()) == {'COMPLETE'}
+    assert set(first.states) == {'ImageExampleGen', 'ImportSchemaGen', 'StatisticsGen',
+                                 'ExampleValidator', 'AnomalyGate', 'ImageTrainer',
+                                 'ServedModelBaseline', 'Evaluator', 'Pusher'}
+    assert set(first.states.values()) == {'COMPLETE'}
 
 
 def test_examples_have_both_splits_with_the_configured_shards(first_and_second_run):
@@ -92,14 +94,17 @@ def test_blessing_written_and_model_pushed_to_serving(first_and_second_run):
     assert os.path.exists(os.path.join(cfg.serving_dir, versions[0], 'saved_model.pb'))
     pushed = _only(first, 'PushedModel')
     assert pushed.custom_properties['pushed'].int_value == 1
+    # Nothing was served before the first run: the Evaluator ran without a baseline.
+    baselines = [m for m in first.outputs['Model'] if 'served_version' in m.custom_properties]
+    assert [b.custom_properties['served_version'].int_value for b in baselines] == [-1]
+    assert 'baseline: none' in summary_lib.format_summary(first)
 
 
 def test_second_run_with_nothing_changed_is_served_from_the_cache(first_and_second_run):
     cfg, first, second = first_and_second_run
     assert second.run_id != first.run_id
-    components = {n: s for n, s in second.states.items() if n != 'Resolver'}
-    assert set(components.values()) == {'CACHED'}, components
-    assert len(components) == 8
+    assert set(second.states.values()) == {'CACHED'}, second.states
+    assert len(second.states) == 9
     assert len(os.listdir(cfg.serving_dir)) == 1  # no second copy of the same model
 
 
@@ -118,3 +123,37 @@ def test_new_class_with_other_image_size_stops_the_run_before_training(tmp_path)
     assert states['AnomalyGate'] == 'FAILED'
     assert 'ImageTrainer' not in states
     assert not os.path.exists(cfg.serving_dir)
+
+
+def _served_baseline(summary):
+    [baseline] = [m for m in summary.outputs['Model'] if 'served_version' in m.custom_properties]
+    return baseline.custom_properties['served_version'].int_value
+
+
+def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_worse(
+        first_and_second_run):
+    # Runs after the tests above (file order): it adds data to the same input and run folder.
+    cfg, first, _ = first_and_second_run
+    [production] = os.listdir(cfg.serving_dir)
+    copy_digits(cfg.ingest.data_dir, classes=('0', '1', '2'), per_class=40)  # 10 new per class
+
+    third = _run(cfg)  # new data: new ingestion and training, evaluated against production
+    assert third.states['ImageExampleGen'] == third.states['ImageTrainer'] == 'COMPLETE'
+    assert _only(third, 'Examples').custom_properties['num_found'].int_value == 120
+    assert _served_baseline(third) == int(production)
+    blessing = _only(third, 'ModelBlessing')
+    assert blessing.custom_properties['baseline_model'].string_value  # compared with it
+    assert blessing.custom_properties['blessed'].int_value == 1  # smoke bar: any drop allowed
+    assert len(os.listdir(cfg.serving_dir)) == 2
+    newest = max(os.listdir(cfg.serving_dir), key=int)
+
+    # A worse model (one training step) with no regression allowed: evaluated, not pushed.
+    worse = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, train_steps=1),
+                                eval=dataclasses.replace(cfg.eval, max_regression=0.0))
+    fourth = _run(worse)
+    assert fourth.states['ImageExampleGen'] == 'CACHED'  # same data: no new ingestion
+    assert fourth.states['ImageTrainer'] == 'COMPLETE'   # changed config: trained again
+    assert _served_baseline(fourth) == int(newest)
+    assert _only(fourth, 'ModelBlessing').custom_properties['blessed'].int_value == 0
+    assert _only(fourth, 'PushedModel').custom_properties['pushed'].int_value == 0
+    assert sorted(os.listdir(cfg.serving_dir), key=int)[-1] == newest  # production unchanged

@@ -16,13 +16,20 @@ def _cli(*args):
                           text=True, timeout=60)
 
 
+def _configs(*flags):
+    return runner.build_configs(runner.build_parser().parse_args(list(flags)))
+
+
 def test_help_documents_every_flag():
     result = _cli('--help')
     assert result.returncode == 0
-    for flag in ('--local', '--data', '--output', '--config', '--steps', '--batch-size',
-                 '--accumulation-steps', '--mixed-precision', '--schema', '--beam-args',
-                 '--no-cache', '--verbose'):
+    flags = [option for action in runner.build_parser()._actions
+             for option in action.option_strings if option.startswith('--')]
+    assert len(flags) >= 20
+    for flag in flags:
         assert flag in result.stdout
+    for action in runner.build_parser()._actions:
+        assert action.help, f'{action.option_strings} has no help text'
 
 
 def test_missing_data_folder_is_a_clear_error_without_traceback(tmp_path):
@@ -32,69 +39,79 @@ def test_missing_data_folder_is_a_clear_error_without_traceback(tmp_path):
     assert 'Traceback' not in result.stderr
 
 
-def test_bad_steps_value_is_rejected_before_anything_runs(tmp_path):
-    result = _cli('--local', '--steps', '0', '--output', str(tmp_path / 'o'))
-    assert result.returncode == 2 and 'train_steps must be >= 1' in result.stderr
-    assert not os.path.exists(tmp_path / 'o')
-
-
-def test_default_data_uses_the_curated_schema_and_other_data_infers(tmp_path):
-    args = runner.parse_args(['--local', '--output', str(tmp_path)])
-    assert runner.build_config(args).schema_path == config.DIGITS_SCHEMA
-    args = runner.parse_args(['--local', '--data', str(tmp_path), '--output', str(tmp_path)])
-    assert runner.build_config(args).schema_path is None
-    args = runner.parse_args(['--local', '--schema', 'infer'])
-    assert runner.build_config(args).schema_path is None
-
-
-def test_flags_reach_the_config(tmp_path):
-    args = runner.parse_args(['--local', '--steps', '7', '--output', str(tmp_path),
-                              '--beam-args', '--direct_num_workers=1 --foo=bar', '--no-cache'])
-    cfg = runner.build_config(args)
-    assert cfg.train.train_steps == 7 and cfg.train.warmup_steps < 7
-    assert cfg.beam_args == ('--direct_num_workers=1', '--foo=bar')
-    assert cfg.enable_cache is False and cfg.output_dir == str(tmp_path)
-
-
-def test_config_and_batch_size_flags_reach_the_config(tmp_path):
-    args = runner.parse_args(['--local', '--config', 'smoke', '--batch-size', '24',
-                              '--data', str(tmp_path), '--output', str(tmp_path / 'o')])
-    cfg = runner.build_config(args)
-    smoke = config.smoke_config(str(tmp_path), str(tmp_path / 'o'))
-    assert cfg.train.global_batch_size == 24
-    assert cfg.train.train_steps == smoke.train.train_steps and cfg.beam_args == smoke.beam_args
-    assert cfg.ingest.data_dir == str(tmp_path)
-    default = runner.build_config(runner.parse_args(['--local', '--output', str(tmp_path)]))
-    assert default.train == config.TrainConfig() and default.eval == config.EvalConfig()
-
-
 @pytest.mark.parametrize('flags, message', [
+    (['--steps', '0'], 'train_steps must be >= 1'),
     (['--config', 'large'], "argument --config: invalid choice: 'large'"),
     (['--batch-size', 'many'], "argument --batch-size: invalid int value: 'many'"),
     (['--batch-size', '0'], 'global_batch_size must be >= 1'),
+    (['--accumulation-steps', '0'], 'accumulation_steps must be >= 1'),
+    (['--mixed-precision', 'float16'], "argument --mixed-precision: invalid choice"),
 ])
-def test_bad_config_or_batch_size_is_a_clear_error_without_traceback(tmp_path, flags, message):
+def test_bad_values_are_clear_errors_before_anything_runs(tmp_path, flags, message):
     result = _cli('--local', *flags, '--output', str(tmp_path / 'o'))
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert 'Traceback' not in result.stderr and not os.path.exists(tmp_path / 'o')
 
 
-def test_local_is_required():
-    with pytest.raises(SystemExit):
-        runner.parse_args([])
+def test_default_data_uses_the_curated_schema_and_other_data_infers(tmp_path):
+    assert _configs('--local', '--output', str(tmp_path))[0].schema_path == config.DIGITS_SCHEMA
+    cfg, _ = _configs('--local', '--data', str(tmp_path), '--output', str(tmp_path))
+    assert cfg.schema_path is None
+    assert _configs('--local', '--schema', 'infer')[0].schema_path is None
 
 
-def test_trainer_flags_reach_the_config(tmp_path):
-    args = runner.parse_args(['--local', '--output', str(tmp_path), '--accumulation-steps', '4',
-                              '--mixed-precision', 'mixed_float16'])
-    cfg = runner.build_config(args)
+def test_flags_reach_the_config(tmp_path):
+    cfg, kubeflow = _configs('--local', '--steps', '7', '--output', str(tmp_path),
+                             '--beam-args=--direct_num_workers=1 --foo=bar', '--no-cache',
+                             '--accumulation-steps', '4', '--mixed-precision', 'mixed_float16')
+    assert kubeflow is None
+    assert cfg.train.train_steps == 7 and cfg.train.warmup_steps < 7
     assert cfg.train.accumulation_steps == 4 and cfg.train.mixed_precision == 'mixed_float16'
-    assert runner.build_config(runner.parse_args(['--local'])).train.mixed_precision == 'auto'
+    assert cfg.beam_args == ('--direct_num_workers=1', '--foo=bar')
+    assert cfg.enable_cache is False and cfg.output_dir == str(tmp_path)
 
 
-def test_bad_trainer_flags_are_clear_errors(tmp_path):
-    result = _cli('--local', '--accumulation-steps', '0', '--output', str(tmp_path / 'o'))
-    assert result.returncode == 2 and 'accumulation_steps must be >= 1' in result.stderr
-    result = _cli('--local', '--mixed-precision', 'float16')
-    assert result.returncode == 2 and 'invalid choice' in result.stderr
-    assert 'Traceback' not in result.stderr
+def test_defaults_are_the_default_config(tmp_path):
+    cfg, _ = _configs('--local', '--output', str(tmp_path))
+    assert cfg.train == config.TrainConfig() and cfg.eval == config.EvalConfig()
+    assert cfg.train.mixed_precision == 'auto'
+
+
+def test_config_and_batch_size_flags_reach_the_config(tmp_path):
+    cfg, _ = _configs('--local', '--config', 'smoke', '--batch-size', '24',
+                      '--data', str(tmp_path), '--output', str(tmp_path / 'o'))
+    smoke = config.smoke_config(str(tmp_path), str(tmp_path / 'o'))
+    assert cfg.train.global_batch_size == 24
+    assert cfg.train.train_steps == smoke.train.train_steps and cfg.beam_args == smoke.beam_args
+    assert cfg.ingest.data_dir == str(tmp_path)
+
+
+@pytest.mark.parametrize('flags', [[], ['--local', '--kubeflow']])
+def test_exactly_one_of_local_and_kubeflow(flags):
+    with pytest.raises(SystemExit):
+        runner.build_parser().parse_args(flags)
+
+
+def test_kubeflow_needs_an_image_and_a_pipeline_root(tmp_path):
+    result = _cli('--kubeflow', '--pipeline-root', 'gs://b/r', '--output', str(tmp_path / 'p.json'))
+    assert result.returncode == 2 and 'needs --image and --pipeline-root' in result.stderr
+    result = _cli('--kubeflow', '--image', 'img:1')
+    assert result.returncode == 2 and 'needs --image and --pipeline-root' in result.stderr
+    assert not os.path.exists(tmp_path / 'p.json')
+
+
+def test_kubeflow_flags_reach_the_configs():
+    cfg, kubeflow = _configs('--kubeflow', '--image', 'img:1', '--pipeline-root', 'gs://b/r',
+                             '--data', 'gs://b/images', '--trainer-gpus', '1', '--endpoint',
+                             'http://kfp', '--schedule', '0 0 3 * * *', '--experiment', 'nightly')
+    assert cfg.output_dir == 'gs://b/r' and cfg.serving_dir == 'gs://b/r/serving'
+    assert cfg.ingest.data_dir == 'gs://b/images' and cfg.schema_path is None
+    assert (kubeflow.image, kubeflow.output_file, kubeflow.trainer_gpus) == (
+        'img:1', 'pipeline.json', 1)
+    assert (kubeflow.schedule, kubeflow.experiment) == ('0 0 3 * * *', 'nightly')
+
+
+def test_five_field_cron_is_rejected():
+    with pytest.raises(ValueError, match='six-field cron'):
+        _configs('--kubeflow', '--image', 'i', '--pipeline-root', 'gs://b/r',
+                 '--endpoint', 'http://kfp', '--schedule', '0 3 * * *')

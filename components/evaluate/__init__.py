@@ -1,1 +1,1 @@
-"""Evaluation stage helpers: the choice of the baseline model for TFMA's regression check."""
+"""Evaluation stage: the stock TFMA Evaluator, taught that an empty baseline means none."""

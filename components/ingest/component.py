@@ -4,10 +4,15 @@ A thin class over a spec. It reuses TFX's FileBasedDriver, the driver of the sto
 file-based ExampleGens: before each run it resolves the span and fingerprints the matched input
 files, and that fingerprint is an execution property, so the cache is hit only when the images
 are unchanged (a component with no input artifacts would otherwise be cached forever).
+
+It subclasses the stock FileBasedExampleGen (with its own spec and executor) because TFX's
+Kubeflow V2 compiler recognises file-based ExampleGens by type: only then does the compiled task
+carry the same fingerprinting driver, as a pre-cache-check hook (see README, Kubeflow).
 """
 from typing import Optional
 
 from tfx.components.example_gen import driver
+from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import Channel, standard_artifacts
@@ -34,7 +39,7 @@ class ImageExampleGenSpec(ComponentSpec):
     OUTPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
 
 
-class ImageExampleGen(base_beam_component.BaseBeamComponent):
+class ImageExampleGen(FileBasedExampleGen):
     """Reads `<input_base>/<class>/<image>` files and writes train/eval TFRecord shards."""
     SPEC_CLASS = ImageExampleGenSpec
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
@@ -45,7 +50,8 @@ class ImageExampleGen(base_beam_component.BaseBeamComponent):
                  range_config: Optional[range_config_pb2.RangeConfig] = None):
         input_config = example_gen_pb2.Input(splits=[
             example_gen_pb2.Input.Split(name='images', pattern=DEFAULT_PATTERN)])
-        super().__init__(spec=ImageExampleGenSpec(
+        # FileBasedExampleGen.__init__ builds the stock spec; ours is built here instead.
+        base_beam_component.BaseBeamComponent.__init__(self, spec=ImageExampleGenSpec(
             input_base=input_base, input_config=input_config, range_config=range_config,
             train_percent=train_percent, num_shards=num_shards,
             max_rejected_fraction=max_rejected_fraction,

@@ -1,0 +1,1 @@
+"""Baseline stage: the model currently served, which the Evaluator compares a candidate with."""

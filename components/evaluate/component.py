@@ -1,0 +1,16 @@
+"""Evaluator: TFX's stock Evaluator component with one change, the empty baseline.
+
+Everything (spec, TFMA, blessing, the Kubeflow entry point's blessing handling) is the stock
+component's. Only its executor is swapped for ours (executor.py), because our baseline always
+arrives as an artifact: ServedModelBaseline cannot emit "nothing" under KFP, so on a first run it
+emits an empty Model that must be read as "no baseline", exactly as an empty Resolver output was.
+"""
+from tfx import v1 as tfx
+from tfx.dsl.components.base import executor_spec
+
+from components.evaluate import executor
+
+
+class Evaluator(tfx.components.Evaluator):
+    """The stock Evaluator; an empty `baseline_model` (nothing served yet) counts as none."""
+    EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)

@@ -1,0 +1,154 @@
+"""Kubeflow Pipelines: compile create_pipeline() to a KFP v2 spec, and schedule it.
+
+    compile_pipeline(config, kubeflow)  -> the PipelineJob JSON file (TFX's KubeflowV2DagRunner)
+    schedule(job_file, config, kubeflow)  -> uploads it and keeps one recurring run (kfp.Client)
+
+The pipeline is the same one `runner.py --local` runs; only the environment differs:
+- paths inside this checkout (embedded data, curated schema, setup.py) become the same files in
+  the image, under KubeflowConfig.image_workdir;
+- the trainer's task gets its resources through TFX's own `with_platform_config`, which the
+  compiler copies into the task's container `resources` (both the numeric fields Vertex AI reads
+  and the string fields open-source KFP prefers);
+- one documented post-processing step: the ingestion task is compiled uncached unless
+  `cache_ingestion` is set (open-source KFP ignores TFX's pre-cache-check hook, see README).
+"""
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Any, Dict, Tuple
+
+from kfp.pipeline_spec import pipeline_spec_pb2
+from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
+
+from components.ingest.component import ImageExampleGen
+from components.trainer.component import ImageTrainer
+from pipeline import config as config_lib
+from pipeline import pipeline as pipeline_lib
+
+_ResourceSpec = pipeline_spec_pb2.PipelineDeploymentConfig.PipelineContainerSpec.ResourceSpec
+
+
+def to_image_path(path: str, image_workdir: str) -> str:
+    """A path inside this checkout, as seen in the image; any other path is left as it is."""
+    relative = os.path.relpath(os.path.abspath(path), config_lib.REPO_ROOT)
+    if config_lib.is_uri(path) or relative.startswith('..'):
+        return path
+    return os.path.join(image_workdir, relative)
+
+
+def for_image(config: config_lib.PipelineConfig, workdir: str) -> config_lib.PipelineConfig:
+    """The config with checkout paths rewritten to the image's copy of the checkout."""
+    def rewrite_arg(arg: str) -> str:
+        flag, sep, value = arg.partition('=')
+        return flag + sep + to_image_path(value, workdir) if flag == '--setup_file' else arg
+    return dataclasses.replace(
+        config, check_paths=False,
+        schema_path=config.schema_path and to_image_path(config.schema_path, workdir),
+        beam_args=tuple(rewrite_arg(a) for a in config.beam_args),
+        ingest=dataclasses.replace(config.ingest,
+                                   data_dir=to_image_path(config.ingest.data_dir, workdir)))
+
+
+def trainer_resources(kubeflow: config_lib.KubeflowConfig) -> _ResourceSpec:
+    cpu, memory = kubeflow.trainer_cpu, kubeflow.trainer_memory_gb
+    spec = _ResourceSpec(cpu_limit=cpu, memory_limit=memory, cpu_request=cpu,
+                         memory_request=memory, resource_cpu_limit=f'{cpu:g}',
+                         resource_memory_limit=f'{memory:g}G', resource_cpu_request=f'{cpu:g}',
+                         resource_memory_request=f'{memory:g}G')
+    if kubeflow.trainer_gpus:
+        spec.accelerator.type = spec.accelerator.resource_type = kubeflow.gpu_type
+        spec.accelerator.count = kubeflow.trainer_gpus
+        spec.accelerator.resource_count = str(kubeflow.trainer_gpus)
+    return spec
+
+
+def build_job(config: config_lib.PipelineConfig,
+              kubeflow: config_lib.KubeflowConfig) -> Dict[str, Any]:
+    """Compiles the pipeline; returns the PipelineJob as a JSON-ready dict."""
+    pipeline = pipeline_lib.create_pipeline(for_image(config, kubeflow.image_workdir))
+    for component in pipeline.components:
+        if isinstance(component, ImageTrainer):
+            component.with_platform_config(trainer_resources(kubeflow))
+    runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
+        kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
+            display_name=config.name, default_image=kubeflow.image))
+    job = runner.run(pipeline, write_out=False)
+    if not kubeflow.cache_ingestion:
+        for component in pipeline.components:
+            if isinstance(component, ImageExampleGen):
+                task = job['pipelineSpec']['root']['dag']['tasks'][component.id]
+                task['cachingOptions'] = {}  # enableCache false (proto3 JSON omits defaults)
+    return job
+
+
+def compile_pipeline(config: config_lib.PipelineConfig,
+                     kubeflow: config_lib.KubeflowConfig) -> str:
+    """Writes the PipelineJob JSON to kubeflow.output_file; returns its path."""
+    job = build_job(config, kubeflow)
+    folder = os.path.dirname(os.path.abspath(kubeflow.output_file))
+    os.makedirs(folder, exist_ok=True)
+    with open(kubeflow.output_file, 'w') as handle:
+        json.dump(job, handle, indent=2, sort_keys=True)
+    return kubeflow.output_file
+
+
+def write_pipeline_spec(job_file: str, pipeline_root: str) -> str:
+    """The bare PipelineSpec beside the job file: what the KFP API server accepts on upload
+    (it rejects a PipelineJob wrapper), with the pipeline root as its default."""
+    with open(job_file) as handle:
+        spec = json.load(handle)['pipelineSpec']
+    spec['defaultPipelineRoot'] = pipeline_root
+    path = os.path.splitext(job_file)[0] + '.spec.json'
+    with open(path, 'w') as handle:
+        json.dump(spec, handle, indent=2, sort_keys=True)
+    return path
+
+
+def _name_filter(name: str) -> str:
+    return json.dumps({'predicates': [
+        {'operation': 'EQUALS', 'key': 'display_name', 'stringValue': name}]})
+
+
+def _pipeline_version(client, spec_file: str, name: str) -> Tuple[str, str]:
+    """Uploads the pipeline, or a new version of it; an identical spec reuses its version."""
+    with open(spec_file, 'rb') as handle:
+        version_name = f'{name}-{hashlib.sha256(handle.read()).hexdigest()[:12]}'
+    pipeline_id = client.get_pipeline_id(name)
+    if pipeline_id is None:
+        pipeline_id = client.upload_pipeline(spec_file, pipeline_name=name).pipeline_id
+        # Uploading a pipeline creates its first version; the newest is that one.
+        versions = client.list_pipeline_versions(pipeline_id, sort_by='created_at desc',
+                                                 page_size=1).pipeline_versions
+        return pipeline_id, versions[0].pipeline_version_id
+    existing = client.list_pipeline_versions(
+        pipeline_id, filter=_name_filter(version_name)).pipeline_versions or []
+    if existing:
+        return pipeline_id, existing[0].pipeline_version_id
+    version = client.upload_pipeline_version(spec_file, version_name, pipeline_id=pipeline_id)
+    return pipeline_id, version.pipeline_version_id
+
+
+def schedule(job_file: str, config: config_lib.PipelineConfig,
+             kubeflow: config_lib.KubeflowConfig):
+    """Uploads the compiled pipeline and leaves exactly one recurring run named after it.
+
+    KFP's v2beta1 API cannot edit a recurring run, so "update" is: create the new one (pointing
+    at the new pipeline version), then delete the older ones of the same name in the experiment.
+    Creating first means a failure never leaves the pipeline unscheduled. Returns the new run.
+    """
+    import kfp  # only scheduling needs the client (and an API server)
+    client = kfp.Client(host=kubeflow.endpoint)
+    pipeline_root = config.pipeline_root
+    spec_file = write_pipeline_spec(job_file, pipeline_root)
+    pipeline_id, version_id = _pipeline_version(client, spec_file, config.name)
+    experiment = client.create_experiment(kubeflow.experiment)  # returns it if it exists
+    older = client.list_recurring_runs(experiment_id=experiment.experiment_id, page_size=100,
+                                       filter=_name_filter(config.name)).recurring_runs or []
+    created = client.create_recurring_run(
+        experiment_id=experiment.experiment_id, job_name=config.name,
+        cron_expression=kubeflow.schedule, max_concurrency=1, no_catchup=True,
+        pipeline_id=pipeline_id, version_id=version_id, pipeline_root=pipeline_root)
+    for run in older:
+        client.delete_recurring_run(run.recurring_run_id)
+    return created

@@ -1,0 +1,133 @@
+"""The compiled Kubeflow spec, parsed strictly into KFP's protos: tasks, DAG, image, resources.
+
+Compiles through the real command line (`runner.py --kubeflow`), as a user would.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+IMAGE = 'europe-docker.pkg.dev/acme/ml/image-pipeline:1.0'
+ROOT = 'gs://acme-ml/image-pipeline'
+BEAM = '--runner=DataflowRunner --project=acme --region=europe-west4'
+RUN_EXECUTOR = ['python', '-m', 'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor']
+
+# Every task and the tasks it waits for: data flow, plus the gate before training.
+EXPECTED_DAG = {
+    'ImageExampleGen': set(),
+    'ImportSchemaGen': set(),
+    'StatisticsGen': {'ImageExampleGen'},
+    'ExampleValidator': {'StatisticsGen', 'ImportSchemaGen'},
+    'AnomalyGate': {'ExampleValidator'},
+    'ImageTrainer': {'ImageExampleGen', 'AnomalyGate'},
+    'ServedModelBaseline': {'ImageTrainer'},
+    'Evaluator': {'ImageExampleGen', 'ImageTrainer', 'ServedModelBaseline'},
+    'Pusher': {'ImageTrainer', 'Evaluator'},
+}
+
+
+@pytest.fixture(scope='module')
+def job(tmp_path_factory):
+    output = str(tmp_path_factory.mktemp('kfp') / 'pipeline.json')
+    result = subprocess.run(
+        [sys.executable, 'runner.py', '--kubeflow', '--image', IMAGE, '--pipeline-root', ROOT,
+         '--output', output, '--beam-args', BEAM, '--trainer-cpu', '8', '--trainer-memory', '30',
+         '--trainer-gpus', '2'], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not os.path.exists(os.path.join(REPO, 'gs:'))  # the URI was never used as a path
+    with open(output) as handle:
+        text = handle.read()
+    # Strict: an unknown field anywhere fails the parse.
+    return json_format.Parse(text, pipeline_spec_pb2.PipelineJob(), ignore_unknown_fields=False)
+
+
+@pytest.fixture(scope='module')
+def spec(job):
+    return json_format.ParseDict(json_format.MessageToDict(job.pipeline_spec),
+                                 pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
+
+
+def _container(spec, task_name):
+    task = spec.root.dag.tasks[task_name]
+    executor_label = spec.components[task.component_ref.name].executor_label
+    return spec.deployment_spec.fields['executors'].struct_value.fields[executor_label]
+
+
+def _container_spec(spec, task_name):
+    executor = pipeline_spec_pb2.PipelineDeploymentConfig.ExecutorSpec()
+    json_format.ParseDict(json_format.MessageToDict(_container(spec, task_name)), executor,
+                          ignore_unknown_fields=False)
+    assert executor.WhichOneof('spec') == 'container', task_name  # no resolver or importer
+    return executor.container
+
+
+def test_every_task_and_its_dependencies(spec):
+    tasks = spec.root.dag.tasks
+    assert {name: set(task.dependent_tasks) for name, task in tasks.items()} == EXPECTED_DAG
+    assert spec.pipeline_info.name == 'image-pipeline'
+    assert spec.schema_version == '2.0.0'
+
+
+def test_artifacts_flow_from_the_producing_tasks(spec):
+    inputs = spec.root.dag.tasks['Evaluator'].inputs.artifacts
+    assert inputs['baseline_model'].task_output_artifact.producer_task == 'ServedModelBaseline'
+    assert inputs['model'].task_output_artifact.producer_task == 'ImageTrainer'
+    assert inputs['examples'].task_output_artifact.producer_task == 'ImageExampleGen'
+    candidate = spec.root.dag.tasks['ServedModelBaseline'].inputs.artifacts['candidate']
+    assert candidate.task_output_artifact.output_artifact_key == 'model'
+
+
+def test_every_task_runs_the_tfx_entry_point_in_our_image_with_the_beam_args(spec):
+    for name in EXPECTED_DAG:
+        container = _container_spec(spec, name)
+        assert container.image == IMAGE
+        assert list(container.command) == RUN_EXECUTOR
+        args = list(container.args)
+        assert args[:4] == ['--executor_class_path', args[1], '--json_serialized_invocation_args',
+                            '{{$}}']
+        assert args[4:] == BEAM.split(), name
+    assert _container_spec(spec, 'ServedModelBaseline').args[1] == \
+        'components.baseline.executor.Executor'
+    assert _container_spec(spec, 'Evaluator').args[1] == 'components.evaluate.executor.Executor'
+
+
+def test_ingestion_has_the_fingerprint_driver_and_is_not_cached(spec):
+    container = _container_spec(spec, 'ImageExampleGen')
+    hook = container.lifecycle.pre_cache_check
+    assert list(hook.command) == [
+        'python', '-m', 'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver']
+    assert not spec.root.dag.tasks['ImageExampleGen'].caching_options.enable_cache
+    assert all(spec.root.dag.tasks[n].caching_options.enable_cache
+               for n in EXPECTED_DAG if n != 'ImageExampleGen')
+
+
+def test_only_the_trainer_has_resources(spec):
+    resources = _container_spec(spec, 'ImageTrainer').resources
+    assert (resources.cpu_limit, resources.memory_limit) == (8.0, 30.0)
+    assert (resources.resource_cpu_limit, resources.resource_memory_limit) == ('8', '30G')
+    assert (resources.resource_cpu_request, resources.resource_memory_request) == ('8', '30G')
+    assert resources.accelerator.type == resources.accelerator.resource_type == 'nvidia.com/gpu'
+    assert (resources.accelerator.count, resources.accelerator.resource_count) == (2, '2')
+    for name in EXPECTED_DAG:
+        if name != 'ImageTrainer':
+            assert not _container_spec(spec, name).HasField('resources'), name
+
+
+def _parameter(spec, task, name):
+    # Schema 2.0.0, as TFX writes it: typed constant_value (string/int/double), not `constant`.
+    return spec.root.dag.tasks[task].inputs.parameters[name].runtime_value.constant_value.string_value
+
+
+def test_paths_point_into_the_image_and_the_pipeline_root(job, spec):
+    assert job.runtime_config.gcs_output_directory == ROOT + '/pipeline_root'
+    assert _parameter(spec, 'ImageExampleGen', 'input_base') == '/pipeline/data/digits'
+    assert _parameter(spec, 'ImportSchemaGen', 'schema_file') == \
+        '/pipeline/data/schema/digits.pbtxt'
+    assert _parameter(spec, 'ServedModelBaseline', 'serving_dir') == ROOT + '/serving'
+    destination = json.loads(_parameter(spec, 'Pusher', 'push_destination'))
+    assert destination['filesystem']['base_directory'] == ROOT + '/serving'
