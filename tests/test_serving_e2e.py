@@ -38,7 +38,7 @@ def run(tmp_path_factory):
     result = subprocess.run([sys.executable, 'runner.py', *argv], cwd=REPO_ROOT,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    cfg = runner.build_config(runner.parse_args(argv))
+    cfg, _ = runner.build_configs(runner.build_parser().parse_args(argv))
     return cfg, result.stdout, data
 
 
