@@ -8,7 +8,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, path_utils
 
-from components.baseline import served
+from components.push import versions
 
 # Custom properties of the baseline Model artifact; -1 means "nothing is served yet".
 SERVED_VERSION = 'served_version'
@@ -29,7 +29,7 @@ class Executor(base_executor.BaseExecutor):
         # input_dict['candidate'] is deliberately unused: it only keys the cache (component.py).
         baseline = artifact_utils.get_single_instance(output_dict['baseline'])
         serving_dir = exec_properties['serving_dir']
-        version = served.newest_version(serving_dir)
+        version = versions.served_version(serving_dir)
         if version is None:
             logging.info('No model is served under %s yet: evaluating without a baseline.',
                          serving_dir)

@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import os
 import uuid
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -44,6 +44,17 @@ def list_versions(base_dir: str) -> List[int]:
     names = (n.rstrip('/') for n in tf.io.gfile.listdir(base_dir))
     return sorted(int(n) for n in names
                   if n.isdigit() and tf.io.gfile.isdir(os.path.join(base_dir, n)))
+
+
+def served_version(base_dir: str) -> Optional[int]:
+    """The version TF Serving serves: the newest one holding a saved_model.pb, or None.
+
+    A version folder without the graph file is a broken or foreign copy that TF Serving would
+    not load either, so it does not count.
+    """
+    complete = [v for v in list_versions(base_dir)
+                if tf.io.gfile.exists(os.path.join(base_dir, str(v), _SAVED_MODEL))]
+    return complete[-1] if complete else None
 
 
 def _files(model_dir: str) -> List[str]:

@@ -149,3 +149,22 @@ def test_killing_pushes_midway_leaves_only_complete_versions(tmp_path):
     result = versions.push(model, base, keep=1000)
     assert not [n for n in os.listdir(base) if n.startswith(versions.TMP_PREFIX)]
     assert _complete(result.path, model)
+
+
+def _fake_version(serving_dir, name, complete=True):
+    folder = os.path.join(serving_dir, name)
+    os.makedirs(os.path.join(folder, 'variables'))
+    if complete:
+        open(os.path.join(folder, 'saved_model.pb'), 'wb').close()
+
+
+def test_served_version_is_the_newest_complete_integer_version(tmp_path):
+    assert versions.served_version(str(tmp_path / 'absent')) is None
+    assert versions.served_version(str(tmp_path)) is None
+    for name in ('9', '10', '2'):
+        _fake_version(str(tmp_path), name)
+    assert versions.served_version(str(tmp_path)) == 10  # numeric, not by name
+    _fake_version(str(tmp_path), '11', complete=False)  # no graph file: TF Serving skips it
+    _fake_version(str(tmp_path), '.tmp-push-12')
+    open(tmp_path / '13', 'w').close()                  # a file, not a version folder
+    assert versions.served_version(str(tmp_path)) == 10
