@@ -32,7 +32,7 @@ def _job(args) -> job_lib.TrainJob:
 
 def _train_data(args):
     return data.train_dataset(os.path.join(args.data, 'Split-train', '*'), args.batch,
-                              tuple(IMAGE_SHAPE), seed=0)
+                              tuple(IMAGE_SHAPE), seed=0, cache_decoded=args.cache)
 
 
 def forward_flops(model: keras.Model) -> int:
@@ -114,6 +114,8 @@ def main():
     parser.add_argument('--warmup', type=int, default=30)
     parser.add_argument('--steps', type=int, default=200)
     parser.add_argument('--size', type=int, default=8, help='model input height and width')
+    parser.add_argument('--cache', type=int, default=1,
+                        help='cache the decoded split in memory, as the trainer does for small splits')
     args = parser.parse_args()
     IMAGE_SHAPE[:2] = [args.size, args.size]
     measure = {'loop': measure_loop, 'fit': measure_fit, 'input': measure_input,

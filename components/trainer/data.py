@@ -31,22 +31,29 @@ def _shard_by_data(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 
 def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: int,
-                  skip_examples: int = 0, shuffle_buffer: int = 10_000) -> tf.data.Dataset:
+                  skip_examples: int = 0, cache_decoded: bool = False,
+                  shuffle_buffer: int = 10_000) -> tf.data.Dataset:
     """An endless, shuffled stream of (image, label) batches of exactly global_batch_size.
 
     drop_remainder keeps every micro-batch at the global batch, which the loss normalisation
-    assumes. skip_examples drops that many examples of the (deterministic) shuffled stream
-    before decoding, which is how a resumed run continues where the interrupted one stopped.
+    assumes. skip_examples drops that many examples of the (deterministic) shuffled stream,
+    which is how a resumed run continues where the interrupted one stopped. cache_decoded keeps
+    the decoded split in memory after the first pass (for splits that fit), so later epochs
+    spend no CPU on decoding: on a small machine that CPU is taken from the model's compute.
     """
-    stream = (_records(file_pattern)
-              .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-              .repeat())
+    parse = _parse_fn(image_shape)
+    if cache_decoded:
+        stream = _records(file_pattern).map(parse, num_parallel_calls=tf.data.AUTOTUNE,
+                                            deterministic=True).cache()
+    else:
+        stream = _records(file_pattern)
+    stream = stream.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
     if skip_examples:
         stream = stream.skip(skip_examples)
-    return _shard_by_data(
-        stream.map(_parse_fn(image_shape), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        .batch(global_batch_size, drop_remainder=True)
-        .prefetch(tf.data.AUTOTUNE))
+    if not cache_decoded:  # decode after skipping: a resumed run does not decode skipped data
+        stream = stream.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return _shard_by_data(stream.batch(global_batch_size, drop_remainder=True)
+                          .prefetch(tf.data.AUTOTUNE))
 
 
 def eval_dataset(file_pattern: str, batch_size: int, image_shape) -> tf.data.Dataset:

@@ -54,12 +54,14 @@ class Executor(base_executor.BaseExecutor):
         num_train = (source.get_int_custom_property('num_written_train')
                      if source.has_custom_property('num_written_train') else 0)
         props = exec_properties
+        image_shape = (int(props['image_height']), int(props['image_width']),
+                       int(props['channels']))
         job = job_lib.TrainJob(
             train_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'train'), '*'),
             eval_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'eval'), '*'),
             class_names=tuple(json.loads(source.get_string_custom_property('class_names'))),
-            image_shape=(int(props['image_height']), int(props['image_width']),
-                         int(props['channels'])),
+            image_shape=image_shape,
+            cache_decoded=job_lib.fits_in_cache(num_train, image_shape),
             model_builder=props['model_builder'],
             mixed_precision=props['mixed_precision'],
             seed=int(props['seed']),

@@ -30,6 +30,16 @@ class TrainJob:
     mixed_precision: str = 'float32'   # or auto / mixed_float16 / mixed_bfloat16
     seed: int = 0
     devices: Tuple[str, ...] = ()      # MirroredStrategy devices; () = all visible GPUs, or CPU
+    cache_decoded: bool = False        # keep the decoded train split in memory (small splits)
+
+
+# Decoded float32 pixels of a train split up to this size are cached in memory.
+CACHE_BUDGET_BYTES = 1 << 30
+
+
+def fits_in_cache(num_examples: int, image_shape: Tuple[int, int, int]) -> bool:
+    height, width, channels = image_shape
+    return 0 < num_examples * height * width * channels * 4 <= CACHE_BUDGET_BYTES
 
 
 def import_builder(path: str) -> Callable[..., keras.Model]:
@@ -85,7 +95,8 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size, job.image_shape)
         metrics = loop.run_training(
             steps, lambda skip: data.train_dataset(job.train_pattern, options.global_batch_size,
-                                                   job.image_shape, job.seed, skip_examples=skip),
+                                                   job.image_shape, job.seed, skip_examples=skip,
+                                                   cache_decoded=job.cache_decoded),
             options, log_dir=log_dir, checkpoint_dir=checkpoint_dir, is_chief=is_chief,
             checkpoint_write_dir=scratch,
             eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps))

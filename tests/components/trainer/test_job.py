@@ -72,3 +72,21 @@ def test_train_export_and_serve_on_real_digits(tmp_path):
     assert names == [classes[i] for i in out['class_ids'].numpy()]
     # The exported accuracy is the evaluated accuracy: same preprocessing in both graphs.
     assert np.mean(out['class_ids'].numpy() == labels) == pytest.approx(metrics['eval_accuracy'])
+
+
+def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp_path):
+    from components.trainer import data
+    _write_examples(str(tmp_path / 'train' / 'part.gz'), ('0', '1', '2'), per_class=10)
+    pattern = str(tmp_path / 'train' / '*')
+    for skip in (0, 7):
+        plain, cached = (list(data.train_dataset(pattern, 4, (8, 8, 1), seed=5, skip_examples=skip,
+                                                 cache_decoded=c).take(12)) for c in (False, True))
+        for (a_images, a_labels), (b_images, b_labels) in zip(plain, cached):
+            np.testing.assert_array_equal(a_labels, b_labels)
+            np.testing.assert_array_equal(a_images, b_images)
+
+
+def test_cache_rule_keeps_small_splits_only():
+    assert job_lib.fits_in_cache(1797, (8, 8, 1))
+    assert not job_lib.fits_in_cache(10_000_000, (224, 224, 3))
+    assert not job_lib.fits_in_cache(0, (8, 8, 1))  # unknown size: do not cache
