@@ -14,7 +14,8 @@ from components.trainer.choices import POLICIES
 from pipeline import config as config_lib
 
 _TRAIN_FLAGS = {'steps': 'train_steps', 'batch_size': 'global_batch_size',
-                'accumulation_steps': 'accumulation_steps', 'mixed_precision': 'mixed_precision'}
+                'accumulation_steps': 'accumulation_steps', 'mixed_precision': 'mixed_precision',
+                'warm_start': 'warm_start'}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     add('--accumulation-steps', type=int, help='micro-batches per optimizer update (default: 1)')
     add('--mixed-precision', choices=POLICIES, help='auto = mixed_float16 on GPU, mixed_bfloat16 '
         'on a bf16 CPU, else float32 (default: auto)')
+    add('--warm-start', action='store_true', default=None,
+        help='start training from the served model\'s weights (when the shapes match)')
     add('--schema', help='curated schema file to validate against, or "infer" to infer one '
         '(default: the digits schema for the embedded data, else infer)')
     add('--beam-args', help='Beam pipeline args as one quoted string, e.g. '

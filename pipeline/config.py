@@ -63,6 +63,7 @@ class TrainConfig:
     eval_steps: int = 0              # eval batches; 0 = the whole eval split
     seed: int = 42
     devices: Tuple[str, ...] = ()    # MirroredStrategy devices; () = every visible GPU, or CPU
+    warm_start: bool = False         # start from the served model's weights when shapes match
 
     def __post_init__(self):
         _check(len(self.image_shape) == 3 and all(d >= 1 for d in self.image_shape),

@@ -137,8 +137,11 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
     [production] = os.listdir(cfg.serving_dir)
     copy_digits(cfg.ingest.data_dir, classes=('0', '1', '2'), per_class=40)  # 10 new per class
 
-    third = _run(cfg)  # new data: new ingestion and training, evaluated against production
+    # New data: new ingestion and training (warm-started from production), evaluated against it.
+    third = _run(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, warm_start=True)))
     assert third.states['ImageExampleGen'] == third.states['ImageTrainer'] == 'COMPLETE'
+    [trained] = [m for m in third.outputs['Model'] if 'warm_start_version' in m.custom_properties]
+    assert trained.custom_properties['warm_start_version'].double_value == int(production)
     assert _only(third, 'Examples').custom_properties['num_found'].int_value == 120
     assert _served_baseline(third) == int(production)
     blessing = _only(third, 'ModelBlessing')

@@ -63,8 +63,9 @@ def test_default_data_uses_the_curated_schema_and_other_data_infers(tmp_path):
 def test_flags_reach_the_config(tmp_path):
     cfg, kubeflow = _configs('--local', '--steps', '7', '--output', str(tmp_path),
                              '--beam-args=--direct_num_workers=1 --foo=bar', '--no-cache',
-                             '--accumulation-steps', '4', '--mixed-precision', 'mixed_float16')
-    assert kubeflow is None
+                             '--accumulation-steps', '4', '--mixed-precision', 'mixed_float16',
+                             '--warm-start')
+    assert kubeflow is None and cfg.train.warm_start is True
     assert cfg.train.train_steps == 7 and cfg.train.warmup_steps < 7
     assert cfg.train.accumulation_steps == 4 and cfg.train.mixed_precision == 'mixed_float16'
     assert cfg.beam_args == ('--direct_num_workers=1', '--foo=bar')

@@ -66,6 +66,7 @@ class Executor(base_executor.BaseExecutor):
             mixed_precision=props['mixed_precision'],
             seed=int(props['seed']),
             devices=tuple(json.loads(props.get('devices') or '[]')),
+            warm_start_from=props.get('warm_start_from') or '',
             options=loop.LoopOptions(
                 train_steps=resolve_train_steps(props, num_train),
                 global_batch_size=int(props['global_batch_size']),

@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from components.trainer import data, distribute, export, loop, precision, steps as steps_lib
+from components.trainer import warm_start
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +32,7 @@ class TrainJob:
     seed: int = 0
     devices: Tuple[str, ...] = ()      # MirroredStrategy devices; () = all visible GPUs, or CPU
     cache_decoded: bool = False        # keep the decoded train split in memory (small splits)
+    warm_start_from: str = ''          # serving folder: start from the served model's weights
 
 
 # Decoded float32 pixels of a train split up to this size are cached in memory.
@@ -91,6 +93,8 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
     scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')
     try:
         steps = build_steps(job, strategy, policy)
+        warm_version = (warm_start.warm_start(steps.model, job.warm_start_from)
+                        if job.warm_start_from else None)
         options = job.options
         eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size, job.image_shape)
         metrics = loop.run_training(
@@ -101,6 +105,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
             checkpoint_write_dir=scratch,
             eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps))
         metrics['mixed_precision'] = policy
+        metrics['warm_start_version'] = -1 if warm_version is None else warm_version
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,
                                         job.class_names)

@@ -1,0 +1,43 @@
+"""Unit tests of warm start from the served model: weights copied, mismatches train from scratch."""
+import os
+
+import keras
+import numpy as np
+
+from components.trainer import export, warm_start
+from models import resnet
+
+
+def _serve(serving_dir, model, version=1):
+    export.export_serving_model(model, os.path.join(serving_dir, str(version)), (8, 8, 1),
+                                [str(i) for i in range(model.output_shape[-1])])
+
+
+def _model(classes, seed):
+    keras.utils.set_random_seed(seed)
+    return resnet.build_model((8, 8, 1), classes)
+
+
+def test_new_model_starts_from_the_served_weights(tmp_path):
+    served = _model(3, seed=1)
+    served.variables[0].assign(served.variables[0] + 0.5)  # distinct from any fresh init
+    _serve(str(tmp_path), served, version=1)
+    _serve(str(tmp_path), _model(3, seed=2), version=0)  # older: must not be the one used
+    fresh = _model(3, seed=3)
+    assert not np.allclose(fresh.variables[0].numpy(), served.variables[0].numpy())
+    assert warm_start.warm_start(fresh, str(tmp_path)) == 1
+    for a, b in zip(fresh.variables, served.variables):  # BatchNorm statistics included
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_changed_architecture_trains_from_scratch(tmp_path):
+    _serve(str(tmp_path), _model(3, seed=1))
+    fresh = _model(4, seed=3)  # one more class: the last layer's shape differs
+    before = [v.numpy().copy() for v in fresh.variables]
+    assert warm_start.warm_start(fresh, str(tmp_path)) is None
+    for a, b in zip(before, fresh.variables):
+        np.testing.assert_array_equal(a, b.numpy())
+
+
+def test_nothing_served_yet(tmp_path):
+    assert warm_start.warm_start(_model(3, seed=1), str(tmp_path / 'serving')) is None
