@@ -18,6 +18,7 @@ def _run(root, output_dir, **options):
     beam_pipeline.build_ingest(pipeline, opts, output_dir)
     result = pipeline.run()
     result.wait_until_finish()
+    beam_pipeline.finalize(output_dir, opts)
     return beam_pipeline.read_counts(result)
 
 
@@ -42,8 +43,8 @@ def test_writes_configured_shards_and_every_image_once(small_images, tmp_path, n
                for s in features.SPLITS for e in by_split[s]]
     assert sorted(sources) == sorted(
         f'{c}/{f}' for c in os.listdir(small_images) for f in os.listdir(f'{small_images}/{c}'))
-    assert counts == {'found': 15, 'rejected': 0, 'written_train': len(by_split['train']),
-                      'written_eval': len(by_split['eval'])}
+    assert {k: v for k, v in counts.items() if v} == {
+        'found': 15, 'written_train': len(by_split['train']), 'written_eval': len(by_split['eval'])}
     for split, examples in by_split.items():
         for example in examples:  # each example sits in the split its path hashes to
             source = example.features.feature[features.SOURCE_KEY].bytes_list.value[0].decode()
@@ -76,11 +77,15 @@ def test_bad_files_are_rejected_with_reason_and_counts_reconcile(small_images, t
     counts = _run(small_images, out)
     assert counts['found'] == 18 and counts['rejected'] == 3
     assert counts['written_train'] + counts['written_eval'] == 15
-    with open(os.path.join(out, beam_pipeline.REJECTED_DIR, 'rejected.jsonl')) as handle:
-        rejected = {os.path.basename(r['path']): r['reason'] for r in map(json.loads, handle)}
-    assert rejected == {'empty.png': 'empty file (0 bytes)',
-                        'notes.txt': 'not a recognised image format',
-                        'nested': 'is a folder; images must sit directly in a class folder'}
+    assert (counts['rejected_empty_file'], counts['rejected_not_an_image'],
+            counts['rejected_not_a_file']) == (1, 1, 1)
+    with open(os.path.join(out, 'Quarantine', 'quarantine.jsonl')) as handle:
+        rejected = {os.path.basename(r['source']): (r['reason'], r['detail'])
+                    for r in map(json.loads, handle)}
+    assert rejected == {
+        'empty.png': ('empty_file', 'empty file (0 bytes)'),
+        'notes.txt': ('not_an_image', 'not a recognised image format'),
+        'nested': ('not_a_file', 'is a folder; images must sit directly in a class folder')}
 
 
 def test_same_records_whatever_the_worker_count(small_images, tmp_path):

@@ -49,7 +49,7 @@ def test_corrupt_image_fails_with_a_message_naming_the_file(small_images, tmp_pa
     with pytest.raises(executor.IngestionError) as raised:
         _do(small_images, str(tmp_path / 'examples'))
     message = str(raised.value)
-    assert 'Rejected 1 of 16 files' in message
+    assert 'Rejected 1 of 16 records' in message and 'corrupt_image 1' in message
     assert bad in message and 'corrupt or truncated' in message
 
 
@@ -70,10 +70,13 @@ def test_rejections_within_the_threshold_are_logged_not_fatal(small_images, tmp_
 
 
 def test_missing_or_empty_input_base_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match='does not exist'):
+    with pytest.raises(executor.IngestionError, match='Input base does not exist'):
         _do(str(tmp_path / 'nowhere'), str(tmp_path / 'examples'))
+    os.makedirs(tmp_path / 'empty')
+    with pytest.raises(executor.IngestionError, match='No class folders under'):
+        _do(str(tmp_path / 'empty'), str(tmp_path / 'examples'))
     os.makedirs(tmp_path / 'empty' / 'cat')
-    with pytest.raises(executor.IngestionError, match='No files found'):
+    with pytest.raises(executor.IngestionError, match='Input is empty: no records found'):
         _do(str(tmp_path / 'empty'), str(tmp_path / 'examples'))
 
 
