@@ -20,9 +20,12 @@ def parse_args(argv):
         description='Image-classification TFX pipeline: ingest, validate, train, evaluate, push.')
     parser.add_argument('--local', action='store_true', required=True,
                         help='run the pipeline on this machine with LocalDagRunner')
-    parser.add_argument('--data', default=config_lib.DEFAULT_DATA,
-                        help='input base: one sub-folder per class, holding images '
-                             '(default: the embedded digits, %(default)s)')
+    parser.add_argument('--source', choices=config_lib.SOURCES, default='images',
+                        help='images: DATA/<class>/<image>; csv: DATA/*.csv with a "label" '
+                             'column (either may sit in DATA/span-<N>/) (default: %(default)s)')
+    parser.add_argument('--data', default=None,
+                        help='input base (default: the embedded digits, or for csv the wine '
+                             'table, under data/)')
     parser.add_argument('--output', default=os.path.join('runs', 'default'),
                         help='run folder: pipeline_root/, metadata.sqlite, serving/ and '
                              'report.html go here (default: %(default)s)')
@@ -52,18 +55,17 @@ def parse_args(argv):
 
 
 def build_config(args) -> config_lib.PipelineConfig:
-    data = os.path.abspath(args.data)
+    data = os.path.abspath(args.data or config_lib.SOURCE_DEFAULTS[args.source][0])
     if not os.path.isdir(data):
         raise ValueError(f'--data folder does not exist: {data}')
     schema = args.schema
     if schema is None:
-        uses_default_data = data == os.path.abspath(config_lib.DEFAULT_DATA)
-        schema = config_lib.DIGITS_SCHEMA if uses_default_data else None
+        schema = config_lib.default_schema(args.source, data)
     elif schema == 'infer':
         schema = None
     else:
         schema = os.path.abspath(schema)
-    base = config_lib.named_config(args.config, data, args.output)
+    base = config_lib.named_config(args.config, data, args.output, args.source)
     train = {}
     if args.steps is not None:
         train.update(train_steps=args.steps,

@@ -11,8 +11,16 @@ from components.trainer.choices import OPTIMIZERS, POLICIES
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, 'data', 'digits')
-# A curated schema for the embedded digits (see README, "Schema"); other data infers one.
+DEFAULT_CSV_DATA = os.path.join(REPO_ROOT, 'data', 'wine')
+# Curated schemas for the embedded data (see README, "Schema"); other data infers one.
 DIGITS_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'digits.pbtxt')
+WINE_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'wine.pbtxt')
+SOURCES = ('images', 'csv')
+# Per source: the embedded data, its curated schema, and the default model builder.
+SOURCE_DEFAULTS = {
+    'images': (DEFAULT_DATA, DIGITS_SCHEMA, 'models.resnet.build_model'),
+    'csv': (DEFAULT_CSV_DATA, WINE_SCHEMA, 'models.mlp.build_model'),
+}
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
 SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
@@ -25,21 +33,38 @@ def _check(condition: bool, message: str) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class IngestConfig:
+    """The source and how it becomes Examples. The input base may hold span-<N>/ folders; the
+    latest span is ingested."""
     data_dir: str = DEFAULT_DATA
+    source: str = 'images'           # images: <data>/<class>/<file>; csv: <data>/*.csv
     train_percent: int = 80
-    num_shards: int = 2
+    num_shards: int = 2              # per split; 0 = automatic, ~128 MB per shard
+    compress: bool = True            # GZIP'd TFRecords
+    split_key: str = 'source'        # 'source' (path; CSV file + row), 'content', or a CSV column
     max_rejected_fraction: float = 0.01
+    image_size: Optional[Tuple[int, int]] = None   # (height, width) to resize to at ingestion
+    image_storage: str = 'encoded'   # 'encoded' keeps the file's bytes; 'raw' stores uint8 pixels
+    label_column: str = 'label'      # csv: the column holding the class
+    feature_types: Tuple[Tuple[str, str], ...] = ()  # csv: (column, numeric|categorical); rest inferred
 
     def __post_init__(self):
+        _check(self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}')
         _check(0 < self.train_percent < 100, f'train_percent must be in 1..99, got {self.train_percent}')
-        _check(self.num_shards >= 1, f'num_shards must be >= 1, got {self.num_shards}')
+        _check(self.num_shards >= 0, f'num_shards must be >= 0 (0 = automatic), got {self.num_shards}')
         _check(0.0 <= self.max_rejected_fraction < 1.0,
                f'max_rejected_fraction must be in [0, 1), got {self.max_rejected_fraction}')
+        _check(self.image_size is None or (len(self.image_size) == 2 and min(self.image_size) >= 1),
+               f'image_size must be None or (height, width) >= 1, got {self.image_size}')
+        _check(self.image_storage in ('encoded', 'raw'),
+               f'image_storage must be "encoded" or "raw", got {self.image_storage!r}')
+        _check(all(t in ('numeric', 'categorical') for _, t in self.feature_types),
+               f'feature_types must map columns to numeric|categorical, got {self.feature_types}')
+        _check(bool(self.split_key), 'split_key must not be empty')
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    model_builder: str = 'models.resnet.build_model'
+    model_builder: Optional[str] = None  # import path; None = the source's default (SOURCE_DEFAULTS)
     image_shape: Tuple[int, int, int] = (8, 8, 1)
     train_steps: int = 400           # optimizer updates
     global_batch_size: int = 64      # one micro-batch over all replicas
@@ -61,8 +86,8 @@ class TrainConfig:
         _check(self.learning_rate > 0, f'learning_rate must be > 0, got {self.learning_rate}')
         _check(0 <= self.warmup_steps < self.train_steps,
                f'warmup_steps must be in [0, train_steps), got {self.warmup_steps}')
-        _check('.' in self.model_builder, 'model_builder must be an import path like '
-               f'"package.module.function", got {self.model_builder!r}')
+        _check(self.model_builder is None or '.' in self.model_builder, 'model_builder must be '
+               f'an import path like "package.module.function", got {self.model_builder!r}')
         _check(self.accumulation_steps >= 1,
                f'accumulation_steps must be >= 1, got {self.accumulation_steps}')
         _check(self.mixed_precision in POLICIES, f'mixed_precision must be one of '
@@ -116,6 +141,10 @@ class PipelineConfig:
             _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
 
     @property
+    def model_builder(self) -> str:
+        return self.train.model_builder or SOURCE_DEFAULTS[self.ingest.source][2]
+
+    @property
     def pipeline_root(self) -> str:
         return os.path.join(os.path.abspath(self.output_dir), 'pipeline_root')
 
@@ -132,11 +161,12 @@ def default_config(**overrides) -> PipelineConfig:
     return dataclasses.replace(PipelineConfig(), **overrides)
 
 
-def smoke_config(data_dir: str, output_dir: str, **overrides) -> PipelineConfig:
+def smoke_config(data_dir: str, output_dir: str, source: str = 'images',
+                 **overrides) -> PipelineConfig:
     """A few training steps, one Beam worker in-process, a low bar: for tests on tiny samples."""
     base = PipelineConfig(
         name='smoke', output_dir=output_dir,
-        ingest=IngestConfig(data_dir=data_dir, num_shards=2),
+        ingest=IngestConfig(data_dir=data_dir, num_shards=2, source=source),
         train=TrainConfig(train_steps=30, global_batch_size=16, warmup_steps=0,
                           checkpoint_interval=10),
         eval=EvalConfig(min_accuracy=0.0, max_regression=1.0),
@@ -147,9 +177,17 @@ def smoke_config(data_dir: str, output_dir: str, **overrides) -> PipelineConfig:
 CONFIG_NAMES = ('default', 'smoke')
 
 
-def named_config(name: str, data_dir: str, output_dir: str) -> PipelineConfig:
+def default_schema(source: str, data_dir: str) -> Optional[str]:
+    """The curated schema when data_dir is the source's embedded data; else None (inferred)."""
+    embedded, schema, _ = SOURCE_DEFAULTS[source]
+    return schema if os.path.abspath(data_dir) == os.path.abspath(embedded) else None
+
+
+def named_config(name: str, data_dir: str, output_dir: str,
+                 source: str = 'images') -> PipelineConfig:
     """The config that `runner.py --config NAME` starts from, for the given data and output."""
     _check(name in CONFIG_NAMES, f'config must be one of {CONFIG_NAMES}, got {name!r}')
     if name == 'smoke':
-        return smoke_config(data_dir, output_dir)
-    return default_config(output_dir=output_dir, ingest=IngestConfig(data_dir=data_dir))
+        return smoke_config(data_dir, output_dir, source=source)
+    return default_config(output_dir=output_dir,
+                          ingest=IngestConfig(data_dir=data_dir, source=source))

@@ -16,6 +16,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
+from components.common import inputs
 from components.trainer import data, distribute, export, loop, precision, steps as steps_lib
 
 
@@ -29,6 +30,9 @@ class TrainJob:
     options: loop.LoopOptions
     mixed_precision: str = 'float32'   # or auto / mixed_float16 / mixed_bfloat16
     seed: int = 0
+    # What ingestion stored: images (encoded or raw) or a table. The builder's `input_shape`
+    # is image_shape for images and {'numeric': (n,), 'categorical': (m,)} for a table.
+    input_spec: inputs.InputSpec = inputs.InputSpec()
 
 
 def import_builder(path: str) -> Callable[..., keras.Model]:
@@ -51,7 +55,8 @@ def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
     """Model, optimizer and loss scale under the strategy, with the policy already set."""
     builder = import_builder(job.model_builder)
     with strategy.scope():
-        model = builder(job.image_shape, len(job.class_names))
+        model = builder(inputs.builder_input_shape(job.input_spec, job.image_shape),
+                        len(job.class_names))
         optimizer = loop.make_optimizer(job.options)
         loss_scale = precision.DynamicLossScale(enabled=policy == 'mixed_float16')
     if model.outputs and model.outputs[0].dtype != 'float32':
@@ -77,17 +82,19 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
     try:
         steps = build_steps(job, strategy, policy)
         options = job.options
-        eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size, job.image_shape)
+        eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size,
+                                      job.image_shape, spec=job.input_spec)
         metrics = loop.run_training(
             steps, lambda skip: data.train_dataset(job.train_pattern, options.global_batch_size,
-                                                   job.image_shape, job.seed, skip_examples=skip),
+                                                   job.image_shape, job.seed, skip_examples=skip,
+                                                   spec=job.input_spec),
             options, log_dir=log_dir, checkpoint_dir=checkpoint_dir, is_chief=is_chief,
             checkpoint_write_dir=scratch,
             eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps))
         metrics['mixed_precision'] = policy
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,
-                                        job.class_names)
+                                        job.class_names, job.input_spec)
             tf.io.gfile.makedirs(log_dir)
             with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json'), 'w') as handle:
                 json.dump(metrics, handle, indent=2)
