@@ -2,9 +2,10 @@
 
 No TFX and no Beam here. A CSV source is one or more files with the same header row; one column
 is the label, every other column is a feature, numeric or categorical. Types are given in the
-config or inferred from a sample of rows: a column is numeric when every non-empty sampled value
-parses as a finite number. A row later in the data that breaks its column's type is rejected
-with the reason, never coerced, so a typo cannot silently become a category or a zero.
+config or inferred from a sample of rows: a column is numeric when at least 95% of its non-empty
+sampled values parse as finite numbers (so a few typos in uncurated data do not turn a numeric
+column into a category). A row that breaks its column's type is rejected with the reason,
+never coerced, so a typo cannot silently become a category or a zero.
 """
 import csv
 import dataclasses
@@ -20,6 +21,7 @@ from components.ingest import records
 NUMERIC, CATEGORICAL = 'numeric', 'categorical'
 TYPES = (NUMERIC, CATEGORICAL)
 SAMPLE_ROWS = 1000  # rows read to infer types; enough for a stable guess, cheap on any table
+NUMERIC_SHARE = 0.95  # of non-empty sampled values that must be numbers for a numeric column
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,14 +72,21 @@ def infer_table(columns: List[str], label_column: str, rows: Iterable[List[str]]
     if unknown or bad:
         raise ValueError(f'feature_types name unknown columns {sorted(unknown)} or types '
                          f'{sorted(bad)}; columns are {columns}, types {TYPES}')
-    numeric = {c: True for c in columns}
+    numbers = {c: 0 for c in columns}
+    values = {c: 0 for c in columns}
     for row in rows:
         if len(row) != len(columns):
             continue  # a malformed row says nothing about types; it is rejected later
         for column, value in zip(columns, row):
-            if value.strip() and not _is_number(value):
-                numeric[column] = False
-    types = tuple((c, given.get(c, NUMERIC if numeric[c] else CATEGORICAL))
+            if value.strip():
+                values[column] += 1
+                numbers[column] += _is_number(value)
+
+    def inferred(column: str) -> str:
+        share = numbers[column] / values[column] if values[column] else 0.0
+        return NUMERIC if share >= NUMERIC_SHARE else CATEGORICAL
+
+    types = tuple((c, given[c] if c in given else inferred(c))
                   for c in columns if c != label_column)
     return Table(tuple(columns), label_column, types)
 
