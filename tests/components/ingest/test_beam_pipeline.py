@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from components.common import features
-from components.ingest import beam_pipeline, images
+from components.ingest import beam_pipeline, images, tabular
 
 
 def _run(root, output_dir, **options):
@@ -107,3 +107,39 @@ def test_options_are_validated():
         beam_pipeline.IngestOptions(root='/x', classes=('a',), train_percent=100)
     with pytest.raises(ValueError, match='classes'):
         beam_pipeline.IngestOptions(root='/x', classes=())
+
+
+def _records_per_split(options, out, argv):
+    pipeline = beam.Pipeline(argv=argv)
+    beam_pipeline.build_ingest(pipeline, options, out)
+    pipeline.run().wait_until_finish()
+    beam_pipeline.finalize(out, options)
+    def read(path):
+        return sorted(r.numpy() for r in tf.data.TFRecordDataset(path, compression_type='GZIP'))
+    return {(s, shard): read(path) for s in features.SPLITS
+            for shard, path in enumerate(sorted(glob.glob(os.path.join(out, f'Split-{s}', '*'))))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('source', ['images', 'csv'])
+def test_same_records_per_split_and_shard_in_one_process_or_two_worker_processes(
+        small_images, tmp_path, source):
+    if source == 'images':
+        options = beam_pipeline.IngestOptions(root=small_images, classes=('0', '1', '2'),
+                                              num_shards=3)
+    else:
+        os.makedirs(tmp_path / 'csv')
+        for part in range(2):
+            rows = ['x,c,label'] + [f'{i}.25,{"pq"[i % 2]},{"ab"[i % 3 == 0]}'
+                                    for i in range(part * 100, part * 100 + 100)]
+            (tmp_path / 'csv' / f'part{part}.csv').write_text('\n'.join(rows) + '\n')
+        files = tuple(sorted(glob.glob(str(tmp_path / 'csv' / '*.csv'))))
+        options = beam_pipeline.IngestOptions(
+            root=str(tmp_path / 'csv'), source='csv', csv_files=files, num_shards=3,
+            table=tabular.infer_table(['x', 'c', 'label'], 'label', []))
+    one = _records_per_split(options, str(tmp_path / 'one'), ['--direct_running_mode=in_memory'])
+    two = _records_per_split(options, str(tmp_path / 'two'), [
+        '--direct_running_mode=multi_processing', '--direct_num_workers=2'])
+    assert one == two
+    assert sum(len(v) for v in one.values()) == (15 if source == 'images' else 200)
+    assert len(one) == 6  # 3 shards per split
