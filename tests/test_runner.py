@@ -19,7 +19,7 @@ def _cli(*args):
 def test_help_documents_every_flag():
     result = _cli('--help')
     assert result.returncode == 0
-    for flag in ('--local', '--data', '--output', '--config', '--steps', '--batch-size',
+    for flag in ('--local', '--source', '--data', '--output', '--config', '--steps', '--batch-size',
                  '--accumulation-steps', '--mixed-precision', '--schema', '--beam-args',
                  '--no-cache', '--verbose'):
         assert flag in result.stdout
@@ -44,6 +44,15 @@ def test_default_data_uses_the_curated_schema_and_other_data_infers(tmp_path):
     args = runner.parse_args(['--local', '--data', str(tmp_path), '--output', str(tmp_path)])
     assert runner.build_config(args).schema_path is None
     args = runner.parse_args(['--local', '--schema', 'infer'])
+    assert runner.build_config(args).schema_path is None
+
+
+def test_csv_source_defaults_to_the_wine_table_its_schema_and_the_mlp(tmp_path):
+    cfg = runner.build_config(runner.parse_args(['--local', '--source', 'csv']))
+    assert cfg.ingest.source == 'csv' and cfg.ingest.data_dir == config.DEFAULT_CSV_DATA
+    assert cfg.schema_path == config.WINE_SCHEMA
+    assert cfg.model_builder == 'models.mlp.build_model'
+    args = runner.parse_args(['--local', '--source', 'csv', '--data', str(tmp_path)])
     assert runner.build_config(args).schema_path is None
 
 
