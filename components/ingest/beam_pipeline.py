@@ -10,22 +10,18 @@ or the quarantine, and is counted (Beam metrics in the `ingest` namespace): `fou
 rejections by reason add up to `rejected`.
 """
 import dataclasses
-import hashlib
 import json
 import os
 from typing import Dict, Iterator, Optional, Tuple
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 import tensorflow as tf
 
-from components.common import features
-from components.ingest import images, records, stats, tabular, writer
+from components.ingest import convert, images, records, stats, tabular, writer
 from components.ingest.stats import read_counts  # noqa: F401 (callers read counts from here)
 
-METRICS_NAMESPACE = stats.METRICS_NAMESPACE
-QUARANTINE_TAG = 'quarantine'
-NUMERIC_TAG = 'numeric'
+QUARANTINE_TAG = convert.QUARANTINE_TAG
+NUMERIC_TAG = convert.NUMERIC_TAG
 SOURCES = ('images', 'csv')
 TEMP_DIR = '.ingest-tmp'          # per-bundle part files; removed when the shards are written
 TABLE_FILE = 'table.json'        # CSV only: class names and numeric moments, read by the executor
@@ -73,105 +69,6 @@ class IngestOptions:
         return {'train': self.num_shards, 'eval': self.eval_shards or self.num_shards}
 
 
-def list_class_folder(class_name: str, root: str) -> Iterator[str]:
-    """Yields every non-hidden entry of one class folder, sorted.
-
-    Everything listed is counted downstream. A plain directory listing is used rather than a glob
-    match because file-system matchers silently drop entries they cannot stat (a dangling
-    symlink, for example); here such an entry is listed, fails to read, and is quarantined with
-    the reason, so nothing disappears without a trace. tf.io.gfile also lists gs:// and hdfs://.
-    """
-    folder = os.path.join(root, class_name)
-    for name in sorted(tf.io.gfile.listdir(folder)):
-        name = name.rstrip('/')
-        if not name.startswith('.'):  # .DS_Store and editor droppings are not data
-            yield os.path.join(folder, name)
-
-
-class _Convert(beam.DoFn):
-    """Base of both sources: counting, quarantining and keying a record for its shard."""
-
-    def __init__(self, options: IngestOptions):
-        self._options = options
-        self._shards = options.shards()
-
-    def setup(self):
-        self._counters = {}
-
-    def _count(self, name: str) -> None:
-        if name not in self._counters:
-            self._counters[name] = Metrics.counter(METRICS_NAMESPACE, name)
-        self._counters[name].inc()
-
-    def _reject(self, source: str, error: records.BadRecord, raw: Optional[str] = None):
-        self._count('rejected')
-        self._count(f'rejected_{error.reason}')
-        return beam.pvalue.TaggedOutput(QUARANTINE_TAG, records.quarantine_line(source, error, raw))
-
-    def _keyed(self, key: str, example: tf.train.Example) -> Tuple[str, int, bytes]:
-        split = records.split_of(key, self._options.train_percent)
-        self._count(f'written_{split}')
-        return split, records.shard_of(key, self._shards[split]), example.SerializeToString()
-
-
-class _ImageToExample(_Convert):
-    """Reads one listed file; emits its keyed Example, or a quarantine line."""
-
-    def setup(self):
-        super().setup()
-        self._index = images.class_index(list(self._options.classes))
-        self._base = self._options.input_base or self._options.root
-
-    def process(self, path: str) -> Iterator:
-        opts = self._options
-        relative = images.relative_path(path, opts.root)
-        self._count('found')
-        try:
-            data = images.read_file(path, self._base)
-            stored = images.prepare(data, images.inspect_image(data), opts.image_size,
-                                    opts.image_storage, opts.channels)
-        except records.BadRecord as error:
-            yield self._reject(path, error)
-            return
-        label_name = relative.split('/', 1)[0]
-        example = features.make_example(
-            encoded=stored.payload, label=self._index[label_name], label_name=label_name,
-            height=stored.height, width=stored.width, source_path=relative,
-            channels=stored.channels)
-        key = hashlib.sha256(data).hexdigest() if opts.split_key == 'content' else relative
-        yield self._keyed(key, example)
-
-
-class _RowToExample(_Convert):
-    """Converts one CSV line; emits its keyed Example (and its numbers, if train), or quarantine."""
-
-    def process(self, element: Tuple[str, str], class_names) -> Iterator:
-        path, line = element
-        if not line.strip():
-            return  # blank lines are not records (as for every CSV reader)
-        opts = self._options
-        relative = images.relative_path(path, opts.root)
-        self._count('found')
-        try:
-            values, label = tabular.row_values(tabular.parse_line(line), opts.table)
-        except records.BadRecord as error:
-            yield self._reject(relative, error, raw=line)
-            return
-        example = features.make_tabular_example(
-            values, label=class_names.index(label), label_name=label, source_path=relative)
-        if opts.split_key == 'source':
-            key = f'{relative}\n{line}'
-        elif opts.split_key == 'content':
-            key = line
-        else:
-            key = tabular.parse_line(line)[opts.table.columns.index(opts.split_key)]
-        split, shard, record = self._keyed(key, example)
-        if split == 'train':  # normalisation statistics come from the train split only
-            yield beam.pvalue.TaggedOutput(NUMERIC_TAG, [
-                values[c] for c, kind in opts.table.types if kind == tabular.NUMERIC])
-        yield split, shard, record
-
-
 def finalize(output_dir: str, options: IngestOptions) -> Optional[dict]:
     """After the run: removes the part files, gives every split its N shards (an empty file for
     a shard no record hashed to), and returns the CSV table summary (None for images)."""
@@ -203,15 +100,17 @@ def _read_lines(pipeline: beam.Pipeline, files: tuple, name: str) -> beam.PColle
 def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: str) -> None:
     """Adds the ingestion graph to `pipeline`, writing `Split-<name>/` shards and the
     quarantine under output_dir."""
+    temp_dir = os.path.join(output_dir, TEMP_DIR)
     if options.source == 'images':
         outputs = (
             pipeline
             | 'ClassFolders' >> beam.Create(list(options.classes))
-            | 'ListFiles' >> beam.FlatMap(list_class_folder, options.root)
-            # Spreads the files over workers; without it one worker would read a whole class.
+            | 'ListFiles' >> beam.FlatMap(
+                lambda c: convert.chunks(convert.list_class_folder(c, options.root)))
+            # Spreads the chunks over workers; without it one worker would read a whole class.
             | 'Redistribute' >> beam.Reshuffle()
-            | 'ToExample' >> beam.ParDo(_ImageToExample(options)).with_outputs(
-                QUARANTINE_TAG, main='records'))
+            | 'ToExamples' >> beam.ParDo(convert.ImagesToExamples(options, temp_dir)).with_outputs(
+                QUARANTINE_TAG, main='parts'))
     else:
         # Labels are read in a pass of their own: feeding the same lines to both the label
         # side input and the conversion would make the runner hold every line in memory.
@@ -222,8 +121,8 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
             | 'SortedLabels' >> beam.combiners.ToList() | beam.Map(sorted))
         outputs = (
             _read_lines(pipeline, options.csv_files, 'Csv')
-            | 'ToExample' >> beam.ParDo(_RowToExample(options), beam.pvalue.AsSingleton(
-                class_names)).with_outputs(QUARANTINE_TAG, NUMERIC_TAG, main='records'))
+            | 'ToExample' >> beam.ParDo(convert.RowToExample(options, temp_dir), beam.pvalue.AsSingleton(
+                class_names)).with_outputs(QUARANTINE_TAG, NUMERIC_TAG, main='parts'))
         numeric = [c for c, kind in options.table.types if kind == tabular.NUMERIC]
         _ = (outputs[NUMERIC_TAG]
              | 'Moments' >> beam.CombineGlobally(stats.Moments(len(numeric)))
@@ -233,8 +132,7 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
              | 'WriteTable' >> beam.io.WriteToText(
                  os.path.join(output_dir, TEMP_DIR, TABLE_FILE), num_shards=1,
                  shard_name_template=''))
-    writer.write_shards(outputs['records'], output_dir, os.path.join(output_dir, TEMP_DIR),
-                        options.shards(), options.compress)
+    writer.write_shards(outputs['parts'], output_dir, options.shards(), options.compress)
     _ = (outputs[QUARANTINE_TAG]
          | 'WriteQuarantine' >> beam.io.WriteToText(
              os.path.join(output_dir, records.QUARANTINE_DIR,

@@ -5,6 +5,7 @@ No TFX and no Beam here, so that each rule can be unit-tested on its own. The Be
 code from `records.REASONS`.
 """
 import dataclasses
+import functools
 import io
 import os
 from typing import Dict, List, Optional, Tuple
@@ -102,24 +103,44 @@ def relative_path(path: str, root: str) -> str:
     return os.path.relpath(path, root).replace(os.sep, '/')
 
 
+@functools.lru_cache(maxsize=4096)
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _check_inside(path: str, input_base: str) -> None:
+    """Rejects a local file that resolves outside the input base: through its own symlink, or
+    through a symlinked class folder (resolved once per folder; cached)."""
+    base = _real(input_base)
+    real = os.path.realpath(path) if os.path.islink(path) else os.path.join(
+        _real(os.path.dirname(path)), os.path.basename(path))
+    if os.path.commonpath([real, base]) != base:
+        raise BadImage('outside_input_base', f'symlink points outside the input base, to {real}')
+
+
 def read_file(path: str, input_base: str) -> bytes:
     """Reads one listed file, or raises BadImage: a folder, an escaping symlink, unreadable.
 
     Local paths are resolved first: a symlink may point anywhere, and ingesting a file outside
-    the input base would silently train on data nobody meant to include (or leak it).
+    the input base would silently train on data nobody meant to include (or leak it). Local
+    files are read with open(), several times cheaper per small file than tf.io.gfile, which
+    reads every other file system (gs://, hdfs://, ...).
     """
-    if '://' not in path:
-        real, base = os.path.realpath(path), os.path.realpath(input_base)
-        if os.path.islink(path) and os.path.commonpath([real, base]) != base:
-            raise BadImage('outside_input_base', f'symlink points outside the input base, to {real}')
     try:
-        if tf.io.gfile.isdir(path):
-            raise BadImage('not_a_file', 'is a folder; images must sit directly in a class folder')
-        with tf.io.gfile.GFile(path, 'rb') as handle:
+        if '://' in path:
+            if tf.io.gfile.isdir(path):
+                raise IsADirectoryError(path)
+            with tf.io.gfile.GFile(path, 'rb') as handle:
+                return handle.read()
+        _check_inside(path, input_base)
+        with open(path, 'rb') as handle:
             return handle.read()
+    except IsADirectoryError:
+        raise BadImage('not_a_file',
+                       'is a folder; images must sit directly in a class folder') from None
     except (OSError, tf.errors.OpError) as error:
-        # OpError's text names the cause: permission denied, no such file (dangling link), ...
-        detail = getattr(error, 'message', None) or str(error)
+        # The text names the cause: permission denied, no such file (dangling link), ...
+        detail = getattr(error, 'message', None) or getattr(error, 'strerror', None) or str(error)
         raise BadImage('unreadable', f'cannot read: {detail}') from None
 
 

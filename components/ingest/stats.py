@@ -33,25 +33,36 @@ def read_counts(result: beam.runners.runner.PipelineResult) -> Dict[str, int]:
     return counts
 
 
-class Moments(beam.CombineFn):
-    """Mean and population standard deviation per position of equally long float lists.
+def empty_moments(width: int):
+    """A moments accumulator: (count, sums, sums of squares) of `width` columns."""
+    return 0, [0.0] * width, [0.0] * width
 
-    Accumulates count, sum and sum of squares (floats are Python doubles), which merge in any
-    order: the result does not depend on how the runner splits the work.
+
+def add_row(accumulator, values: List[float]):
+    """Adds one row of values to an accumulator; returns the accumulator."""
+    count, sums, squares = accumulator
+    for i, value in enumerate(values):
+        sums[i] += value
+        squares[i] += value * value
+    return count + 1, sums, squares
+
+
+class Moments(beam.CombineFn):
+    """Mean and population standard deviation per column, from partial accumulators.
+
+    Each converting DoFn accumulates its bundle's rows (add_row) and emits one accumulator, so
+    no per-row element crosses a transform. Count, sum and sum of squares (Python doubles)
+    merge in any order: the result does not depend on how the runner splits the work.
     """
 
     def __init__(self, width: int):
         self._width = width
 
     def create_accumulator(self):
-        return 0, [0.0] * self._width, [0.0] * self._width
+        return empty_moments(self._width)
 
-    def add_input(self, accumulator, values: List[float]):
-        count, sums, squares = accumulator
-        for i, value in enumerate(values):
-            sums[i] += value
-            squares[i] += value * value
-        return count + 1, sums, squares
+    def add_input(self, accumulator, partial):
+        return self.merge_accumulators([accumulator, partial])
 
     def merge_accumulators(self, accumulators):
         count, sums, squares = self.create_accumulator()

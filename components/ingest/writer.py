@@ -5,6 +5,8 @@ Why not `beam.io.WriteToTFRecord(num_shards=N)`: a fixed shard count makes it gr
 would grow with the data (every image's bytes at once). Here each record is appended to a
 per-bundle temporary file as soon as it is made, and only the temporary file *names* are
 grouped; one task per final shard then streams its parts into `data_tfrecord-SSSSS-of-NNNNN`.
+The records are written by the converting DoFn itself (`PartWriters`), not emitted: passing
+each record to another transform costs the Python runner more than building it does.
 The extra copy costs a sequential read and re-compression, cheap next to decoding images.
 
 A record's shard is a hash of its split key (records.shard_of), so which records land in
@@ -27,27 +29,27 @@ def shard_path(output_dir: str, split: str, shard: int, num_shards: int, compres
                         f'{features.FILE_PREFIX}-{shard:05d}-of-{num_shards:05d}{suffix}')
 
 
-class _AppendToParts(beam.DoFn):
-    """Appends (split, shard, record) to one uncompressed part file per shard and bundle."""
+class PartWriters:
+    """One uncompressed part file per (split, shard) for one bundle of a converting DoFn.
+
+    The DoFn writes each record here as soon as it is made and, when its bundle finishes,
+    emits `finished()`: the ((split, shard), part path) pairs that the shards are built from.
+    """
 
     def __init__(self, temp_dir: str):
         self._temp_dir = temp_dir
         self._writers: Dict[Tuple[str, int], tuple] = {}
 
-    def start_bundle(self):
-        tf.io.gfile.makedirs(self._temp_dir)
-        self._writers = {}
-
-    def process(self, element: Tuple[str, int, bytes]) -> Iterator:
-        split, shard, record = element
+    def write(self, split: str, shard: int, record: bytes) -> None:
         if (split, shard) not in self._writers:
+            tf.io.gfile.makedirs(self._temp_dir)
             # A unique name per attempt: a retried bundle never appends to a failed one's file.
             path = os.path.join(self._temp_dir, f'{split}-{shard:05d}-{uuid.uuid4().hex}')
             self._writers[(split, shard)] = (tf.io.TFRecordWriter(path), path)
         self._writers[(split, shard)][0].write(record)
-        return iter(())
 
-    def finish_bundle(self) -> Iterator:
+    def finished(self) -> Iterator:
+        """Closes every part file and yields its (key, path) as a windowed value."""
         for key, (writer, path) in sorted(self._writers.items()):
             writer.close()
             yield window.GlobalWindows.windowed_value((key, path))
@@ -80,11 +82,10 @@ class _AssembleShard(beam.DoFn):
         yield final
 
 
-def write_shards(keyed_records: beam.PCollection, output_dir: str, temp_dir: str,
-                 num_shards: Dict[str, int], compress: bool) -> beam.PCollection:
-    """Writes (split, shard, serialized record) elements; returns the written shard paths."""
-    return (keyed_records
-            | 'AppendToParts' >> beam.ParDo(_AppendToParts(temp_dir))
+def write_shards(parts: beam.PCollection, output_dir: str, num_shards: Dict[str, int],
+                 compress: bool) -> beam.PCollection:
+    """Assembles ((split, shard), part path) elements into shards; returns the shard paths."""
+    return (parts
             | 'GroupPartsByShard' >> beam.GroupByKey()
             | 'AssembleShards' >> beam.ParDo(_AssembleShard(output_dir, num_shards, compress)))
 
