@@ -45,12 +45,15 @@ class IngestConfig:
     image_size: Optional[Tuple[int, int]] = None   # (height, width) to resize to at ingestion
     image_storage: str = 'encoded'   # 'encoded' keeps the file's bytes; 'raw' stores uint8 pixels
     label_column: str = 'label'      # csv: the column holding the class
-    feature_types: Tuple[Tuple[str, str], ...] = ()  # csv: (column, numeric|categorical); rest inferred
+    # csv: (column, 'numeric' | 'categorical') pairs; columns not given are inferred
+    feature_types: Tuple[Tuple[str, str], ...] = ()
 
     def __post_init__(self):
         _check(self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}')
-        _check(0 < self.train_percent < 100, f'train_percent must be in 1..99, got {self.train_percent}')
-        _check(self.num_shards >= 0, f'num_shards must be >= 0 (0 = automatic), got {self.num_shards}')
+        _check(0 < self.train_percent < 100,
+               f'train_percent must be in 1..99, got {self.train_percent}')
+        _check(self.num_shards >= 0,
+               f'num_shards must be >= 0 (0 = automatic), got {self.num_shards}')
         _check(0.0 <= self.max_rejected_fraction < 1.0,
                f'max_rejected_fraction must be in [0, 1), got {self.max_rejected_fraction}')
         _check(self.image_size is None or (len(self.image_size) == 2 and min(self.image_size) >= 1),
@@ -64,7 +67,7 @@ class IngestConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    model_builder: Optional[str] = None  # import path; None = the source's default (SOURCE_DEFAULTS)
+    model_builder: Optional[str] = None  # import path; None: the source's (SOURCE_DEFAULTS)
     image_shape: Tuple[int, int, int] = (8, 8, 1)
     train_steps: int = 400           # optimizer updates
     global_batch_size: int = 64      # one micro-batch over all replicas

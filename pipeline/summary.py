@@ -83,7 +83,8 @@ def format_summary(summary: RunSummary) -> str:
             examples.custom_properties.items()) if k.startswith('num_rejected_') and v.int_value)
         lines.append(f'  examples: train {counts["train"]}, eval {counts["eval"]}, rejected '
                      f'{_custom(examples, "num_rejected")}{f" ({reasons})" if reasons else ""} '
-                     f'of {_custom(examples, "num_found")} records (span {_custom(examples, "span")})')
+                     f'of {_custom(examples, "num_found")} records '
+                     f'(span {_custom(examples, "span")})')
     gate = summary.states.get('AnomalyGate')
     lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
                                     f'gate did not pass ({gate})'))

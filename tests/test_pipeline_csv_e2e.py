@@ -12,18 +12,13 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from tfx import v1 as tfx
 
 from pipeline import config as config_lib
-from pipeline import pipeline as pipeline_lib
 from pipeline import summary as summary_lib
 
+from helpers import run_pipeline
+
 pytestmark = pytest.mark.e2e
-
-
-def _run(cfg):
-    tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(cfg))
-    return summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
 
 
 @pytest.fixture(scope='module')
@@ -42,7 +37,7 @@ def runs(tmp_path_factory):
                                   schema_path=config_lib.WINE_SCHEMA)
     cfg = dataclasses.replace(cfg, ingest=dataclasses.replace(cfg.ingest,
                                                               max_rejected_fraction=0.05))
-    return cfg, _run(cfg), _run(cfg)
+    return cfg, run_pipeline(cfg), run_pipeline(cfg)
 
 
 def test_every_component_runs_and_the_bad_row_is_quarantined(runs):

@@ -6,7 +6,7 @@ pipeline, serving signature, TFMA label key) cannot drift apart.
 import tensorflow as tf
 
 IMAGE_KEY = 'image/encoded'   # the original encoded bytes (PNG, JPEG, ...), decoded in-graph
-IMAGE_RAW_KEY = 'image/raw'   # or, when ingestion stores pixels: uint8 rows, height x width x channels
+IMAGE_RAW_KEY = 'image/raw'   # or, when ingestion stores pixels: uint8, height x width x channels
 CHANNELS_KEY = 'image/channels'  # present with image/raw only
 HEIGHT_KEY = 'image/height'
 WIDTH_KEY = 'image/width'

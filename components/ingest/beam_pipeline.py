@@ -47,7 +47,8 @@ class IngestOptions:
 
     def __post_init__(self):
         checks = [
-            (0 < self.train_percent < 100, f'train_percent must be in 1..99, got {self.train_percent}'),
+            (0 < self.train_percent < 100,
+             f'train_percent must be in 1..99, got {self.train_percent}'),
             (self.num_shards >= 1 and self.eval_shards >= 0,
              f'num_shards must be >= 1, got {self.num_shards} (eval {self.eval_shards})'),
             (self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}'),
@@ -121,8 +122,9 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
             | 'SortedLabels' >> beam.combiners.ToList() | beam.Map(sorted))
         outputs = (
             _read_lines(pipeline, options.csv_files, 'Csv')
-            | 'ToExample' >> beam.ParDo(convert.RowToExample(options, temp_dir), beam.pvalue.AsSingleton(
-                class_names)).with_outputs(QUARANTINE_TAG, NUMERIC_TAG, main='parts'))
+            | 'ToExample' >> beam.ParDo(
+                convert.RowToExample(options, temp_dir), beam.pvalue.AsSingleton(class_names),
+            ).with_outputs(QUARANTINE_TAG, NUMERIC_TAG, main='parts'))
         numeric = [c for c, kind in options.table.types if kind == tabular.NUMERIC]
         _ = (outputs[NUMERIC_TAG]
              | 'Moments' >> beam.CombineGlobally(stats.Moments(len(numeric)))

@@ -46,10 +46,10 @@ def list_classes(root: str) -> List[str]:
     Raises FileNotFoundError / ValueError with the path when there is nothing to ingest, because
     an empty class list would otherwise surface much later as a confusing training error.
     """
-    if not os.path.isdir(root):
+    if not tf.io.gfile.isdir(root):  # tf.io.gfile: local, gs://, hdfs:// alike
         raise FileNotFoundError(f'Input folder does not exist: {root}')
-    classes = sorted(name for name in os.listdir(root)
-                     if not name.startswith('.') and os.path.isdir(os.path.join(root, name)))
+    classes = sorted(name.rstrip('/') for name in tf.io.gfile.listdir(root)
+                     if not name.startswith('.') and tf.io.gfile.isdir(os.path.join(root, name)))
     if not classes:
         raise ValueError(f'No class folders under {root}: expected one sub-folder per class, '
                          'each holding that class\'s images.')
