@@ -143,3 +143,45 @@ def test_same_records_per_split_and_shard_in_one_process_or_two_worker_processes
     assert one == two
     assert sum(len(v) for v in one.values()) == (15 if source == 'images' else 200)
     assert len(one) == 6  # 3 shards per split
+
+
+def _split_of_sources(out):
+    return {e.features.feature[features.SOURCE_KEY].bytes_list.value[0].decode(): split
+            for split in features.SPLITS for e in _read(os.path.join(out, f'Split-{split}'))}
+
+
+def test_content_split_key_keeps_identical_files_in_one_split(small_images, tmp_path):
+    for folder in ('0', '1'):  # copies of one image under many names, in two classes
+        source = os.path.join(small_images, folder, sorted(os.listdir(
+            os.path.join(small_images, folder)))[0])
+        for i in range(12):
+            with open(source, 'rb') as src, open(f'{source}.copy{i}.png', 'wb') as dst:
+                dst.write(src.read())
+    out = str(tmp_path / 'out')
+    _run(small_images, out, split_key='content')
+    splits = _split_of_sources(out)
+    for folder in ('0', '1'):
+        copies = {s for path, s in splits.items() if path.startswith(f'{folder}/')
+                  and '.copy' in path}
+        assert len(copies) == 1  # by path, 13 copies would land in both splits
+
+
+def test_a_csv_column_as_split_key_keeps_an_entity_in_one_split(tmp_path):
+    os.makedirs(tmp_path / 'csv')
+    rows = ['patient,value,label'] + [f'p{i % 10},{i}.0,{"ab"[i % 2]}' for i in range(200)]
+    (tmp_path / 'csv' / 'rows.csv').write_text('\n'.join(rows) + '\n')
+    options = beam_pipeline.IngestOptions(
+        root=str(tmp_path / 'csv'), source='csv', split_key='patient',
+        csv_files=(str(tmp_path / 'csv' / 'rows.csv'),),
+        table=tabular.infer_table(['patient', 'value', 'label'], 'label', []))
+    pipeline = beam.Pipeline(argv=['--direct_running_mode=in_memory'])
+    beam_pipeline.build_ingest(pipeline, options, str(tmp_path / 'out'))
+    pipeline.run().wait_until_finish()
+    by_patient = {}
+    for split in features.SPLITS:
+        for example in _read(str(tmp_path / 'out' / f'Split-{split}')):
+            patient = example.features.feature['patient'].bytes_list.value[0].decode()
+            by_patient.setdefault(patient, set()).add(split)
+    assert len(by_patient) == 10 and all(len(s) == 1 for s in by_patient.values())
+    with pytest.raises(ValueError, match='split_key'):
+        beam_pipeline.IngestOptions(root='/x', classes=('a',), split_key='patient')
