@@ -4,9 +4,10 @@ No TFX imports. The run fails with `IngestionError`, whose message says what to 
 counts do not reconcile, when nothing was found or nothing was valid, and when more than the
 allowed fraction was rejected.
 """
+import itertools
 import json
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -14,7 +15,7 @@ import tensorflow as tf
 from components.common import features
 from components.ingest import records
 
-_SHOWN_REJECTIONS = 20  # enough to diagnose; the full list is in the quarantine file
+SHOWN_REJECTIONS = 20  # enough to diagnose; the full list is in the quarantine file
 
 
 class IngestionError(RuntimeError):
@@ -25,12 +26,14 @@ def quarantine_path(output_dir: str) -> str:
     return os.path.join(output_dir, records.QUARANTINE_DIR, records.QUARANTINE_FILE)
 
 
-def read_quarantine(output_dir: str) -> List[Dict[str, str]]:
+def read_quarantine(output_dir: str, limit: Optional[int] = None) -> List[Dict[str, str]]:
+    """The quarantine entries (the first `limit` of them), streamed from the file."""
     path = quarantine_path(output_dir)
     if not tf.io.gfile.exists(path):
         return []
     with tf.io.gfile.GFile(path) as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        lines = (line for line in handle if line.strip())
+        return [json.loads(line) for line in itertools.islice(lines, limit)]
 
 
 def format_counts(counts: Dict[str, int]) -> str:
@@ -53,7 +56,10 @@ def check_counts(counts: Dict[str, int], rejected: List[Dict[str, str]],
     if counts['found'] == 0:
         raise IngestionError(f'Input is empty: no records found under {root}.')
     details = '\n'.join(f'  {r["source"]}: {r["reason"]}: {r["detail"]}'
-                        for r in rejected[:_SHOWN_REJECTIONS])
+                        for r in rejected[:SHOWN_REJECTIONS])
+    if counts['rejected'] > SHOWN_REJECTIONS:
+        details += f'\n  ... and {counts["rejected"] - SHOWN_REJECTIONS} more in the quarantine'
+
     if written == 0:
         raise IngestionError(f'Nothing valid under {root}; every record was rejected '
                              f'({format_counts(counts)}):\n{details}')
@@ -62,7 +68,6 @@ def check_counts(counts: Dict[str, int], rejected: List[Dict[str, str]],
         raise IngestionError(
             f'Rejected {counts["rejected"]} of {counts["found"]} records ({fraction:.1%}), more '
             f'than the allowed {max_rejected_fraction:.1%} ({format_counts(counts)}):\n{details}')
-    if rejected:
-        logging_details = details + ('\n  ...' if len(rejected) > _SHOWN_REJECTIONS else '')
+    if counts['rejected']:
         logging.warning('Ingestion rejected %d record(s), within the allowed %.1f%%:\n%s',
-                        len(rejected), 100 * max_rejected_fraction, logging_details)
+                        counts['rejected'], 100 * max_rejected_fraction, details)

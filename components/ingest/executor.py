@@ -53,9 +53,10 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         result.wait_until_finish()
         counts = beam_pipeline.read_counts(result)
         logging.info('Ingestion counts: %s', checks.format_counts(counts))
-        # Recorded before the checks, so a failed execution's log still has them.
+        # TFX publishes exec_properties on the execution when it succeeds (the log line above
+        # has the counts either way).
         for name, value in counts.items():
-            exec_properties[f'num_{name}'] = value  # TFX publishes these on the execution
+            exec_properties[f'num_{name}'] = value
 
         table = beam_pipeline.finalize(examples.uri, options)
         if table is not None:
@@ -66,7 +67,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             raw = options.image_storage == 'raw'
             spec = inputs.InputSpec(kind='image', storage=options.image_storage,
                                     channels=options.channels if raw else 0)
-        checks.check_counts(counts, checks.read_quarantine(examples.uri),
+        checks.check_counts(counts, checks.read_quarantine(examples.uri, checks.SHOWN_REJECTIONS),
                             float(exec_properties['max_rejected_fraction']), root)
 
         examples.split_names = artifact_utils.encode_split_names(list(features.SPLITS))
