@@ -3,6 +3,8 @@ span re-ingests, an unchanged input is served from the cache. Only ImageExampleG
 few real digits per span, with ML Metadata in SQLite (marked e2e)."""
 import os
 
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2
 import pytest
 from tfx import v1 as tfx
 
@@ -43,6 +45,16 @@ def test_latest_span_is_ingested_new_span_reingests_unchanged_is_cached(tmp_path
     assert state == 'COMPLETE'
     assert _prop(first, 'span') == 2
     assert _prop(first, 'num_found') == 10  # span-2's files only
+
+    # The counts are also properties of the execution itself in ML Metadata.
+    config = metadata_store_pb2.ConnectionConfig()
+    config.sqlite.filename_uri = os.path.join(out, 'metadata.sqlite')
+    (execution,) = [e for e in metadata_store.MetadataStore(config).get_executions()
+                    if 'num_found' in e.custom_properties]
+    counts = {k: v.int_value for k, v in execution.custom_properties.items()
+              if k.startswith('num_')}
+    assert counts['num_found'] == 10 and counts['num_rejected'] == 0
+    assert counts['num_written_train'] + counts['num_written_eval'] == 10
 
     state, again = _run(data, out)
     assert state == 'CACHED' and again.id == first.id
