@@ -28,8 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument('--kubeflow', action='store_true',
                       help='compile the pipeline for Kubeflow Pipelines (and schedule it)')
     add = parser.add_argument
-    add('--data', default=config_lib.DEFAULT_DATA, help='input base: one sub-folder per class, '
-        'holding images; a URI for Kubeflow (default: the embedded digits, %(default)s)')
+    add('--source', choices=config_lib.SOURCES, default='images', help='images: one sub-folder '
+        'per class; csv: CSV files with a label column (default: %(default)s)')
+    add('--data', help='input base (a URI for Kubeflow); default: the embedded digits, or the '
+        'embedded wine table for --source csv')
     add('--output', default=None, help='--local: run folder for pipeline_root/, metadata.sqlite, '
         'serving/ and report.html (default: runs/default); --kubeflow: compiled file '
         '(default: pipeline.json)')
@@ -44,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     add('--warm-start', action='store_true', default=None,
         help='start training from the served model\'s weights (when the shapes match)')
     add('--schema', help='curated schema file to validate against, or "infer" to infer one '
-        '(default: the digits schema for the embedded data, else infer)')
+        '(default: the curated schema for embedded data, else infer)')
     add('--beam-args', help='Beam pipeline args as one quoted string, e.g. '
         '--beam-args="--direct_num_workers=1" (default: "%s")'
         % ' '.join(config_lib.PipelineConfig.beam_args))
@@ -70,7 +72,7 @@ def build_configs(args):
         raise ValueError('--kubeflow needs --image and --pipeline-root')
     output = args.pipeline_root if args.kubeflow else args.output or 'runs/default'
     config = config_lib.from_command_line(
-        args.config, args.data, output, args.schema,
+        args.config, args.source, args.data, output, args.schema,
         {field: getattr(args, flag) for flag, field in _TRAIN_FLAGS.items()
          if getattr(args, flag) is not None},
         args.beam_args, enable_cache=not args.no_cache)

@@ -28,6 +28,7 @@ def ingest_digits(out_dir: str) -> str:
     pipeline = beam.Pipeline(argv=['--direct_running_mode=in_memory'])
     beam_pipeline.build_ingest(pipeline, options, out_dir)
     pipeline.run().wait_until_finish()
+    beam_pipeline.finalize(out_dir, options)
     return out_dir
 
 

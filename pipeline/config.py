@@ -12,8 +12,16 @@ from components.trainer.choices import OPTIMIZERS, POLICIES
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, 'data', 'digits')
-# A curated schema for the embedded digits (see README, "Schema"); other data infers one.
+DEFAULT_CSV_DATA = os.path.join(REPO_ROOT, 'data', 'wine')
+# Curated schemas for the embedded data (see README, "Schema"); other data infers one.
 DIGITS_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'digits.pbtxt')
+WINE_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'wine.pbtxt')
+SOURCES = ('images', 'csv')
+# Per source: the embedded data, its curated schema, and the default model builder.
+SOURCE_DEFAULTS = {
+    'images': (DEFAULT_DATA, DIGITS_SCHEMA, 'models.resnet.build_model'),
+    'csv': (DEFAULT_CSV_DATA, WINE_SCHEMA, 'models.mlp.build_model'),
+}
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
 SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
@@ -35,21 +43,41 @@ def _absolute(path: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class IngestConfig:
+    """The source and how it becomes Examples. The input base may hold span-<N>/ folders; the
+    latest span is ingested."""
     data_dir: str = DEFAULT_DATA
+    source: str = 'images'           # images: <data>/<class>/<file>; csv: <data>/*.csv
     train_percent: int = 80
-    num_shards: int = 2
+    num_shards: int = 2              # per split; 0 = automatic, ~128 MB per shard
+    compress: bool = True            # GZIP'd TFRecords
+    split_key: str = 'source'        # 'source' (path; CSV file + row), 'content', or a CSV column
     max_rejected_fraction: float = 0.01
+    image_size: Optional[Tuple[int, int]] = None   # (height, width) to resize to at ingestion
+    image_storage: str = 'encoded'   # 'encoded' keeps the file's bytes; 'raw' stores uint8 pixels
+    label_column: str = 'label'      # csv: the column holding the class
+    # csv: (column, 'numeric' | 'categorical') pairs; columns not given are inferred
+    feature_types: Tuple[Tuple[str, str], ...] = ()
 
     def __post_init__(self):
-        _check(0 < self.train_percent < 100, f'train_percent must be in 1..99, got {self.train_percent}')
-        _check(self.num_shards >= 1, f'num_shards must be >= 1, got {self.num_shards}')
+        _check(self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}')
+        _check(0 < self.train_percent < 100,
+               f'train_percent must be in 1..99, got {self.train_percent}')
+        _check(self.num_shards >= 0,
+               f'num_shards must be >= 0 (0 = automatic), got {self.num_shards}')
         _check(0.0 <= self.max_rejected_fraction < 1.0,
                f'max_rejected_fraction must be in [0, 1), got {self.max_rejected_fraction}')
+        _check(self.image_size is None or (len(self.image_size) == 2 and min(self.image_size) >= 1),
+               f'image_size must be None or (height, width) >= 1, got {self.image_size}')
+        _check(self.image_storage in ('encoded', 'raw'),
+               f'image_storage must be "encoded" or "raw", got {self.image_storage!r}')
+        _check(all(t in ('numeric', 'categorical') for _, t in self.feature_types),
+               f'feature_types must map columns to numeric|categorical, got {self.feature_types}')
+        _check(bool(self.split_key), 'split_key must not be empty')
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    model_builder: str = 'models.resnet.build_model'
+    model_builder: Optional[str] = None  # import path; None: the source's (SOURCE_DEFAULTS)
     image_shape: Tuple[int, int, int] = (8, 8, 1)
     train_steps: int = 400           # optimizer updates (ignored when train_epochs > 0)
     train_epochs: float = 0.0        # > 0: train this many passes over the train split instead
@@ -74,8 +102,8 @@ class TrainConfig:
         _check(self.learning_rate > 0, f'learning_rate must be > 0, got {self.learning_rate}')
         _check(0 <= self.warmup_steps < self.train_steps,
                f'warmup_steps must be in [0, train_steps), got {self.warmup_steps}')
-        _check('.' in self.model_builder, 'model_builder must be an import path like '
-               f'"package.module.function", got {self.model_builder!r}')
+        _check(self.model_builder is None or '.' in self.model_builder, 'model_builder must be '
+               f'an import path like "package.module.function", got {self.model_builder!r}')
         _check(self.accumulation_steps >= 1,
                f'accumulation_steps must be >= 1, got {self.accumulation_steps}')
         _check(self.mixed_precision in POLICIES, f'mixed_precision must be one of '
@@ -131,6 +159,10 @@ class PipelineConfig:
         _check(bool(self.output_dir), 'output_dir must not be empty')
         if self.schema_path is not None and self.check_paths and not is_uri(self.schema_path):
             _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
+
+    @property
+    def model_builder(self) -> str:
+        return self.train.model_builder or SOURCE_DEFAULTS[self.ingest.source][2]
 
     @property
     def pipeline_root(self) -> str:
@@ -194,11 +226,12 @@ def default_config(**overrides) -> PipelineConfig:
     return dataclasses.replace(PipelineConfig(), **overrides)
 
 
-def smoke_config(data_dir: str, output_dir: str, **overrides) -> PipelineConfig:
+def smoke_config(data_dir: str, output_dir: str, source: str = 'images',
+                 **overrides) -> PipelineConfig:
     """A few training steps, one Beam worker in-process, a low bar: for tests on tiny samples."""
     base = PipelineConfig(
         name='smoke', output_dir=output_dir,
-        ingest=IngestConfig(data_dir=data_dir, num_shards=2),
+        ingest=IngestConfig(data_dir=data_dir, num_shards=2, source=source),
         train=TrainConfig(train_steps=30, global_batch_size=16, warmup_steps=0,
                           checkpoint_interval=10),
         eval=EvalConfig(min_accuracy=0.0, max_regression=1.0),
@@ -209,33 +242,43 @@ def smoke_config(data_dir: str, output_dir: str, **overrides) -> PipelineConfig:
 CONFIG_NAMES = ('default', 'smoke')
 
 
-def named_config(name: str, data_dir: str, output_dir: str) -> PipelineConfig:
+def default_schema(source: str, data_dir: str) -> Optional[str]:
+    """The curated schema when data_dir is the source's embedded data; else None (inferred)."""
+    embedded, schema, _ = SOURCE_DEFAULTS[source]
+    return schema if os.path.abspath(data_dir) == os.path.abspath(embedded) else None
+
+
+def named_config(name: str, data_dir: str, output_dir: str,
+                 source: str = 'images') -> PipelineConfig:
     """The config that `runner.py --config NAME` starts from, for the given data and output."""
     _check(name in CONFIG_NAMES, f'config must be one of {CONFIG_NAMES}, got {name!r}')
     if name == 'smoke':
-        return smoke_config(data_dir, output_dir)
-    return default_config(output_dir=output_dir, ingest=IngestConfig(data_dir=data_dir))
+        return smoke_config(data_dir, output_dir, source=source)
+    return default_config(output_dir=output_dir,
+                          ingest=IngestConfig(data_dir=data_dir, source=source))
 
 
-def from_command_line(name: str, data_dir: str, output_dir: str, schema: Optional[str],
-                      train_overrides: dict, beam_args: Optional[str],
+def from_command_line(name: str, source: str, data_dir: Optional[str], output_dir: str,
+                      schema: Optional[str], train_overrides: dict, beam_args: Optional[str],
                       enable_cache: bool) -> PipelineConfig:
     """The config for runner.py's flags: named settings, then each flag that was given.
 
-    schema None means the curated digits schema for the embedded data and inference for any
-    other data; 'infer' always infers. train_overrides holds only the TrainConfig fields whose
-    flags were given; a shorter run keeps its warm-up shorter than itself.
+    data_dir None means the source's embedded data. schema None means the source's curated
+    schema for its embedded data and inference for any other data; 'infer' always infers.
+    train_overrides holds only the TrainConfig fields whose flags were given; a shorter run
+    keeps its warm-up shorter than itself.
     """
-    data = _absolute(data_dir)
+    _check(source in SOURCE_DEFAULTS, f'source must be one of {tuple(SOURCE_DEFAULTS)}')
+    data = _absolute(data_dir or SOURCE_DEFAULTS[source][0])
     if not is_uri(data) and not os.path.isdir(data):
         raise ValueError(f'--data folder does not exist: {data}')
     if schema is None:
-        schema = DIGITS_SCHEMA if data == os.path.abspath(DEFAULT_DATA) else None
+        schema = None if is_uri(data) else default_schema(source, data)
     elif schema == 'infer':
         schema = None
     else:
         schema = _absolute(schema)
-    base = named_config(name, data, output_dir)
+    base = named_config(name, data, output_dir, source)
     train = dict(train_overrides)
     if 'train_steps' in train:
         train.setdefault('warmup_steps', max(0, min(base.train.warmup_steps,

@@ -46,10 +46,13 @@ def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
 
 
 def create_components(config: PipelineConfig) -> List:
+    ingest = config.ingest
     example_gen = ImageExampleGen(
-        input_base=config.ingest.data_dir, train_percent=config.ingest.train_percent,
-        num_shards=config.ingest.num_shards,
-        max_rejected_fraction=config.ingest.max_rejected_fraction)
+        input_base=ingest.data_dir, source=ingest.source, train_percent=ingest.train_percent,
+        num_shards=ingest.num_shards, compress=ingest.compress, split_key=ingest.split_key,
+        max_rejected_fraction=ingest.max_rejected_fraction, image_size=ingest.image_size,
+        image_storage=ingest.image_storage, channels=config.train.image_shape[2],
+        label_column=ingest.label_column, feature_types=dict(ingest.feature_types))
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
     if config.schema_path:
         schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
@@ -62,7 +65,7 @@ def create_components(config: PipelineConfig) -> List:
 
     train = config.train
     trainer = ImageTrainer(
-        examples=example_gen.outputs['examples'], model_builder=train.model_builder,
+        examples=example_gen.outputs['examples'], model_builder=config.model_builder,
         image_shape=train.image_shape,
         train_steps=0 if train.train_epochs else train.train_steps,
         train_epochs=train.train_epochs, devices=train.devices,

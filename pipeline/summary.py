@@ -79,9 +79,12 @@ def format_summary(summary: RunSummary) -> str:
     lines.append('  steps: ' + ', '.join(f'{n} {s.lower()}' for n, s in summary.states.items()))
     for examples in summary.outputs.get('Examples', []):
         counts = {s: _custom(examples, f'num_written_{s}') for s in ('train', 'eval')}
+        reasons = ', '.join(f'{k[len("num_rejected_"):]} {v.int_value}' for k, v in sorted(
+            examples.custom_properties.items()) if k.startswith('num_rejected_') and v.int_value)
         lines.append(f'  examples: train {counts["train"]}, eval {counts["eval"]}, rejected '
-                     f'{_custom(examples, "num_rejected")} of {_custom(examples, "num_found")} '
-                     f'files (span {_custom(examples, "span")})')
+                     f'{_custom(examples, "num_rejected")}{f" ({reasons})" if reasons else ""} '
+                     f'of {_custom(examples, "num_found")} records '
+                     f'(span {_custom(examples, "span")})')
     gate = summary.states.get('AnomalyGate')
     lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
                                     f'gate did not pass ({gate})'))

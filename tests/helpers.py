@@ -13,3 +13,12 @@ def copy_digits(dest: str, classes=('0', '1', '2'), per_class: int = 30) -> str:
         for file_name in sorted(os.listdir(os.path.join(DIGITS, name)))[:per_class]:
             shutil.copy(os.path.join(DIGITS, name, file_name), os.path.join(dest, name, file_name))
     return dest
+
+
+def run_pipeline(cfg):
+    """Runs create_pipeline(cfg) with LocalDagRunner; returns the run's summary from ML Metadata."""
+    from tfx import v1 as tfx  # heavy: imported by the e2e tests only
+    from pipeline import pipeline as pipeline_lib
+    from pipeline import summary as summary_lib
+    tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(cfg))
+    return summary_lib.read_latest_run(cfg.metadata_path, cfg.name)

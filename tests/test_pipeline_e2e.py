@@ -11,21 +11,14 @@ import numpy as np
 import pytest
 from PIL import Image
 import tensorflow as tf
-from tfx import v1 as tfx
 
 from components.gate.executor import DataAnomaliesError
 from pipeline import config as config_lib
-from pipeline import pipeline as pipeline_lib
 from pipeline import summary as summary_lib
 
-from helpers import copy_digits
+from helpers import copy_digits, run_pipeline
 
 pytestmark = pytest.mark.e2e
-
-
-def _run(cfg):
-    tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(cfg))
-    return summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
 
 
 @pytest.fixture(scope='module')
@@ -33,8 +26,8 @@ def first_and_second_run(tmp_path_factory):
     base = tmp_path_factory.mktemp('e2e')
     data = copy_digits(str(base / 'data'), classes=('0', '1', '2'), per_class=30)
     cfg = config_lib.smoke_config(data, str(base / 'out'), schema_path=config_lib.DIGITS_SCHEMA)
-    first = _run(cfg)
-    second = _run(cfg)
+    first = run_pipeline(cfg)
+    second = run_pipeline(cfg)
     return cfg, first, second
 
 
@@ -116,7 +109,7 @@ def test_new_class_with_other_image_size_stops_the_run_before_training(tmp_path)
             os.path.join(data, 'x', f'{i}.png'))
     cfg = config_lib.smoke_config(data, str(tmp_path / 'out'), schema_path=config_lib.DIGITS_SCHEMA)
     with pytest.raises(DataAnomaliesError) as raised:
-        _run(cfg)
+        run_pipeline(cfg)
     message = str(raised.value)
     assert 'label_name' in message and 'image/height' in message
     states = summary_lib.read_latest_run(cfg.metadata_path, cfg.name).states

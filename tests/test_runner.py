@@ -116,3 +116,11 @@ def test_five_field_cron_is_rejected():
     with pytest.raises(ValueError, match='six-field cron'):
         _configs('--kubeflow', '--image', 'i', '--pipeline-root', 'gs://b/r',
                  '--endpoint', 'http://kfp', '--schedule', '0 3 * * *')
+
+
+def test_csv_source_defaults_to_the_wine_table_its_schema_and_the_mlp(tmp_path):
+    cfg, _ = _configs('--local', '--source', 'csv')
+    assert cfg.ingest.source == 'csv' and cfg.ingest.data_dir == config.DEFAULT_CSV_DATA
+    assert cfg.schema_path == config.WINE_SCHEMA
+    assert cfg.model_builder == 'models.mlp.build_model'
+    assert _configs('--local', '--source', 'csv', '--data', str(tmp_path))[0].schema_path is None

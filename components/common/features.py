@@ -6,6 +6,8 @@ pipeline, serving signature, TFMA label key) cannot drift apart.
 import tensorflow as tf
 
 IMAGE_KEY = 'image/encoded'   # the original encoded bytes (PNG, JPEG, ...), decoded in-graph
+IMAGE_RAW_KEY = 'image/raw'   # or, when ingestion stores pixels: uint8, height x width x channels
+CHANNELS_KEY = 'image/channels'  # present with image/raw only
 HEIGHT_KEY = 'image/height'
 WIDTH_KEY = 'image/width'
 LABEL_KEY = 'label'           # class index, from the sorted class-folder names
@@ -27,17 +29,42 @@ def _int(value: int) -> tf.train.Feature:
     return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
 
 
+def _float(value: float) -> tf.train.Feature:
+    return tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+
+
+def _common(label: int, label_name: str, source_path: str) -> dict:
+    return {LABEL_KEY: _int(label), LABEL_NAME_KEY: _bytes(label_name.encode('utf-8')),
+            SOURCE_KEY: _bytes(source_path.encode('utf-8'))}
+
+
 def make_example(encoded: bytes, label: int, label_name: str, height: int, width: int,
-                 source_path: str) -> tf.train.Example:
-    """Builds the Example for one image; every feature is present exactly once."""
-    return tf.train.Example(features=tf.train.Features(feature={
-        IMAGE_KEY: _bytes(encoded),
-        HEIGHT_KEY: _int(height),
-        WIDTH_KEY: _int(width),
-        LABEL_KEY: _int(label),
-        LABEL_NAME_KEY: _bytes(label_name.encode('utf-8')),
-        SOURCE_KEY: _bytes(source_path.encode('utf-8')),
-    }))
+                 source_path: str, channels: int = 0) -> tf.train.Example:
+    """Builds the Example for one image; every feature is present exactly once.
+
+    channels == 0: `encoded` is an encoded image (image/encoded); otherwise it is raw uint8
+    pixels with that many channels (image/raw, image/channels).
+    """
+    feature = {HEIGHT_KEY: _int(height), WIDTH_KEY: _int(width),
+               **_common(label, label_name, source_path)}
+    if channels:
+        feature.update({IMAGE_RAW_KEY: _bytes(encoded), CHANNELS_KEY: _int(channels)})
+    else:
+        feature[IMAGE_KEY] = _bytes(encoded)
+    return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+RESERVED_KEYS = frozenset({LABEL_KEY, LABEL_NAME_KEY, SOURCE_KEY})
+
+
+def make_tabular_example(values: dict, label: int, label_name: str,
+                         source_path: str) -> tf.train.Example:
+    """One CSV row: numeric columns as floats, categorical ones as UTF-8 bytes, under the
+    column's own name (so TFDV statistics and schemas speak the user's column names)."""
+    feature = _common(label, label_name, source_path)
+    for name, value in values.items():
+        feature[name] = _float(value) if isinstance(value, float) else _bytes(value.encode('utf-8'))
+    return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
 # What training and serving parse: only the image and the label are needed for the model.

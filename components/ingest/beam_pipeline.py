@@ -1,124 +1,142 @@
-"""The Beam graph of image ingestion: list files, decode and validate, split, write shards.
+"""The Beam graph of ingestion: list the input, convert and validate, split, write shards.
 
 No TFX imports: the executor builds a pipeline with TFX's Beam options and calls
-`build_ingest`, and tests can run the same graph on a plain `beam.Pipeline`.
+`build_ingest`, and tests and the benchmark run the same graph on a plain `beam.Pipeline`.
 
-Every matched file ends in exactly one place: a split's TFRecords or the rejected list, and
-each is counted (Beam metrics in the `ingest` namespace), so the counts reconcile:
-`found == written_train + written_eval + rejected`.
+Two sources share everything after conversion: image folders (one file = one record) and CSV
+files (one line = one record). Every record found ends in exactly one place, a split's shard
+or the quarantine, and is counted (Beam metrics in the `ingest` namespace): `found`,
+`written_<split>`, `rejected` and `rejected_<reason>`, so `found == written + rejected` and the
+rejections by reason add up to `rejected`.
 """
 import dataclasses
 import json
 import os
-from typing import Dict, Iterator
+from typing import Dict, Iterator, Optional, Tuple
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 import tensorflow as tf
 
-from components.common import features
-from components.ingest import images
+from components.ingest import convert, images, records, stats, tabular, writer
+from components.ingest.stats import read_counts  # noqa: F401 (callers read counts from here)
 
-METRICS_NAMESPACE = 'ingest'
-REJECTED_TAG = 'rejected'
-REJECTED_DIR = 'Rejected'
+QUARANTINE_TAG = convert.QUARANTINE_TAG
+NUMERIC_TAG = convert.NUMERIC_TAG
+SOURCES = ('images', 'csv')
+TEMP_DIR = '.ingest-tmp'          # per-bundle part files; removed when the shards are written
+TABLE_FILE = 'table.json'        # CSV only: class names and numeric moments, read by the executor
 
 
 @dataclasses.dataclass(frozen=True)
 class IngestOptions:
     """What the Beam graph needs; validated here so a bad value fails before Beam starts."""
-    root: str                 # folder holding one sub-folder per class
-    classes: tuple            # sorted class names; the label is the index
+    root: str                       # images: the folder of class folders; csv: of CSV files
+    classes: tuple = ()             # images: sorted class names; the label is the index
+    source: str = 'images'
+    input_base: str = ''            # symlinks must resolve inside it ('' = root)
     train_percent: int = 80
-    num_shards: int = 2
+    num_shards: int = 2             # shards of the train split (and of eval unless eval_shards)
+    eval_shards: int = 0            # 0: same as num_shards
+    compress: bool = True           # GZIP'd TFRecords
+    split_key: str = 'source'       # 'source' (path, or CSV file + line), 'content', a CSV column
+    image_size: Optional[Tuple[int, int]] = None   # (height, width) to resize to; None keeps
+    image_storage: str = 'encoded'  # or 'raw' uint8 pixels
+    channels: int = 3               # channels of resized or raw images (1 or 3)
+    table: Optional[tabular.Table] = None          # csv: columns, label and types
+    csv_files: tuple = ()           # csv: the files, all with the table's header
 
     def __post_init__(self):
-        if not 0 < self.train_percent < 100:
-            raise ValueError(f'train_percent must be in 1..99, got {self.train_percent}')
-        if self.num_shards < 1:
-            raise ValueError(f'num_shards must be >= 1, got {self.num_shards}')
-        if not self.classes:
-            raise ValueError('classes must not be empty')
+        checks = [
+            (0 < self.train_percent < 100,
+             f'train_percent must be in 1..99, got {self.train_percent}'),
+            (self.num_shards >= 1 and self.eval_shards >= 0,
+             f'num_shards must be >= 1, got {self.num_shards} (eval {self.eval_shards})'),
+            (self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}'),
+            (self.source != 'images' or bool(self.classes), 'classes must not be empty'),
+            (self.source != 'csv' or (self.table is not None and bool(self.csv_files)),
+             'a csv source needs a table and csv_files'),
+            (self.image_storage in images.STORAGES,
+             f'image_storage must be one of {images.STORAGES}, got {self.image_storage!r}'),
+            (self.channels in (1, 3), f'channels must be 1 or 3, got {self.channels}'),
+            (self.split_key in ('source', 'content') or (
+                self.table is not None and self.split_key in self.table.columns),
+             f'split_key must be "source", "content" or a CSV column, got {self.split_key!r}'),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    def shards(self) -> Dict[str, int]:
+        return {'train': self.num_shards, 'eval': self.eval_shards or self.num_shards}
 
 
-def list_class_folder(class_name: str, root: str) -> Iterator[str]:
-    """Yields every non-hidden entry of one class folder, sorted.
+def finalize(output_dir: str, options: IngestOptions) -> Optional[dict]:
+    """After the run: removes the part files, gives every split its N shards (an empty file for
+    a shard no record hashed to), and returns the CSV table summary (None for images)."""
+    temp_dir = os.path.join(output_dir, TEMP_DIR)
+    table = None
+    if options.source == 'csv':
+        with tf.io.gfile.GFile(os.path.join(temp_dir, TABLE_FILE)) as handle:
+            table = json.load(handle)
+    if tf.io.gfile.exists(temp_dir):
+        tf.io.gfile.rmtree(temp_dir)
+    writer.fill_empty_shards(output_dir, options.shards(), options.compress)
+    return table
 
-    Everything listed is counted downstream. A plain directory listing is used rather than a glob
-    match because file-system matchers silently drop entries they cannot stat (a dangling
-    symlink, for example); here such an entry is listed, fails to read, and is rejected with
-    the reason, so nothing disappears without a trace. tf.io.gfile also lists gs:// and hdfs://.
-    """
-    folder = os.path.join(root, class_name)
-    for name in sorted(tf.io.gfile.listdir(folder)):
-        name = name.rstrip('/')
-        if not name.startswith('.'):  # .DS_Store and editor droppings are not data
-            yield os.path.join(folder, name)
 
-
-class _ToExample(beam.DoFn):
-    """Reads one listed file; emits its serialized Example to its split, or a rejection."""
-
-    def __init__(self, options: IngestOptions):
-        self._options = options
-        self._index: Dict[str, int] = {}
-
-    def setup(self):
-        self._index = images.class_index(list(self._options.classes))
-        self._counters = {name: Metrics.counter(METRICS_NAMESPACE, name) for name in
-                          ('found', 'rejected') + tuple(f'written_{s}' for s in features.SPLITS)}
-
-    def process(self, path: str) -> Iterator:
-        relative = images.relative_path(path, self._options.root)
-        label_name = relative.split('/', 1)[0]
-        self._counters['found'].inc()
+def _valid_label(element: Tuple[str, str], table: tabular.Table) -> Iterator[str]:
+    if element[1].strip():
         try:
-            # Reading is inside the try: an unreadable file is a rejection, not a crash.
-            if tf.io.gfile.isdir(path):
-                raise images.BadImage('is a folder; images must sit directly in a class folder')
-            with tf.io.gfile.GFile(path, 'rb') as handle:
-                data = handle.read()
-            info = images.inspect_image(data)
-        except (images.BadImage, OSError, tf.errors.OpError) as error:
-            self._counters['rejected'].inc()
-            yield beam.pvalue.TaggedOutput(
-                REJECTED_TAG, json.dumps({'path': path, 'reason': str(error)}))
-            return
-        split = images.split_of(relative, self._options.train_percent)
-        example = features.make_example(
-            encoded=data, label=self._index[label_name], label_name=label_name,
-            height=info.height, width=info.width, source_path=relative)
-        self._counters[f'written_{split}'].inc()
-        yield beam.pvalue.TaggedOutput(split, example.SerializeToString())
+            yield tabular.row_values(tabular.parse_line(element[1]), table)[1]
+        except records.BadRecord:
+            pass  # counted and quarantined by the conversion pass
+
+
+def _read_lines(pipeline: beam.Pipeline, files: tuple, name: str) -> beam.PCollection:
+    # ReadAllFromText splits big files over workers and streams them; the header is skipped.
+    return (pipeline | f'{name}Files' >> beam.Create(list(files))
+            | f'{name}Lines' >> beam.io.ReadAllFromText(skip_header_lines=1, with_filename=True))
 
 
 def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: str) -> None:
-    """Adds the ingestion graph to `pipeline`, writing `Split-<name>/` folders under output_dir."""
-    outputs = (
-        pipeline
-        | 'ClassFolders' >> beam.Create(list(options.classes))
-        | 'ListFiles' >> beam.FlatMap(list_class_folder, options.root)
-        # Spreads the files over workers; without it one worker would read a whole class.
-        | 'Redistribute' >> beam.Reshuffle()
-        | 'ToExample' >> beam.ParDo(_ToExample(options)).with_outputs(
-            REJECTED_TAG, *features.SPLITS))
-    for split in features.SPLITS:
-        _ = (outputs[split]
-             | f'Write{split.title()}' >> beam.io.WriteToTFRecord(
-                 os.path.join(output_dir, f'Split-{split}', features.FILE_PREFIX),
-                 file_name_suffix=features.FILE_SUFFIX, num_shards=options.num_shards))
-    _ = (outputs[REJECTED_TAG]
-         | 'WriteRejected' >> beam.io.WriteToText(
-             os.path.join(output_dir, REJECTED_DIR, 'rejected'), file_name_suffix='.jsonl',
-             num_shards=1, shard_name_template=''))
-
-
-def read_counts(result: beam.runners.runner.PipelineResult) -> Dict[str, int]:
-    """Returns the ingest counters of a finished pipeline run, with every key present."""
-    counts = {name: 0 for name in ('found', 'rejected')}
-    counts.update({f'written_{s}': 0 for s in features.SPLITS})
-    query = result.metrics().query(
-        beam.metrics.MetricsFilter().with_namespace(METRICS_NAMESPACE))
-    for counter in query['counters']:
-        counts[counter.key.metric.name] += counter.committed
-    return counts
+    """Adds the ingestion graph to `pipeline`, writing `Split-<name>/` shards and the
+    quarantine under output_dir."""
+    temp_dir = os.path.join(output_dir, TEMP_DIR)
+    if options.source == 'images':
+        outputs = (
+            pipeline
+            | 'ClassFolders' >> beam.Create(list(options.classes))
+            | 'ListFiles' >> beam.FlatMap(
+                lambda c: convert.chunks(convert.list_class_folder(c, options.root)))
+            # Spreads the chunks over workers; without it one worker would read a whole class.
+            | 'Redistribute' >> beam.Reshuffle()
+            | 'ToExamples' >> beam.ParDo(convert.ImagesToExamples(options, temp_dir)).with_outputs(
+                QUARANTINE_TAG, main='parts'))
+    else:
+        # Labels are read in a pass of their own: feeding the same lines to both the label
+        # side input and the conversion would make the runner hold every line in memory.
+        class_names = (
+            _read_lines(pipeline, options.csv_files, 'Label')
+            | 'ValidLabels' >> beam.FlatMap(_valid_label, options.table)
+            | 'DistinctLabels' >> beam.Distinct()
+            | 'SortedLabels' >> beam.combiners.ToList() | beam.Map(sorted))
+        outputs = (
+            _read_lines(pipeline, options.csv_files, 'Csv')
+            | 'ToExample' >> beam.ParDo(
+                convert.RowToExample(options, temp_dir), beam.pvalue.AsSingleton(class_names),
+            ).with_outputs(QUARANTINE_TAG, NUMERIC_TAG, main='parts'))
+        numeric = [c for c, kind in options.table.types if kind == tabular.NUMERIC]
+        _ = (outputs[NUMERIC_TAG]
+             | 'Moments' >> beam.CombineGlobally(stats.Moments(len(numeric)))
+             | 'TableJson' >> beam.Map(
+                 lambda moments, names: json.dumps({'class_names': names, 'moments': dict(
+                     zip(numeric, moments))}), names=beam.pvalue.AsSingleton(class_names))
+             | 'WriteTable' >> beam.io.WriteToText(
+                 os.path.join(output_dir, TEMP_DIR, TABLE_FILE), num_shards=1,
+                 shard_name_template=''))
+    writer.write_shards(outputs['parts'], output_dir, options.shards(), options.compress)
+    _ = (outputs[QUARANTINE_TAG]
+         | 'WriteQuarantine' >> beam.io.WriteToText(
+             os.path.join(output_dir, records.QUARANTINE_DIR,
+                          records.QUARANTINE_FILE.rsplit('.', 1)[0]),
+             file_name_suffix='.jsonl', num_shards=1, shard_name_template=''))

@@ -1,16 +1,30 @@
-"""ImageExampleGen: the TFX component that turns image folders into an Examples artifact.
+"""ImageExampleGen: the TFX component that turns image folders or CSV files into Examples.
 
 A thin class over a spec. It reuses TFX's FileBasedDriver, the driver of the stock
 file-based ExampleGens: before each run it resolves the span and fingerprints the matched input
-files, and that fingerprint is an execution property, so the cache is hit only when the images
-are unchanged (a component with no input artifacts would otherwise be cached forever).
+files, and that fingerprint is an execution property, so the cache is hit only when the input
+is unchanged (a component with no input artifacts would otherwise be cached forever).
 
 It subclasses the stock FileBasedExampleGen (with its own spec and executor) because TFX's
 Kubeflow V2 compiler recognises file-based ExampleGens by type: only then does the compiled task
 carry the same fingerprinting driver, as a pre-cache-check hook (see README, Kubeflow).
-"""
-from typing import Optional
 
+Spans: when the input base holds `span-<N>/` folders (the TFX convention), the pattern gets a
+`{SPAN}` placeholder and the driver picks the latest span (or the one `range_config` asks for)
+and records it as the Examples artifact's `span` property. A new span changes the resolved
+pattern and fingerprint, so ingestion runs again; an unchanged one is served from the cache.
+Whether spans are used is decided when the pipeline is built, from the folders present then.
+
+The quarantine is a folder of the Examples artifact (`Quarantine/quarantine.jsonl`, named by
+the `quarantine_uri` property), not an artifact of its own: it is meaningful only next to the
+Examples it was split from, travels (and is garbage-collected) with them, and the stock
+components that read Examples ignore folders other than `Split-*`.
+"""
+import json
+import re
+from typing import Dict, Optional, Tuple
+
+import tensorflow as tf
 from tfx.components.example_gen import driver
 from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import base_beam_component, executor_spec
@@ -20,9 +34,20 @@ from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionP
 
 from components.ingest import executor
 
-# Class folders directly under the input base. The driver matches this pattern to fingerprint
-# the input; the executor lists the class folders above it.
-DEFAULT_PATTERN = '*/*'
+_SPAN_FOLDER = re.compile(r'^span-\d+$')
+# Under the input base (or its span folder): a class folder per class, or the CSV files.
+_PATTERNS = {'images': '*/*', 'csv': '*.csv'}
+
+
+def uses_spans(input_base: str) -> bool:
+    """True when the input base holds at least one `span-<N>` folder."""
+    return tf.io.gfile.isdir(input_base) and any(
+        _SPAN_FOLDER.match(name.rstrip('/')) for name in tf.io.gfile.listdir(input_base))
+
+
+def input_pattern(input_base: str, source: str) -> str:
+    pattern = _PATTERNS[source]
+    return f'span-{{SPAN}}/{pattern}' if uses_spans(input_base) else pattern
 
 
 class ImageExampleGenSpec(ComponentSpec):
@@ -31,28 +56,46 @@ class ImageExampleGenSpec(ComponentSpec):
         'input_base': ExecutionParameter(type=str),
         'input_config': ExecutionParameter(type=example_gen_pb2.Input),
         'range_config': ExecutionParameter(type=range_config_pb2.RangeConfig, optional=True),
+        'source': ExecutionParameter(type=str),            # images | csv
         'train_percent': ExecutionParameter(type=int),
-        'num_shards': ExecutionParameter(type=int),
+        'num_shards': ExecutionParameter(type=int),        # per split; 0 = ~128 MB shards
+        'compress': ExecutionParameter(type=int),          # 1 = GZIP
+        'split_key': ExecutionParameter(type=str),         # source | content | a CSV column
         'max_rejected_fraction': ExecutionParameter(type=float),
+        'image_size': ExecutionParameter(type=str),        # JSON [height, width], '' = keep
+        'image_storage': ExecutionParameter(type=str),     # encoded | raw
+        'channels': ExecutionParameter(type=int),          # of resized / raw images
+        'label_column': ExecutionParameter(type=str),      # csv
+        'feature_types': ExecutionParameter(type=str),     # csv: JSON {column: type}; rest inferred
     }
     INPUTS = {}
     OUTPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
 
 
 class ImageExampleGen(FileBasedExampleGen):
-    """Reads `<input_base>/<class>/<image>` files and writes train/eval TFRecord shards."""
+    """Reads `<input_base>[/span-N]/<class>/<image>` or `.../*.csv` into train/eval shards."""
     SPEC_CLASS = ImageExampleGenSpec
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
     DRIVER_CLASS = driver.FileBasedDriver
 
-    def __init__(self, input_base: str, train_percent: int = 80, num_shards: int = 2,
+    def __init__(self, input_base: str, source: str = 'images', train_percent: int = 80,
+                 num_shards: int = 2, compress: bool = True, split_key: str = 'source',
                  max_rejected_fraction: float = 0.01,
+                 image_size: Optional[Tuple[int, int]] = None, image_storage: str = 'encoded',
+                 channels: int = 3, label_column: str = 'label',
+                 feature_types: Optional[Dict[str, str]] = None,
                  range_config: Optional[range_config_pb2.RangeConfig] = None):
-        input_config = example_gen_pb2.Input(splits=[
-            example_gen_pb2.Input.Split(name='images', pattern=DEFAULT_PATTERN)])
+        if source not in _PATTERNS:
+            raise ValueError(f'source must be one of {tuple(_PATTERNS)}, got {source!r}')
+        input_config = example_gen_pb2.Input(splits=[example_gen_pb2.Input.Split(
+            name=source, pattern=input_pattern(input_base, source))])
         # FileBasedExampleGen.__init__ builds the stock spec; ours is built here instead.
         base_beam_component.BaseBeamComponent.__init__(self, spec=ImageExampleGenSpec(
             input_base=input_base, input_config=input_config, range_config=range_config,
-            train_percent=train_percent, num_shards=num_shards,
+            source=source, train_percent=train_percent, num_shards=num_shards,
+            compress=int(compress), split_key=split_key,
             max_rejected_fraction=max_rejected_fraction,
+            image_size=json.dumps(list(image_size)) if image_size else '',
+            image_storage=image_storage, channels=channels, label_column=label_column,
+            feature_types=json.dumps(dict(sorted((feature_types or {}).items()))),
             examples=Channel(type=standard_artifacts.Examples)))

@@ -1,15 +1,19 @@
-"""Pure functions of image ingestion: class discovery, validation, deterministic splits.
+"""Pure functions of image ingestion: class discovery, reading, validation, resizing, splits.
 
 No TFX and no Beam here, so that each rule can be unit-tested on its own. The Beam pipeline in
-`beam_pipeline.py` applies these functions per file.
+`beam_pipeline.py` applies these functions per file. Every failure is a `BadImage` with a reason
+code from `records.REASONS`.
 """
 import dataclasses
-import hashlib
+import functools
 import io
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 from PIL import Image
+import tensorflow as tf
+
+from components.ingest import records
 
 # Pillow format names we accept. Checked on the decoded content, not on the file extension,
 # so a renamed file is judged by what it really is.
@@ -20,8 +24,12 @@ ACCEPTED_FORMATS = frozenset({'PNG', 'JPEG', 'BMP', 'GIF'})
 _SIGNATURES = ((b'\x89PNG', 'PNG'), (b'\xff\xd8\xff', 'JPEG'), (b'GIF8', 'GIF'), (b'BM', 'BMP'))
 
 
-class BadImage(ValueError):
-    """A file that cannot become a training example; the message is the reason."""
+STORAGES = ('encoded', 'raw')
+_MODES = {1: 'L', 3: 'RGB'}
+
+
+class BadImage(records.BadRecord):
+    """A file that cannot become a training example; the message is the detail."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,10 +46,10 @@ def list_classes(root: str) -> List[str]:
     Raises FileNotFoundError / ValueError with the path when there is nothing to ingest, because
     an empty class list would otherwise surface much later as a confusing training error.
     """
-    if not os.path.isdir(root):
+    if not tf.io.gfile.isdir(root):  # tf.io.gfile: local, gs://, hdfs:// alike
         raise FileNotFoundError(f'Input folder does not exist: {root}')
-    classes = sorted(name for name in os.listdir(root)
-                     if not name.startswith('.') and os.path.isdir(os.path.join(root, name)))
+    classes = sorted(name.rstrip('/') for name in tf.io.gfile.listdir(root)
+                     if not name.startswith('.') and tf.io.gfile.isdir(os.path.join(root, name)))
     if not classes:
         raise ValueError(f'No class folders under {root}: expected one sub-folder per class, '
                          'each holding that class\'s images.')
@@ -59,7 +67,7 @@ def inspect_image(data: bytes) -> ImageInfo:
     ingestion and crash training hours later.
     """
     if not data:
-        raise BadImage('empty file (0 bytes)')
+        raise BadImage('empty_file', 'empty file (0 bytes)')
     try:
         with Image.open(io.BytesIO(data)) as image:
             image_format = image.format
@@ -69,15 +77,16 @@ def inspect_image(data: bytes) -> ImageInfo:
     except Image.UnidentifiedImageError:
         known = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
         if known:  # the header says what it should be, so the rest is damaged
-            raise BadImage(f'corrupt or truncated {known} image: cannot be identified') from None
-        raise BadImage('not a recognised image format') from None
+            raise BadImage('corrupt_image',
+                           f'corrupt or truncated {known} image: cannot be identified') from None
+        raise BadImage('not_an_image', 'not a recognised image format') from None
     except (OSError, SyntaxError, ValueError) as error:
-        raise BadImage(f'corrupt or truncated image: {error}') from None
+        raise BadImage('corrupt_image', f'corrupt or truncated image: {error}') from None
     if image_format not in ACCEPTED_FORMATS:
-        raise BadImage(f'unsupported image format {image_format}; '
-                       f'accepted: {", ".join(sorted(ACCEPTED_FORMATS))}')
+        raise BadImage('unsupported_format', f'unsupported image format {image_format}; '
+                           f'accepted: {", ".join(sorted(ACCEPTED_FORMATS))}')
     if width < 1 or height < 1:
-        raise BadImage(f'image has no pixels ({width}x{height})')
+        raise BadImage('corrupt_image', f'image has no pixels ({width}x{height})')
     return ImageInfo(format=image_format, height=height, width=width, mode=mode)
 
 
@@ -87,10 +96,79 @@ def split_of(relative_path: str, train_percent: int) -> str:
     sha256 (not Python's salted hash()) makes the split identical across processes, machines
     and worker counts, and adding files never moves an existing file to the other split.
     """
-    normalized = relative_path.replace(os.sep, '/')
-    bucket = int.from_bytes(hashlib.sha256(normalized.encode('utf-8')).digest()[:8], 'big') % 100
-    return 'train' if bucket < train_percent else 'eval'
+    return records.split_of(relative_path.replace(os.sep, '/'), train_percent)
 
 
 def relative_path(path: str, root: str) -> str:
+    prefix = root.rstrip('/') + '/'
+    if path.startswith(prefix):  # the listed case, and 20x cheaper than relpath
+        return path[len(prefix):]
     return os.path.relpath(path, root).replace(os.sep, '/')
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _check_inside(path: str, input_base: str) -> None:
+    """Rejects a local file that resolves outside the input base: through its own symlink, or
+    through a symlinked class folder (resolved once per folder; cached)."""
+    base = _real(input_base)
+    real = os.path.realpath(path) if os.path.islink(path) else os.path.join(
+        _real(os.path.dirname(path)), os.path.basename(path))
+    if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
+        raise BadImage('outside_input_base', f'symlink points outside the input base, to {real}')
+
+
+def read_file(path: str, input_base: str) -> bytes:
+    """Reads one listed file, or raises BadImage: a folder, an escaping symlink, unreadable.
+
+    Local paths are resolved first: a symlink may point anywhere, and ingesting a file outside
+    the input base would silently train on data nobody meant to include (or leak it). Local
+    files are read with open(), several times cheaper per small file than tf.io.gfile, which
+    reads every other file system (gs://, hdfs://, ...).
+    """
+    try:
+        if '://' in path:
+            if tf.io.gfile.isdir(path):
+                raise IsADirectoryError(path)
+            with tf.io.gfile.GFile(path, 'rb') as handle:
+                return handle.read()
+        _check_inside(path, input_base)
+        with open(path, 'rb') as handle:
+            return handle.read()
+    except IsADirectoryError:
+        raise BadImage('not_a_file',
+                       'is a folder; images must sit directly in a class folder') from None
+    except (OSError, tf.errors.OpError) as error:
+        # The text names the cause: permission denied, no such file (dangling link), ...
+        detail = getattr(error, 'message', None) or getattr(error, 'strerror', None) or str(error)
+        raise BadImage('unreadable', f'cannot read: {detail}') from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Stored:
+    """What goes into the Example: the payload and the stored geometry."""
+    payload: bytes     # encoded bytes (PNG, JPEG, ...) or raw uint8 pixels, row-major HWC
+    height: int
+    width: int
+    channels: int      # 0 for encoded bytes (the decoder decides), else the raw channel count
+
+
+def prepare(data: bytes, info: ImageInfo, size: Optional[Tuple[int, int]],
+            storage: str, channels: int) -> Stored:
+    """Applies the configured resize and storage. The default (no resize, encoded) keeps the
+    original bytes, which are usually far smaller than pixels and lose nothing."""
+    if size is None and storage == 'encoded':
+        return Stored(data, info.height, info.width, 0)
+    with Image.open(io.BytesIO(data)) as image:
+        image.seek(0)  # GIF: the first frame
+        pixels = image.convert(_MODES[channels])
+    if size is not None:
+        pixels = pixels.resize((size[1], size[0]), Image.BILINEAR)
+    if storage == 'raw':
+        return Stored(pixels.tobytes(), pixels.height, pixels.width, channels)
+    buffer = io.BytesIO()
+    pixels.save(buffer, 'PNG')  # lossless: resizing is the only change
+    return Stored(buffer.getvalue(), pixels.height, pixels.width, 0)

@@ -1,24 +1,48 @@
-"""tf.data input pipelines over the ingested TFRecord shards (no TFX imports)."""
+"""tf.data input pipelines over the ingested TFRecord shards (no TFX imports).
+
+Images are parsed and decoded one example at a time, then batched; table rows are batched
+first and parsed together (tf.io.parse_example on a batch is far cheaper than per row).
+"""
 import tensorflow as tf
 
-from components.common import features
+from components.common import features, inputs
+
+_LABEL_SPEC = {features.LABEL_KEY: features.PARSE_SPEC[features.LABEL_KEY]}
 
 
-def _parse_fn(image_shape):
-    height, width, channels = image_shape
-
+def _parse_image_fn(image_shape, spec: inputs.InputSpec):
     def parse(serialized):
-        parsed = tf.io.parse_single_example(serialized, features.PARSE_SPEC)
-        image = features.decode_image(parsed[features.IMAGE_KEY], height, width, channels)
+        parsed = tf.io.parse_single_example(
+            serialized, {**inputs.image_parse_spec(spec), **_LABEL_SPEC})
+        image = inputs.decode_parsed_image(parsed, spec, image_shape)
         return image, tf.cast(parsed[features.LABEL_KEY], tf.int32)
     return parse
+
+
+def _parse_rows(spec: inputs.InputSpec):
+    def parse(serialized):
+        parsed = tf.io.parse_example(serialized, {**inputs.tabular_parse_spec(spec), **_LABEL_SPEC})
+        return inputs.tabular_inputs(parsed, spec), tf.cast(parsed[features.LABEL_KEY], tf.int32)
+    return parse
+
+
+def _batched(records: tf.data.Dataset, batch_size: int, image_shape, spec: inputs.InputSpec,
+             drop_remainder: bool) -> tf.data.Dataset:
+    if spec.kind == 'tabular':
+        return (records.batch(batch_size, drop_remainder=drop_remainder)
+                .map(_parse_rows(spec), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
+    return (records.map(_parse_image_fn(image_shape, spec), num_parallel_calls=tf.data.AUTOTUNE,
+                        deterministic=True)
+            .batch(batch_size, drop_remainder=drop_remainder))
 
 
 def _records(file_pattern: str) -> tf.data.Dataset:
     # Sorted file order (shuffle=False) keeps the pipeline deterministic for a given seed.
     files = tf.data.Dataset.list_files(file_pattern, shuffle=False)
+    # Ingestion writes GZIP shards (.gz) unless compression is off; the suffix says which.
     return files.interleave(
-        lambda f: tf.data.TFRecordDataset(f, compression_type='GZIP'),
+        lambda f: tf.data.TFRecordDataset(f, compression_type=tf.where(
+            tf.strings.regex_full_match(f, r'.*\.gz'), 'GZIP', '')),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
@@ -32,34 +56,37 @@ def _shard_by_data(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: int,
                   skip_examples: int = 0, cache_decoded: bool = False,
-                  shuffle_buffer: int = 10_000) -> tf.data.Dataset:
-    """An endless, shuffled stream of (image, label) batches of exactly global_batch_size.
+                  shuffle_buffer: int = 10_000,
+                  spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
+    """An endless, shuffled stream of (features, label) batches of exactly global_batch_size.
 
     drop_remainder keeps every micro-batch at the global batch, which the loss normalisation
     assumes. skip_examples drops that many examples of the (deterministic) shuffled stream,
     which is how a resumed run continues where the interrupted one stopped. cache_decoded keeps
-    the decoded split in memory after the first pass (for splits that fit), so later epochs
-    spend no CPU on decoding: on a small machine that CPU is taken from the model's compute.
+    the split in memory after the first pass (decoded images; table rows as read, since they
+    are parsed per batch), so later epochs spend no CPU on decoding: on a small machine that
+    CPU is taken from the model's compute.
     """
-    parse = _parse_fn(image_shape)
-    if cache_decoded:
-        stream = _records(file_pattern).map(parse, num_parallel_calls=tf.data.AUTOTUNE,
-                                            deterministic=True).cache()
+    records = _records(file_pattern)
+    decode_first = cache_decoded and spec.kind != 'tabular'
+    if decode_first:
+        stream = records.map(_parse_image_fn(image_shape, spec),
+                             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).cache()
     else:
-        stream = _records(file_pattern)
+        stream = records.cache() if cache_decoded else records
     stream = stream.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
-    if skip_examples:
+    if skip_examples:  # before decoding when not cached: a resumed run skips cheaply
         stream = stream.skip(skip_examples)
-    if not cache_decoded:  # decode after skipping: a resumed run does not decode skipped data
-        stream = stream.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return _shard_by_data(stream.batch(global_batch_size, drop_remainder=True)
-                          .prefetch(tf.data.AUTOTUNE))
+    if decode_first:
+        batched = stream.batch(global_batch_size, drop_remainder=True)
+    else:
+        batched = _batched(stream, global_batch_size, image_shape, spec, drop_remainder=True)
+    return _shard_by_data(batched.prefetch(tf.data.AUTOTUNE))
 
 
-def eval_dataset(file_pattern: str, batch_size: int, image_shape) -> tf.data.Dataset:
+def eval_dataset(file_pattern: str, batch_size: int, image_shape,
+                 spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
     """One pass over the split, the last batch possibly partial, so every example counts once."""
     return _shard_by_data(
-        _records(file_pattern)
-        .map(_parse_fn(image_shape), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        .batch(batch_size)
+        _batched(_records(file_pattern), batch_size, image_shape, spec, drop_remainder=False)
         .prefetch(tf.data.AUTOTUNE))

@@ -16,6 +16,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
+from components.common import inputs
 from components.trainer import job as job_lib
 from components.trainer import loop
 
@@ -67,6 +68,10 @@ class Executor(base_executor.BaseExecutor):
             seed=int(props['seed']),
             devices=tuple(json.loads(props.get('devices') or '[]')),
             warm_start_from=props.get('warm_start_from') or '',
+            # Absent on Examples ingested before input specs existed: encoded images.
+            input_spec=inputs.InputSpec.from_json(
+                source.get_string_custom_property('input_spec')
+                if source.has_custom_property('input_spec') else ''),
             options=loop.LoopOptions(
                 train_steps=resolve_train_steps(props, num_train),
                 global_batch_size=int(props['global_batch_size']),

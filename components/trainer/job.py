@@ -16,6 +16,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
+from components.common import inputs
 from components.trainer import data, distribute, export, loop, precision, steps as steps_lib
 from components.trainer import warm_start
 
@@ -33,6 +34,9 @@ class TrainJob:
     devices: Tuple[str, ...] = ()      # MirroredStrategy devices; () = all visible GPUs, or CPU
     cache_decoded: bool = False        # keep the decoded train split in memory (small splits)
     warm_start_from: str = ''          # serving folder: start from the served model's weights
+    # What ingestion stored: images (encoded or raw) or a table. The builder's `input_shape`
+    # is image_shape for images and {'numeric': (n,), 'categorical': (m,)} for a table.
+    input_spec: inputs.InputSpec = inputs.InputSpec()
 
 
 # Decoded float32 pixels of a train split up to this size are cached in memory.
@@ -64,7 +68,8 @@ def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
     """Model, optimizer and loss scale under the strategy, with the policy already set."""
     builder = import_builder(job.model_builder)
     with strategy.scope():
-        model = builder(job.image_shape, len(job.class_names))
+        model = builder(inputs.builder_input_shape(job.input_spec, job.image_shape),
+                        len(job.class_names))
         optimizer = loop.make_optimizer(job.options)
         loss_scale = precision.DynamicLossScale(enabled=policy == 'mixed_float16')
     if model.outputs and model.outputs[0].dtype != 'float32':
@@ -96,11 +101,13 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         warm_version = (warm_start.warm_start(steps.model, job.warm_start_from)
                         if job.warm_start_from else None)
         options = job.options
-        eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size, job.image_shape)
+        eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size,
+                                      job.image_shape, spec=job.input_spec)
         metrics = loop.run_training(
             steps, lambda skip: data.train_dataset(job.train_pattern, options.global_batch_size,
                                                    job.image_shape, job.seed, skip_examples=skip,
-                                                   cache_decoded=job.cache_decoded),
+                                                   cache_decoded=job.cache_decoded,
+                                                   spec=job.input_spec),
             options, log_dir=log_dir, checkpoint_dir=checkpoint_dir, is_chief=is_chief,
             checkpoint_write_dir=scratch,
             eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps))
@@ -108,7 +115,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         metrics['warm_start_version'] = -1 if warm_version is None else warm_version
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,
-                                        job.class_names)
+                                        job.class_names, job.input_spec)
             tf.io.gfile.makedirs(log_dir)
             with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json'), 'w') as handle:
                 json.dump(metrics, handle, indent=2)

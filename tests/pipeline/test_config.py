@@ -18,7 +18,12 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
 @pytest.mark.parametrize('make, field', [
     (lambda: config.IngestConfig(train_percent=0), 'train_percent'),
     (lambda: config.IngestConfig(train_percent=100), 'train_percent'),
-    (lambda: config.IngestConfig(num_shards=0), 'num_shards'),
+    (lambda: config.IngestConfig(num_shards=-1), 'num_shards'),
+    (lambda: config.IngestConfig(source='parquet'), 'source'),
+    (lambda: config.IngestConfig(image_size=(0, 8)), 'image_size'),
+    (lambda: config.IngestConfig(image_storage='png'), 'image_storage'),
+    (lambda: config.IngestConfig(feature_types=(('x', 'text'),)), 'feature_types'),
+    (lambda: config.IngestConfig(split_key=''), 'split_key'),
     (lambda: config.IngestConfig(max_rejected_fraction=1.0), 'max_rejected_fraction'),
     (lambda: config.TrainConfig(train_steps=0), 'train_steps'),
     (lambda: config.TrainConfig(global_batch_size=0), 'global_batch_size'),
@@ -48,3 +53,16 @@ def test_smoke_variant_is_small_and_in_process(tmp_path):
     assert cfg.train.train_steps < config.TrainConfig().train_steps
     assert '--direct_running_mode=in_memory' in cfg.beam_args
     assert cfg.ingest.data_dir == str(tmp_path)
+
+
+def test_the_source_chooses_data_schema_and_model_builder(tmp_path):
+    images = config.named_config('default', config.DEFAULT_DATA, str(tmp_path))
+    table = config.named_config('default', config.DEFAULT_CSV_DATA, str(tmp_path), source='csv')
+    assert images.model_builder == 'models.resnet.build_model'
+    assert table.model_builder == 'models.mlp.build_model'
+    assert table.ingest.source == 'csv'
+    assert config.default_schema('csv', config.DEFAULT_CSV_DATA) == config.WINE_SCHEMA
+    assert config.default_schema('images', config.DEFAULT_DATA) == config.DIGITS_SCHEMA
+    assert config.default_schema('csv', str(tmp_path)) is None
+    mine = dataclasses.replace(table, train=config.TrainConfig(model_builder='my.models.build'))
+    assert mine.model_builder == 'my.models.build'

@@ -8,20 +8,27 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_artifacts
 from tfx.utils import proto_utils
 
+import tensorflow as tf
+
+from components.common import features, inputs
 from components.ingest import executor
 
 
-def _do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*'):
+def _do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*', properties=None,
+        **extra):
     examples = standard_artifacts.Examples()
     examples.uri = output_uri
     input_config = example_gen_pb2.Input(splits=[
         example_gen_pb2.Input.Split(name='images', pattern=pattern)])
     exec_properties = {
         'input_base': input_base, 'input_config': proto_utils.proto_to_json(input_config),
-        'train_percent': 60, 'num_shards': 2, 'max_rejected_fraction': max_rejected_fraction}
+        'train_percent': 60, 'num_shards': 2, 'max_rejected_fraction': max_rejected_fraction,
+        **extra}
     context = base_beam_executor.BaseBeamExecutor.Context(
         beam_pipeline_args=['--direct_running_mode=in_memory', '--setup_file=setup.py'])
     executor.Executor(context).Do({}, {'examples': [examples]}, exec_properties)
+    if properties is not None:
+        properties.update(exec_properties)
     return examples
 
 
@@ -49,7 +56,7 @@ def test_corrupt_image_fails_with_a_message_naming_the_file(small_images, tmp_pa
     with pytest.raises(executor.IngestionError) as raised:
         _do(small_images, str(tmp_path / 'examples'))
     message = str(raised.value)
-    assert 'Rejected 1 of 16 files' in message
+    assert 'Rejected 1 of 16 records' in message and 'corrupt_image 1' in message
     assert bad in message and 'corrupt or truncated' in message
 
 
@@ -61,19 +68,72 @@ def test_unreadable_file_is_named_in_the_error(small_images, tmp_path):
     assert 'not_a_file.png' in str(raised.value)
 
 
-def test_rejections_within_the_threshold_are_logged_not_fatal(small_images, tmp_path):
+def test_rejections_within_the_threshold_are_logged_not_fatal(small_images, tmp_path, caplog):
     with open(os.path.join(small_images, '0', 'empty.png'), 'wb'):
         pass
-    examples = _do(small_images, str(tmp_path / 'examples'), max_rejected_fraction=0.5)
+    properties = {}
+    with caplog.at_level('INFO'):
+        examples = _do(small_images, str(tmp_path / 'examples'), max_rejected_fraction=0.5,
+                       properties=properties)
     assert examples.get_int_custom_property('num_rejected') == 1
+    assert examples.get_int_custom_property('num_rejected_empty_file') == 1
     assert examples.get_int_custom_property('num_found') == 16
+    # The executor adds the counts to its execution properties; TFX publishes those on the
+    # execution in ML Metadata (and the e2e tests read them back there).
+    assert properties['num_found'] == 16 and properties['num_rejected_empty_file'] == 1
+    assert properties['num_written_train'] + properties['num_written_eval'] == 15
+    assert 'rejected 1 (empty_file 1)' in caplog.text
+    quarantine = examples.get_string_custom_property('quarantine_uri')
+    with open(quarantine) as handle:
+        assert json.loads(handle.read())['reason'] == 'empty_file'
+
+
+def test_nothing_valid_is_a_clear_error(small_images, tmp_path):
+    for folder in os.listdir(small_images):
+        for name in os.listdir(os.path.join(small_images, folder)):
+            with open(os.path.join(small_images, folder, name), 'wb') as handle:
+                handle.write(b'garbage')
+    with pytest.raises(executor.IngestionError, match='Nothing valid under .*not_an_image 15'):
+        _do(small_images, str(tmp_path / 'examples'), max_rejected_fraction=0.99)
+
+
+def test_csv_source_records_classes_and_a_tabular_input_spec(tmp_path):
+    os.makedirs(tmp_path / 'table')
+    rows = ['size,kind,target'] + [f'{i}.5,{"ab"[i % 2]},{"xyz"[i % 3]}' for i in range(30)]
+    (tmp_path / 'table' / 'rows.csv').write_text('\n'.join(rows) + '\n')
+    examples = _do(str(tmp_path / 'table'), str(tmp_path / 'examples'), pattern='*.csv',
+                   source='csv', label_column='target', feature_types='{}')
+    assert json.loads(examples.get_string_custom_property('class_names')) == ['x', 'y', 'z']
+    spec = inputs.InputSpec.from_json(examples.get_string_custom_property('input_spec'))
+    assert spec.kind == 'tabular' and spec.categorical == ('kind',)
+    assert [name for name, _, _ in spec.numeric] == ['size']
+    assert examples.get_int_custom_property('num_found') == 30
+
+
+def test_automatic_shards_uncompressed_raw_resized_images(small_images, tmp_path):
+    examples = _do(small_images, str(tmp_path / 'examples'), num_shards=0, compress=0,
+                   image_size='[4, 6]', image_storage='raw', channels=3)
+    for split in ('train', 'eval'):  # a few KB of images: one shard per split, no .gz
+        assert os.listdir(os.path.join(examples.uri, f'Split-{split}')) == [
+            'data_tfrecord-00000-of-00001']
+    spec = inputs.InputSpec.from_json(examples.get_string_custom_property('input_spec'))
+    assert (spec.storage, spec.channels) == ('raw', 3)
+    path = os.path.join(examples.uri, 'Split-train', 'data_tfrecord-00000-of-00001')
+    example = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(path))).numpy())
+    feature = example.features.feature
+    assert len(feature[features.IMAGE_RAW_KEY].bytes_list.value[0]) == 4 * 6 * 3
+    assert (feature[features.HEIGHT_KEY].int64_list.value[0],
+            feature[features.WIDTH_KEY].int64_list.value[0]) == (4, 6)
 
 
 def test_missing_or_empty_input_base_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match='does not exist'):
+    with pytest.raises(executor.IngestionError, match='Input base does not exist'):
         _do(str(tmp_path / 'nowhere'), str(tmp_path / 'examples'))
+    os.makedirs(tmp_path / 'empty')
+    with pytest.raises(executor.IngestionError, match='No class folders under'):
+        _do(str(tmp_path / 'empty'), str(tmp_path / 'examples'))
     os.makedirs(tmp_path / 'empty' / 'cat')
-    with pytest.raises(executor.IngestionError, match='No files found'):
+    with pytest.raises(executor.IngestionError, match='Input is empty: no records found'):
         _do(str(tmp_path / 'empty'), str(tmp_path / 'examples'))
 
 

@@ -1,0 +1,113 @@
+"""What a model's input is, as ingestion recorded it, and how Examples become model inputs.
+
+Ingestion records an `InputSpec` as JSON on the Examples artifact (custom property
+`input_spec`): images stored encoded or as raw pixels, or a table's numeric columns (with the
+train split's mean and standard deviation) and categorical columns. The trainer's input
+pipeline and the exported serving graph both turn parsed Examples into model inputs with the
+functions here, so training and serving preprocess identically.
+
+Model inputs: an image is a float32 [height, width, channels] tensor in [0, 1]. A table row is
+a dict: 'numeric' float32 [n] standardised values, and 'categorical' int64 [m] hash buckets
+(hashing needs no vocabulary, and a category first seen at serving time still maps somewhere).
+"""
+import dataclasses
+import json
+from typing import Any, Dict, Mapping, Tuple
+
+import tensorflow as tf
+
+from components.common import features
+
+CATEGORICAL_BUCKETS = 100  # per categorical column; the MLP embeds each bucket
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSpec:
+    kind: str = 'image'                 # image | tabular
+    storage: str = 'encoded'            # image: encoded | raw
+    channels: int = 0                   # image, raw storage: the stored channels
+    numeric: Tuple[Tuple[str, float, float], ...] = ()   # tabular: (column, mean, std)
+    categorical: Tuple[str, ...] = ()   # tabular: column names
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> 'InputSpec':
+        """Parses a recorded spec; an empty one (Examples from before specs) is encoded images."""
+        if not text:
+            return cls()
+        data = json.loads(text)
+        return cls(kind=data['kind'], storage=data['storage'], channels=data['channels'],
+                   numeric=tuple(tuple(n) for n in data['numeric']),
+                   categorical=tuple(data['categorical']))
+
+
+def tabular_spec(types: Tuple[Tuple[str, str], ...],
+                 moments: Mapping[str, Mapping[str, float]]) -> InputSpec:
+    """The spec of a table: `types` is (column, 'numeric'|'categorical') in header order."""
+    return InputSpec(
+        kind='tabular',
+        numeric=tuple((c, moments[c]['mean'], moments[c]['std'])
+                      for c, kind in types if kind == 'numeric'),
+        categorical=tuple(c for c, kind in types if kind == 'categorical'))
+
+
+def builder_input_shape(spec: InputSpec, image_shape: Tuple[int, int, int]) -> Any:
+    """What the model builder receives as `input_shape`: the image shape, or for a table
+    {'numeric': (n,), 'categorical': (m,)} with only the kinds the table has."""
+    if spec.kind == 'image':
+        return tuple(image_shape)
+    shape = {}
+    if spec.numeric:
+        shape['numeric'] = (len(spec.numeric),)
+    if spec.categorical:
+        shape['categorical'] = (len(spec.categorical),)
+    return shape
+
+
+def image_parse_spec(spec: InputSpec) -> Dict[str, tf.io.FixedLenFeature]:
+    if spec.storage == 'raw':
+        return {features.IMAGE_RAW_KEY: tf.io.FixedLenFeature([], tf.string),
+                features.HEIGHT_KEY: tf.io.FixedLenFeature([], tf.int64),
+                features.WIDTH_KEY: tf.io.FixedLenFeature([], tf.int64)}
+    return {features.IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)}
+
+
+def decode_parsed_image(parsed: Dict[str, tf.Tensor], spec: InputSpec,
+                        image_shape: Tuple[int, int, int]) -> tf.Tensor:
+    """One parsed Example's image as float32 [height, width, channels] in [0, 1]."""
+    height, width, channels = image_shape
+    if spec.storage != 'raw':
+        return features.decode_image(parsed[features.IMAGE_KEY], height, width, channels)
+    pixels = tf.reshape(tf.io.decode_raw(parsed[features.IMAGE_RAW_KEY], tf.uint8),
+                        tf.stack([parsed[features.HEIGHT_KEY], parsed[features.WIDTH_KEY],
+                                  spec.channels]))
+    if spec.channels == 3 and channels == 1:
+        pixels = tf.image.rgb_to_grayscale(pixels)
+    elif spec.channels == 1 and channels == 3:
+        pixels = tf.image.grayscale_to_rgb(pixels)
+    image = tf.image.resize(tf.image.convert_image_dtype(pixels, tf.float32), [height, width])
+    image.set_shape([height, width, channels])
+    return image
+
+
+def tabular_parse_spec(spec: InputSpec) -> Dict[str, tf.io.FixedLenFeature]:
+    parse = {name: tf.io.FixedLenFeature([], tf.float32) for name, _, _ in spec.numeric}
+    parse.update({name: tf.io.FixedLenFeature([], tf.string) for name in spec.categorical})
+    return parse
+
+
+def tabular_inputs(parsed: Dict[str, tf.Tensor], spec: InputSpec) -> Dict[str, tf.Tensor]:
+    """A batch of parsed rows as the model's input dict (see the module docstring)."""
+    inputs = {}
+    if spec.numeric:
+        mean = tf.constant([m for _, m, _ in spec.numeric], tf.float32)
+        std = tf.constant([s for _, _, s in spec.numeric], tf.float32)
+        values = tf.stack([parsed[name] for name, _, _ in spec.numeric], axis=-1)
+        inputs['numeric'] = (values - mean) / std
+    if spec.categorical:
+        inputs['categorical'] = tf.stack(
+            [tf.strings.to_hash_bucket_fast(parsed[name], CATEGORICAL_BUCKETS)
+             for name in spec.categorical], axis=-1)
+    return inputs

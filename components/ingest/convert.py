@@ -1,0 +1,162 @@
+"""The converting DoFns of ingestion: one listed file or CSV line in, one Example or rejection.
+
+No TFX imports. Each DoFn counts what it sees (Beam counters in the `ingest` namespace), writes
+every valid Example straight to its part file (writer.PartWriters) and emits only quarantine
+lines, and when a bundle finishes, its part files (and for tables, its numeric moments).
+"""
+import hashlib
+import os
+from typing import Iterable, Iterator, List, Optional, Tuple
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.transforms import window
+import tensorflow as tf
+
+from components.common import features
+from components.ingest import images, records, stats, tabular, writer
+
+QUARANTINE_TAG = 'quarantine'
+NUMERIC_TAG = 'numeric'
+# Files per Beam element. Per-element overhead in Beam's Python runners is several times the
+# cost of decoding a small image; chunks amortise it and still give every worker work.
+CHUNK = 100
+
+
+def list_class_folder(class_name: str, root: str) -> Iterator[str]:
+    """Yields every non-hidden entry of one class folder, sorted.
+
+    Everything listed is counted downstream. A plain directory listing is used rather than a glob
+    match because file-system matchers silently drop entries they cannot stat (a dangling
+    symlink, for example); here such an entry is listed, fails to read, and is quarantined with
+    the reason, so nothing disappears without a trace. tf.io.gfile also lists gs:// and hdfs://.
+    """
+    folder = os.path.join(root, class_name)
+    for name in sorted(tf.io.gfile.listdir(folder)):
+        name = name.rstrip('/')
+        if not name.startswith('.'):  # .DS_Store and editor droppings are not data
+            yield os.path.join(folder, name)
+
+
+def chunks(paths: Iterable[str], size: int = CHUNK) -> Iterator[List[str]]:
+    """Groups listed paths into lists of `size`: one Beam element per chunk, not per file."""
+    chunk = []
+    for path in paths:
+        chunk.append(path)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class _Convert(beam.DoFn):
+    """Base of both sources: counting, quarantining, and writing each Example to its part file.
+
+    Records are written here, not emitted (see writer.py); the outputs are the quarantine lines
+    and, when a bundle finishes, its part files (and, for tables, its numeric moments).
+    """
+
+    def __init__(self, options, temp_dir: str):  # options: beam_pipeline.IngestOptions
+        self._options = options
+        self._shards = options.shards()
+        self._temp_dir = temp_dir
+
+    def setup(self):
+        self._counters = {}
+
+    def start_bundle(self):
+        self._parts = writer.PartWriters(self._temp_dir)
+
+    def finish_bundle(self) -> Iterator:
+        yield from self._parts.finished()
+
+    def _count(self, name: str) -> None:
+        if name not in self._counters:
+            self._counters[name] = Metrics.counter(stats.METRICS_NAMESPACE, name)
+        self._counters[name].inc()
+
+    def _reject(self, source: str, error: records.BadRecord, raw: Optional[str] = None):
+        self._count('rejected')
+        self._count(f'rejected_{error.reason}')
+        return beam.pvalue.TaggedOutput(QUARANTINE_TAG, records.quarantine_line(source, error, raw))
+
+    def _write(self, key: str, example: tf.train.Example) -> str:
+        """Writes the Example to the split and shard its key hashes to; returns the split."""
+        split = records.split_of(key, self._options.train_percent)
+        self._count(f'written_{split}')
+        self._parts.write(split, records.shard_of(key, self._shards[split]),
+                          example.SerializeToString())
+        return split
+
+
+class ImagesToExamples(_Convert):
+    """Reads a chunk of listed files; writes each one's Example, or emits a quarantine line."""
+
+    def setup(self):
+        super().setup()
+        self._index = images.class_index(list(self._options.classes))
+        self._base = self._options.input_base or self._options.root
+
+    def process(self, paths: List[str]) -> Iterator:
+        for path in paths:
+            rejection = self._convert(path)
+            if rejection is not None:
+                yield rejection
+
+    def _convert(self, path: str):
+        opts = self._options
+        relative = images.relative_path(path, opts.root)
+        self._count('found')
+        try:
+            data = images.read_file(path, self._base)
+            stored = images.prepare(data, images.inspect_image(data), opts.image_size,
+                                    opts.image_storage, opts.channels)
+        except records.BadRecord as error:
+            return self._reject(path, error)
+        label_name = relative.split('/', 1)[0]
+        example = features.make_example(
+            encoded=stored.payload, label=self._index[label_name], label_name=label_name,
+            height=stored.height, width=stored.width, source_path=relative,
+            channels=stored.channels)
+        self._write(hashlib.sha256(data).hexdigest() if opts.split_key == 'content'
+                    else relative, example)
+        return None
+
+
+class RowToExample(_Convert):
+    """Converts one CSV line: writes its Example, or emits a quarantine line. Numeric values of
+    train rows are accumulated per bundle and emitted with the part files."""
+
+    def start_bundle(self):
+        super().start_bundle()
+        self._numeric = [c for c, kind in self._options.table.types if kind == tabular.NUMERIC]
+        self._moments = stats.empty_moments(len(self._numeric))
+
+    def finish_bundle(self) -> Iterator:
+        yield from super().finish_bundle()
+        yield beam.pvalue.TaggedOutput(
+            NUMERIC_TAG, window.GlobalWindows.windowed_value(self._moments))
+
+    def process(self, element: Tuple[str, str], class_names) -> Iterator:
+        path, line = element
+        if not line.strip():
+            return  # blank lines are not records (as for every CSV reader)
+        opts = self._options
+        relative = images.relative_path(path, opts.root)
+        self._count('found')
+        try:
+            values, label = tabular.row_values(tabular.parse_line(line), opts.table)
+        except records.BadRecord as error:
+            yield self._reject(relative, error, raw=line)
+            return
+        example = features.make_tabular_example(
+            values, label=class_names.index(label), label_name=label, source_path=relative)
+        if opts.split_key == 'source':
+            key = f'{relative}\n{line}'
+        elif opts.split_key == 'content':
+            key = line
+        else:
+            key = tabular.parse_line(line)[opts.table.columns.index(opts.split_key)]
+        if self._write(key, example) == 'train':  # normalisation uses the train split only
+            self._moments = stats.add_row(self._moments, [values[c] for c in self._numeric])

@@ -1,0 +1,76 @@
+"""Rules every ingestion source shares: rejection reasons, quarantine lines, split and shard keys.
+
+No TFX and no Beam here. A source (image folders, CSV files) turns one input record into an
+Example or raises `BadRecord` with a reason code from `REASONS`; the Beam graph writes the
+rejection as one quarantine line and counts it under that code, so the counts by reason add up
+to the rejected total, and `written + rejected == found`.
+"""
+import hashlib
+import json
+import math
+from typing import Dict, Optional
+
+# Reason code -> what it means. Codes are stable: they are property names in ML Metadata
+# (`num_rejected_<code>`) and the `reason` field of every quarantine line.
+REASONS: Dict[str, str] = {
+    'empty_file': 'a zero-byte file',
+    'not_an_image': 'a file that is not an image at all',
+    'corrupt_image': 'an image whose header is valid but whose data is damaged or truncated',
+    'unsupported_format': 'an image in a format we do not accept (e.g. TIFF)',
+    'unreadable': 'a file that cannot be read (no permission, dangling symlink, I/O error)',
+    'outside_input_base': 'a symlink that resolves to a path outside the input base',
+    'not_a_file': 'a folder where a file was expected',
+    'wrong_column_count': 'a CSV row with more or fewer fields than the header',
+    'non_numeric': 'a non-numeric value in a numeric CSV column',
+    'missing_value': 'an empty value in a numeric CSV column',
+    'missing_label': 'a CSV row whose label is empty',
+}
+
+QUARANTINE_DIR = 'Quarantine'
+QUARANTINE_FILE = 'quarantine.jsonl'
+
+# Shard files aim at ~128 MB: big enough that a reader is not dominated by per-file overhead,
+# small enough that work spreads over many readers (the TFRecord guide's 100-200 MB range).
+TARGET_SHARD_BYTES = 128 * 1024 * 1024
+
+
+class BadRecord(ValueError):
+    """One input record that cannot become an Example; `reason` is a code from REASONS."""
+
+    def __init__(self, reason: str, detail: str):
+        if reason not in REASONS:
+            raise KeyError(f'unknown rejection reason {reason!r}')
+        super().__init__(detail)
+        self.reason = reason
+
+
+def quarantine_line(source: str, error: BadRecord, raw: Optional[str] = None) -> str:
+    """One JSON line: where the record came from, the reason code and the human detail."""
+    entry = {'source': source, 'reason': error.reason, 'detail': str(error)}
+    if raw is not None:
+        entry['raw'] = raw  # a CSV row as it was, so it can be fixed and re-ingested
+    return json.dumps(entry, sort_keys=True)
+
+
+def _hash64(key: str, part: int) -> int:
+    digest = hashlib.sha256(key.encode('utf-8')).digest()
+    return int.from_bytes(digest[8 * part: 8 * part + 8], 'big')
+
+
+def split_of(key: str, train_percent: int) -> str:
+    """'train' or 'eval' from a stable hash of the split key.
+
+    sha256 (not Python's salted hash()) makes the split identical across processes, machines
+    and worker counts, and adding records never moves an existing one to the other split.
+    """
+    return 'train' if _hash64(key, 0) % 100 < train_percent else 'eval'
+
+
+def shard_of(key: str, num_shards: int) -> int:
+    """The shard of a record: other bits of the same hash, so shards are independent of splits."""
+    return _hash64(key, 1) % num_shards
+
+
+def auto_shards(total_bytes: int, fraction: float) -> int:
+    """Shards for a split holding `fraction` of `total_bytes`, so each is at most ~128 MB."""
+    return max(1, math.ceil(total_bytes * fraction / TARGET_SHARD_BYTES))

@@ -1,0 +1,91 @@
+"""From the component's execution properties to the Beam graph's options, per source.
+
+No TFX imports. This is where the input is listed before Beam starts (class folders, or CSV
+files and their header), where CSV feature types are inferred, and where the shard count is
+chosen when it is automatic. A missing or empty input base fails here, with the path.
+"""
+import dataclasses
+import json
+import os
+from typing import Any, Dict, Optional, Tuple
+
+from apache_beam.io.filesystems import FileSystems
+import tensorflow as tf
+
+from components.ingest import beam_pipeline, images, records, tabular
+from components.ingest.checks import IngestionError
+
+# tf.Example framing, float encoding and feature names make a CSV row a few times its text.
+_CSV_EXAMPLE_GROWTH = 3
+# Raw pixels of an image we do not resize: typical PNG/JPEG compress about this much.
+_RAW_GROWTH = 8
+
+
+def _image_size(text: str) -> Optional[Tuple[int, int]]:
+    return tuple(json.loads(text)) if text else None
+
+
+def _total_bytes(pattern: str) -> Tuple[int, int]:
+    """(number of files, bytes) matched: one listing call, with sizes, on any file system."""
+    matched = FileSystems.match([pattern])[0].metadata_list
+    return len(matched), sum(m.size_in_bytes for m in matched)
+
+
+def estimated_output_bytes(options: beam_pipeline.IngestOptions) -> int:
+    if options.source == 'csv':
+        return sum(_total_bytes(f)[1] for f in options.csv_files) * _CSV_EXAMPLE_GROWTH
+    count, size = _total_bytes(os.path.join(options.root, '*', '*'))
+    if options.image_storage == 'raw':
+        if options.image_size:
+            return count * options.image_size[0] * options.image_size[1] * options.channels
+        return size * _RAW_GROWTH
+    return size
+
+
+def _list_csv(root: str, label_column: str, feature_types: Dict[str, str]) -> Dict[str, Any]:
+    files = sorted(tf.io.gfile.glob(os.path.join(root, '*.csv')))
+    if not files:
+        raise IngestionError(f'Input is empty: no *.csv file in {root}.')
+    header = tabular.read_header(files[0])
+    for path in files[1:]:
+        if tabular.read_header(path) != header:
+            raise IngestionError(f'{path} has another header than {files[0]}: '
+                                 f'{tabular.read_header(path)} != {header}')
+    try:
+        table = tabular.infer_table(header, label_column, tabular.sample_rows(files[0]),
+                                    feature_types)
+    except ValueError as error:
+        raise IngestionError(f'{files[0]}: {error}') from None
+    return {'csv_files': tuple(files), 'table': table}
+
+
+def options_from_properties(root: str, input_base: str,
+                            props: Dict[str, Any]) -> beam_pipeline.IngestOptions:
+    """The Beam options for this execution; lists the input and may raise IngestionError."""
+    if not tf.io.gfile.isdir(input_base):
+        raise IngestionError(f'Input base does not exist: {input_base}')
+    source = props.get('source', 'images')
+    if source == 'csv':
+        listed = _list_csv(root, props.get('label_column', 'label'),
+                           json.loads(props.get('feature_types') or '{}'))
+    else:
+        try:
+            listed = {'classes': tuple(images.list_classes(root))}
+        except (FileNotFoundError, ValueError) as error:
+            raise IngestionError(f'Input is empty or missing: {error}') from None
+    options = beam_pipeline.IngestOptions(
+        root=root, input_base=input_base, source=source,
+        train_percent=int(props['train_percent']),
+        compress=bool(int(props.get('compress', 1))),
+        split_key=props.get('split_key', 'source'),
+        image_size=_image_size(props.get('image_size', '')),
+        image_storage=props.get('image_storage', 'encoded'),
+        channels=int(props.get('channels', 3)), **listed)
+    num_shards = int(props['num_shards'])
+    if num_shards > 0:
+        return dataclasses.replace(options, num_shards=num_shards)
+    total = estimated_output_bytes(options)  # 0 = automatic: ~128 MB per shard
+    train = options.train_percent / 100
+    return dataclasses.replace(
+        options, num_shards=records.auto_shards(total, train),
+        eval_shards=records.auto_shards(total, 1 - train))

@@ -1,0 +1,115 @@
+"""CSV rows to Example values: the header, feature types (inferred or given), one row's checks.
+
+No TFX and no Beam here. A CSV source is one or more files with the same header row; one column
+is the label, every other column is a feature, numeric or categorical. Types are given in the
+config or inferred from a sample of rows: a column is numeric when at least 95% of its non-empty
+sampled values parse as finite numbers (so a few typos in uncurated data do not turn a numeric
+column into a category). A row that breaks its column's type is rejected with the reason,
+never coerced, so a typo cannot silently become a category or a zero.
+"""
+import csv
+import dataclasses
+import itertools
+import math
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+
+import tensorflow as tf
+
+from components.common import features
+from components.ingest import records
+
+NUMERIC, CATEGORICAL = 'numeric', 'categorical'
+TYPES = (NUMERIC, CATEGORICAL)
+SAMPLE_ROWS = 1000  # rows read to infer types; enough for a stable guess, cheap on any table
+NUMERIC_SHARE = 0.95  # of non-empty sampled values that must be numbers for a numeric column
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """The shape of a CSV source: header order, the label column and each feature's type."""
+    columns: Tuple[str, ...]
+    label_column: str
+    types: Tuple[Tuple[str, str], ...]   # (column, numeric|categorical), header order
+
+    def __post_init__(self):
+        if self.label_column not in self.columns:
+            raise ValueError(f'label column {self.label_column!r} is not in the header '
+                             f'{list(self.columns)}')
+        reserved = features.RESERVED_KEYS & (set(self.columns) - {self.label_column})
+        if reserved:
+            raise ValueError(f'CSV columns {sorted(reserved)} clash with the Example keys the '
+                             'pipeline adds; rename them')
+
+
+def parse_line(line: str) -> List[str]:
+    """The fields of one CSV line (RFC 4180 quoting; a record must fit on one line)."""
+    return next(csv.reader([line]), [])
+
+
+def read_header(path: str) -> List[str]:
+    with tf.io.gfile.GFile(path) as handle:
+        return parse_line(handle.readline().rstrip('\r\n'))
+
+
+def sample_rows(path: str, limit: int = SAMPLE_ROWS) -> List[List[str]]:
+    with tf.io.gfile.GFile(path) as handle:
+        return list(itertools.islice(csv.reader(handle), 1, limit + 1))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def infer_table(columns: List[str], label_column: str, rows: Iterable[List[str]],
+                given: Optional[Mapping[str, str]] = None) -> Table:
+    """Types for every feature column: given ones as given, the rest inferred from `rows`."""
+    given = dict(given or {})
+    unknown = set(given) - set(columns)
+    bad = {t for t in given.values() if t not in TYPES}
+    if unknown or bad:
+        raise ValueError(f'feature_types name unknown columns {sorted(unknown)} or types '
+                         f'{sorted(bad)}; columns are {columns}, types {TYPES}')
+    numbers = {c: 0 for c in columns}
+    values = {c: 0 for c in columns}
+    for row in rows:
+        if len(row) != len(columns):
+            continue  # a malformed row says nothing about types; it is rejected later
+        for column, value in zip(columns, row):
+            if value.strip():
+                values[column] += 1
+                numbers[column] += _is_number(value)
+
+    def inferred(column: str) -> str:
+        share = numbers[column] / values[column] if values[column] else 0.0
+        return NUMERIC if share >= NUMERIC_SHARE else CATEGORICAL
+
+    types = tuple((c, given[c] if c in given else inferred(c))
+                  for c in columns if c != label_column)
+    return Table(tuple(columns), label_column, types)
+
+
+def row_values(fields: List[str], table: Table) -> Tuple[Dict[str, object], str]:
+    """(feature values, label) of one row, or BadRecord with the reason."""
+    if len(fields) != len(table.columns):
+        raise records.BadRecord('wrong_column_count', f'{len(fields)} fields, the header has '
+                                f'{len(table.columns)}')
+    row = dict(zip(table.columns, fields))
+    label = row[table.label_column].strip()
+    if not label:
+        raise records.BadRecord('missing_label', f'empty label column {table.label_column!r}')
+    values: Dict[str, object] = {}
+    for column, kind in table.types:
+        text = row[column].strip()
+        if kind == CATEGORICAL:
+            values[column] = text
+        elif not text:
+            raise records.BadRecord('missing_value', f'empty value in numeric column {column!r}')
+        elif not _is_number(text):
+            raise records.BadRecord('non_numeric',
+                                    f'{text!r} in numeric column {column!r} is not a number')
+        else:
+            values[column] = float(text)
+    return values, label
