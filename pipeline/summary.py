@@ -22,6 +22,20 @@ class RunSummary:
     states: Dict[str, str]                                   # node -> COMPLETE / CACHED / FAILED
     outputs: Dict[str, List[metadata_store_pb2.Artifact]]    # artifact type -> artifacts
 
+    def _models(self, baseline: bool) -> List[metadata_store_pb2.Artifact]:
+        # Both the trainer and the baseline component output Models; only the baseline's
+        # carries `served_version`.
+        return [m for m in self.outputs.get('Model', [])
+                if ('served_version' in m.custom_properties) == baseline]
+
+    def trained_model(self) -> Optional[metadata_store_pb2.Artifact]:
+        models = self._models(baseline=False)
+        return models[0] if models else None
+
+    def baseline_model(self) -> Optional[metadata_store_pb2.Artifact]:
+        models = self._models(baseline=True)
+        return models[0] if models else None
+
 
 def custom_property(artifact: metadata_store_pb2.Artifact, key: str):
     """The value of a custom property whatever its type, or None when it is absent."""
@@ -88,14 +102,14 @@ def format_summary(summary: RunSummary) -> str:
     gate = summary.states.get('AnomalyGate')
     lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
                                     f'gate did not pass ({gate})'))
-    for model in summary.outputs.get('Model', []):
-        served = _custom(model, 'served_version')  # set on the baseline only, not the candidate
-        if served is not None:
-            lines.append('  baseline: ' + ('none (nothing served yet)' if served < 0 else
-                                           f'served version {served}'))
-        else:
-            lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
-                _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
+    model, baseline = summary.trained_model(), summary.baseline_model()
+    if model is not None:
+        lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
+            _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
+    if baseline is not None:
+        served = _custom(baseline, 'served_version')
+        lines.append('  baseline: ' + ('none (nothing served yet)' if served < 0 else
+                                       f'served version {served}'))
     for blessing in summary.outputs.get('ModelBlessing', []):
         lines.append(f'  blessed: {"yes" if _custom(blessing, "blessed") else "no"}')
     for pushed in summary.outputs.get('PushedModel', []):

@@ -58,7 +58,7 @@ def test_every_component_runs_and_the_bad_row_is_quarantined(runs):
 
 def test_the_exported_mlp_serves_serialized_rows(runs):
     _, first, _ = runs
-    (model,) = first.outputs['Model']
+    model = first.trained_model()
     loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))
     assert set(loaded.signatures) == {'serving_default'}
     (examples,) = first.outputs['Examples']

@@ -32,9 +32,9 @@ def first_and_second_run(tmp_path_factory):
 
 
 def _only(summary, type_name):
+    if type_name == 'Model':  # the trained candidate, not the baseline model
+        return summary.trained_model()
     artifacts = summary.outputs[type_name]
-    if type_name == 'Model':  # the trained candidate, not the baseline (which has served_version)
-        artifacts = [a for a in artifacts if 'served_version' not in a.custom_properties]
     assert len(artifacts) == 1, (type_name, artifacts)
     return artifacts[0]
 
@@ -88,8 +88,7 @@ def test_blessing_written_and_model_pushed_to_serving(first_and_second_run):
     pushed = _only(first, 'PushedModel')
     assert pushed.custom_properties['pushed'].int_value == 1
     # Nothing was served before the first run: the Evaluator ran without a baseline.
-    baselines = [m for m in first.outputs['Model'] if 'served_version' in m.custom_properties]
-    assert [b.custom_properties['served_version'].int_value for b in baselines] == [-1]
+    assert first.baseline_model().custom_properties['served_version'].int_value == -1
     assert 'baseline: none' in summary_lib.format_summary(first)
 
 
@@ -119,8 +118,7 @@ def test_new_class_with_other_image_size_stops_the_run_before_training(tmp_path)
 
 
 def _served_baseline(summary):
-    [baseline] = [m for m in summary.outputs['Model'] if 'served_version' in m.custom_properties]
-    return baseline.custom_properties['served_version'].int_value
+    return summary.baseline_model().custom_properties['served_version'].int_value
 
 
 def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_worse(
@@ -131,9 +129,9 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
     copy_digits(cfg.ingest.data_dir, classes=('0', '1', '2'), per_class=40)  # 10 new per class
 
     # New data: new ingestion and training (warm-started from production), evaluated against it.
-    third = _run(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, warm_start=True)))
+    third = run_pipeline(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, warm_start=True)))
     assert third.states['ImageExampleGen'] == third.states['ImageTrainer'] == 'COMPLETE'
-    [trained] = [m for m in third.outputs['Model'] if 'warm_start_version' in m.custom_properties]
+    trained = third.trained_model()
     assert trained.custom_properties['warm_start_version'].double_value == int(production)
     assert _only(third, 'Examples').custom_properties['num_found'].int_value == 120
     assert _served_baseline(third) == int(production)
@@ -146,7 +144,7 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
     # A worse model (one training step) with no regression allowed: evaluated, not pushed.
     worse = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, train_steps=1),
                                 eval=dataclasses.replace(cfg.eval, max_regression=0.0))
-    fourth = _run(worse)
+    fourth = run_pipeline(worse)
     assert fourth.states['ImageExampleGen'] == 'CACHED'  # same data: no new ingestion
     assert fourth.states['ImageTrainer'] == 'COMPLETE'   # changed config: trained again
     assert _served_baseline(fourth) == int(newest)
