@@ -12,6 +12,7 @@ import sys
 
 from components.trainer.choices import POLICIES
 from pipeline import config as config_lib
+from pipeline import presets
 
 _TRAIN_FLAGS = {'steps': 'train_steps', 'batch_size': 'global_batch_size',
                 'accumulation_steps': 'accumulation_steps', 'mixed_precision': 'mixed_precision',
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     add('--output', default=None, help='--local: run folder for pipeline_root/, metadata.sqlite, '
         'serving/ and report.html (default: runs/default); --kubeflow: compiled file '
         '(default: pipeline.json)')
-    add('--config', choices=config_lib.CONFIG_NAMES, default='default', help='settings to start '
+    add('--config', choices=presets.CONFIG_NAMES, default='default', help='settings to start '
         'from; smoke = a few steps, in-process Beam, no accuracy bar (default: %(default)s)')
     add('--steps', type=int, help=f'training steps (default: {train.train_steps})')
     add('--batch-size', type=int, help='global batch size over all replicas, one micro-batch '
@@ -71,7 +72,7 @@ def build_configs(args):
     if args.kubeflow and not (args.image and args.pipeline_root):
         raise ValueError('--kubeflow needs --image and --pipeline-root')
     output = args.pipeline_root if args.kubeflow else args.output or 'runs/default'
-    config = config_lib.from_command_line(
+    config = presets.from_command_line(
         args.config, args.source, args.data, output, args.schema,
         {field: getattr(args, flag) for flag, field in _TRAIN_FLAGS.items()
          if getattr(args, flag) is not None},

@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from pipeline import config
+from pipeline import config, presets
 
 
 def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
@@ -33,7 +33,7 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
     (lambda: config.TrainConfig(model_builder='build_model'), 'model_builder'),
     (lambda: config.EvalConfig(min_accuracy=1.5), 'min_accuracy'),
     (lambda: config.PushConfig(keep_versions=0), 'keep_versions'),
-    (lambda: config.named_config('large', '/data', '/out'), 'config must be one of'),
+    (lambda: presets.named_config('large', '/data', '/out'), 'config must be one of'),
     (lambda: config.PipelineConfig(name='has space'), 'name'),
     (lambda: config.PipelineConfig(schema_path='/no/such/schema.pbtxt'), 'schema'),
 ])
@@ -56,13 +56,13 @@ def test_smoke_variant_is_small_and_in_process(tmp_path):
 
 
 def test_the_source_chooses_data_schema_and_model_builder(tmp_path):
-    images = config.named_config('default', config.DEFAULT_DATA, str(tmp_path))
-    table = config.named_config('default', config.DEFAULT_CSV_DATA, str(tmp_path), source='csv')
+    images = presets.named_config('default', config.DEFAULT_DATA, str(tmp_path))
+    table = presets.named_config('default', config.DEFAULT_CSV_DATA, str(tmp_path), source='csv')
     assert images.model_builder == 'models.resnet.build_model'
     assert table.model_builder == 'models.mlp.build_model'
     assert table.ingest.source == 'csv'
-    assert config.default_schema('csv', config.DEFAULT_CSV_DATA) == config.WINE_SCHEMA
-    assert config.default_schema('images', config.DEFAULT_DATA) == config.DIGITS_SCHEMA
-    assert config.default_schema('csv', str(tmp_path)) is None
+    assert presets.default_schema('csv', config.DEFAULT_CSV_DATA) == config.WINE_SCHEMA
+    assert presets.default_schema('images', config.DEFAULT_DATA) == config.DIGITS_SCHEMA
+    assert presets.default_schema('csv', str(tmp_path)) is None
     mine = dataclasses.replace(table, train=config.TrainConfig(model_builder='my.models.build'))
     assert mine.model_builder == 'my.models.build'
