@@ -22,3 +22,12 @@ def run_pipeline(cfg):
     from pipeline import summary as summary_lib
     tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(cfg))
     return summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
+
+
+def smoke_sample_config(base: str):
+    """The e2e tests' sample: 3 classes x 30 digits under base/data, the smoke config writing to
+    base/out, validated against the curated digits schema."""
+    from pipeline import config as config_lib
+    data = copy_digits(os.path.join(base, 'data'))
+    return config_lib.smoke_config(data, os.path.join(base, 'out'),
+                                   schema_path=config_lib.DIGITS_SCHEMA)

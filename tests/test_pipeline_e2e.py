@@ -16,7 +16,7 @@ from components.gate.executor import DataAnomaliesError
 from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 
-from helpers import copy_digits, run_pipeline
+from helpers import copy_digits, run_pipeline, smoke_sample_config
 
 pytestmark = pytest.mark.e2e
 
@@ -24,8 +24,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope='module')
 def first_and_second_run(tmp_path_factory):
     base = tmp_path_factory.mktemp('e2e')
-    data = copy_digits(str(base / 'data'), classes=('0', '1', '2'), per_class=30)
-    cfg = config_lib.smoke_config(data, str(base / 'out'), schema_path=config_lib.DIGITS_SCHEMA)
+    cfg = smoke_sample_config(str(base))
     first = run_pipeline(cfg)
     second = run_pipeline(cfg)
     return cfg, first, second

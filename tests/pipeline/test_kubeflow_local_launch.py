@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from pipeline import config as config_lib
 from pipeline import kubeflow
 
-from helpers import copy_digits
+from helpers import smoke_sample_config
 import kfp_launcher
 
 pytestmark = pytest.mark.e2e
@@ -23,8 +23,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp('kfp_launch')
-    data = copy_digits(str(base / 'data'), classes=('0', '1', '2'), per_class=30)
-    cfg = config_lib.smoke_config(data, str(base / 'out'), schema_path=config_lib.DIGITS_SCHEMA)
+    cfg = smoke_sample_config(str(base))
     # The "image" is this checkout: its paths stay as they are.
     kf = config_lib.KubeflowConfig(image='local', output_file=str(base / 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
