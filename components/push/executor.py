@@ -37,7 +37,9 @@ class Executor(stock_executor.Executor):
         destination = pusher_pb2.PushDestination()
         proto_utils.json_to_proto(exec_properties[specs.PUSH_DESTINATION_KEY], destination)
         if destination.WhichOneof('destination') != 'filesystem':
-            raise NotImplementedError('Only a filesystem push destination is supported.')
+            # Versions, atomic renames and retention are file-system notions; say so plainly.
+            raise ValueError('This Pusher writes versioned folders: give a filesystem push '
+                             f'destination, got {destination.WhichOneof("destination")!r}')
         custom_config = json.loads(exec_properties.get(specs.CUSTOM_CONFIG_KEY) or 'null') or {}
         keep = int(custom_config.get(KEEP_VERSIONS_KEY, 5))
 

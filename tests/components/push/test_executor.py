@@ -7,6 +7,7 @@ import json
 import os
 import time
 
+import pytest
 from tfx.components.pusher import executor as stock_executor
 from tfx.proto import pusher_pb2
 from tfx.types import standard_artifacts
@@ -89,3 +90,14 @@ def test_a_new_model_gets_the_next_version_and_retention_applies(tmp_path):
                        tmp_path / f'pushed-{i}', keep=2)
     assert pushed.get_string_custom_property('pushed_version') == '3'
     assert versions.list_versions(str(serving)) == [2, 3]
+
+
+def test_a_non_filesystem_destination_is_refused_with_a_clear_error(tmp_path):
+    pushed = standard_artifacts.PushedModel()
+    pushed.uri = str(tmp_path / 'out')
+    destination = pusher_pb2.PushDestination()  # no filesystem destination set
+    with pytest.raises(ValueError, match='give a filesystem push destination, got None'):
+        push_executor.Executor().Do(_artifacts(tmp_path), {specs.PUSHED_MODEL_KEY: [pushed]}, {
+            specs.PUSH_DESTINATION_KEY: proto_utils.proto_to_json(destination),
+            specs.CUSTOM_CONFIG_KEY: 'null'})
+    assert not os.path.exists(tmp_path / 'serving')
