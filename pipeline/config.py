@@ -56,6 +56,7 @@ class IngestConfig:
     label_column: str = 'label'      # csv: the column holding the class
     # csv: (column, 'numeric' | 'categorical') pairs; columns not given are inferred
     feature_types: Tuple[Tuple[str, str], ...] = ()
+    drop_columns: Tuple[str, ...] = ()   # csv: columns that are neither features nor label
 
     def __post_init__(self):
         _check(self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}')
@@ -72,12 +73,17 @@ class IngestConfig:
         _check(all(t in ('numeric', 'categorical') for _, t in self.feature_types),
                f'feature_types must map columns to numeric|categorical, got {self.feature_types}')
         _check(bool(self.split_key), 'split_key must not be empty')
+        _check(self.label_column not in self.drop_columns,
+               f'label_column {self.label_column!r} cannot be in drop_columns')
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     model_builder: Optional[str] = None  # import path; None: the source's (SOURCE_DEFAULTS)
-    image_shape: Tuple[int, int, int] = (8, 8, 1)
+    # The model's input. None = from the data: the most common (height, width) of the valid
+    # train images, and 3 channels when any valid image is colour, else 1.
+    image_size: Optional[Tuple[int, int]] = None
+    channels: Optional[int] = None
     train_steps: int = 400           # optimizer updates (ignored when train_epochs > 0)
     train_epochs: float = 0.0        # > 0: train this many passes over the train split instead
     global_batch_size: int = 64      # one micro-batch over all replicas
@@ -93,8 +99,10 @@ class TrainConfig:
     warm_start: bool = False         # start from the served model's weights when shapes match
 
     def __post_init__(self):
-        _check(len(self.image_shape) == 3 and all(d >= 1 for d in self.image_shape),
-               f'image_shape must be (height, width, channels) >= 1, got {self.image_shape}')
+        _check(self.image_size is None or (len(self.image_size) == 2
+                                           and min(self.image_size) >= 1),
+               f'image_size must be (height, width) >= 1, got {self.image_size}')
+        _check(self.channels in (None, 1, 3), f'channels must be 1 or 3, got {self.channels}')
         _check(self.train_steps >= 1, f'train_steps must be >= 1, got {self.train_steps}')
         _check(self.global_batch_size >= 1,
                f'global_batch_size must be >= 1, got {self.global_batch_size}')
@@ -118,12 +126,16 @@ class TrainConfig:
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
     min_accuracy: float = 0.90      # absolute bar a model must clear to be blessed
-    max_regression: float = 0.0     # how much accuracy may drop against the last blessed model
+    max_regression: float = 0.0     # how much accuracy may drop against the served model
+    # Opt-in bar for every class's accuracy (the label_name slices); None = no per-class bar.
+    min_class_accuracy: Optional[float] = None
 
     def __post_init__(self):
         _check(0.0 <= self.min_accuracy <= 1.0, f'min_accuracy must be in [0, 1], got {self.min_accuracy}')
         _check(0.0 <= self.max_regression <= 1.0,
                f'max_regression must be in [0, 1], got {self.max_regression}')
+        _check(self.min_class_accuracy is None or 0.0 <= self.min_class_accuracy <= 1.0,
+               f'min_class_accuracy must be in [0, 1], got {self.min_class_accuracy}')
 
 
 @dataclasses.dataclass(frozen=True)
