@@ -1,63 +1,69 @@
 """Entry point: runs the pipeline locally, or compiles (and schedules) it for Kubeflow Pipelines.
 
-    python runner.py --local [--data DIR] [--output DIR] [--config NAME] [--steps N] ...
+    python runner.py --local [--data DIR] [--output DIR] [--config-file FILE] [--steps N] ...
     python runner.py --kubeflow --image IMAGE --pipeline-root URI [--output FILE]
                      [--endpoint URL --schedule "CRON" [--experiment NAME]]
 
-This is the only module that defines command-line flags; pipeline/config.py turns them into
-validated configs, and pipeline/local.py or pipeline/kubeflow.py run the one pipeline factory.
+This is the only module that defines command-line flags; pipeline/presets.py turns them (over a
+TOML config file) into validated configs, and pipeline/local.py or pipeline/kubeflow.py run the
+one pipeline factory.
 """
 import argparse
+import shlex
 import sys
 
 from components.trainer.choices import POLICIES
 from pipeline import config as config_lib
 from pipeline import presets
 
-_TRAIN_FLAGS = {'steps': 'train_steps', 'batch_size': 'global_batch_size',
-                'accumulation_steps': 'accumulation_steps', 'mixed_precision': 'mixed_precision',
-                'warm_start': 'warm_start'}
-
-
 def build_parser() -> argparse.ArgumentParser:
-    train = config_lib.TrainConfig
-    parser = argparse.ArgumentParser(
-        description='Image-classification TFX pipeline: ingest, validate, train, evaluate, push.')
+    t, kf = config_lib.TrainConfig, config_lib.KubeflowConfig
+    parser = argparse.ArgumentParser(description='Image and CSV classification TFX pipeline: '
+                                     'ingest, validate, train, evaluate, push.')
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument('--local', action='store_true',
-                      help='run the pipeline on this machine with LocalDagRunner')
+    mode.add_argument('--local', action='store_true', help='run on this machine (LocalDagRunner)')
     mode.add_argument('--kubeflow', action='store_true',
-                      help='compile the pipeline for Kubeflow Pipelines (and schedule it)')
+                      help='compile for Kubeflow Pipelines (and schedule it)')
     add = parser.add_argument
-    add('--source', choices=config_lib.SOURCES, default='images', help='images: one sub-folder '
-        'per class; csv: CSV files with a label column (default: %(default)s)')
-    add('--data', help='input base (a URI for Kubeflow); default: the embedded digits, or the '
-        'embedded wine table for --source csv')
-    add('--output', default=None, help='--local: run folder for pipeline_root/, metadata.sqlite, '
-        'serving/ and report.html (default: runs/default); --kubeflow: compiled file '
-        '(default: pipeline.json)')
+    add('--config-file', metavar='FILE', help='TOML settings whose tables mirror the config '
+        '(see config.example.toml); flags override it')
     add('--config', choices=presets.CONFIG_NAMES, default='default', help='settings to start '
         'from; smoke = a few steps, in-process Beam, no accuracy bar (default: %(default)s)')
-    add('--steps', type=int, help=f'training steps (default: {train.train_steps})')
-    add('--batch-size', type=int, help='global batch size over all replicas, one micro-batch '
-        f'(default: {train.global_batch_size})')
+    add('--source', choices=config_lib.SOURCES, help='images: one sub-folder per class; csv: CSV '
+        'files with a header and a label column (default: images)')
+    add('--data', help='input base (a URI for Kubeflow); default: the embedded digits, or the '
+        'embedded wine table for --source csv')
+    add('--output', help='--local: run folder (default: runs/default); --kubeflow: compiled '
+        'file (default: pipeline.json)')
+    add('--label-column', metavar='NAME', help='csv: the column holding the class (default: label)')
+    add('--max-rejected-fraction', type=float, metavar='F', help='stop when more than this share '
+        'of records is rejected (default: %s)' % config_lib.IngestConfig.max_rejected_fraction)
+    add('--schema', help='curated schema file, or "infer" (default: curated for embedded data)')
+    add('--model', metavar='IMPORT.PATH', help='model builder (input_shape, num_classes) -> '
+        'keras.Model (default: models.resnet.build_model; csv: models.mlp.build_model)')
+    add('--image-size', type=presets.parse_size, metavar='HxW', help='model input size '
+        '(default: the most common size among the train images)')
+    add('--channels', type=int, choices=(1, 3), help='model input channels (default: 3 when any '
+        'image is colour, else 1)')
+    add('--steps', type=int, help=f'training steps, optimizer updates (default: {t.train_steps})')
+    add('--epochs', type=float, help='passes over the train split instead of --steps')
+    add('--batch-size', type=int, help=f'global batch over all replicas (default: '
+        f'{t.global_batch_size})')
     add('--accumulation-steps', type=int, help='micro-batches per optimizer update (default: 1)')
+    add('--learning-rate', type=float, help=f'peak learning rate (default: {t.learning_rate})')
     add('--mixed-precision', choices=POLICIES, help='auto = mixed_float16 on GPU, mixed_bfloat16 '
         'on a bf16 CPU, else float32 (default: auto)')
     add('--warm-start', action='store_true', default=None,
-        help='start training from the served model\'s weights (when the shapes match)')
-    add('--schema', help='curated schema file to validate against, or "infer" to infer one '
-        '(default: the curated schema for embedded data, else infer)')
-    add('--beam-args', help='Beam pipeline args as one quoted string, e.g. '
-        '--beam-args="--direct_num_workers=1" (default: "%s")'
-        % ' '.join(config_lib.PipelineConfig.beam_args))
+        help='start from the served model\'s weights (when the shapes match)')
+    add('--min-accuracy', type=float, help='overall eval accuracy needed to push (default: %s)'
+        % config_lib.EvalConfig.min_accuracy)
+    add('--beam-args', type=shlex.split, help='Beam pipeline args as one quoted string, e.g. '
+        '--beam-args="--direct_num_workers=1"')
     add('--no-cache', action='store_true', help='re-run every component')
-    add('--verbose', action='store_true', help='also log TFX\'s full execution and artifact dumps')
+    add('--verbose', action='store_true', help='stream the full log to the console too')
     add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
     add('--image', help='container image of every task (see Dockerfile)')
-    add('--pipeline-root', help='run root the cluster writes (gs://...): artifacts under '
-        'pipeline_root/, pushed models under serving/')
-    kf = config_lib.KubeflowConfig
+    add('--pipeline-root', help='run root the cluster writes (gs://...)')
     add('--trainer-cpu', type=float, default=kf.trainer_cpu, help='%(default)s cores')
     add('--trainer-memory', type=float, default=kf.trainer_memory_gb, help='%(default)s GB')
     add('--trainer-gpus', type=int, default=kf.trainer_gpus, help='%(default)s GPUs')
@@ -71,12 +77,11 @@ def build_configs(args):
     """(PipelineConfig, KubeflowConfig or None); ValueError with a message on bad values."""
     if args.kubeflow and not (args.image and args.pipeline_root):
         raise ValueError('--kubeflow needs --image and --pipeline-root')
-    output = args.pipeline_root if args.kubeflow else args.output or 'runs/default'
-    config = presets.from_command_line(
-        args.config, args.source, args.data, output, args.schema,
-        {field: getattr(args, flag) for flag, field in _TRAIN_FLAGS.items()
-         if getattr(args, flag) is not None},
-        args.beam_args, enable_cache=not args.no_cache)
+    given = {dest: getattr(args, dest) for dest in presets.FLAG_FIELDS
+             if getattr(args, dest) is not None}
+    if args.kubeflow:  # there --output names the compiled file; the run root is the cluster's
+        given['output'] = args.pipeline_root
+    config = presets.from_flags(args.config, args.config_file, given, args.no_cache)
     if not args.kubeflow:
         return config, None
     return config, config_lib.KubeflowConfig(

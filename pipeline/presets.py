@@ -1,18 +1,30 @@
-"""From runner.py's flags to a PipelineConfig: named presets, then each flag that was given.
+"""From runner.py's flags to a PipelineConfig: a named preset, the config file, then the flags.
 
 runner.py only defines flags; this module decides what they mean (which data and schema are the
-defaults for a source, how a shorter run shortens its warm-up), so the rules are tested without
-a command line.
+defaults for a source, how a shorter run shortens its warm-up, what wins over what), so the rules
+are tested without a command line.
 """
-import dataclasses
+import argparse
 import os
-import shlex
-from typing import Optional
+import re
+from typing import Any, Dict, Optional, Tuple
 
+from pipeline import config_file as config_file_lib
 from pipeline.config import (SOURCE_DEFAULTS, IngestConfig, PipelineConfig, _absolute, _check,
                              default_config, is_uri, smoke_config)
 
 CONFIG_NAMES = ('default', 'smoke')
+# runner.py's flags that set one config field each: flag dest -> field path (config_file.py).
+FLAG_FIELDS = {
+    'source': 'ingest.source', 'data': 'ingest.data_dir', 'output': 'output_dir',
+    'schema': 'schema_path', 'label_column': 'ingest.label_column',
+    'max_rejected_fraction': 'ingest.max_rejected_fraction', 'model': 'train.model_builder',
+    'image_size': 'train.image_size', 'channels': 'train.channels',
+    'steps': 'train.train_steps', 'epochs': 'train.train_epochs',
+    'batch_size': 'train.global_batch_size', 'accumulation_steps': 'train.accumulation_steps',
+    'learning_rate': 'train.learning_rate', 'mixed_precision': 'train.mixed_precision',
+    'warm_start': 'train.warm_start', 'min_accuracy': 'eval.min_accuracy',
+    'beam_args': 'beam_args'}
 
 
 def default_schema(source: str, data_dir: str) -> Optional[str]:
@@ -31,33 +43,55 @@ def named_config(name: str, data_dir: str, output_dir: str,
                           ingest=IngestConfig(data_dir=data_dir, source=source))
 
 
-def from_command_line(name: str, source: str, data_dir: Optional[str], output_dir: str,
-                      schema: Optional[str], train_overrides: dict, beam_args: Optional[str],
-                      enable_cache: bool) -> PipelineConfig:
-    """The config for runner.py's flags: named settings, then each flag that was given.
+def parse_size(text: str) -> Tuple[int, int]:
+    """'28x28' (or '28×28', '28,28') as (height, width); argparse shows the message as is."""
+    parts = re.split(r'[x×,]', text.strip().lower())
+    if len(parts) != 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f'expected HEIGHTxWIDTH, e.g. 28x28, got {text!r}')
+    return int(parts[0]), int(parts[1])
 
-    data_dir None means the source's embedded data. schema None means the source's curated
-    schema for its embedded data and inference for any other data; 'infer' always infers.
-    train_overrides holds only the TrainConfig fields whose flags were given; a shorter run
-    keeps its warm-up shorter than itself.
+
+def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, Any],
+                      names: Dict[str, str]) -> PipelineConfig:
+    """The config for runner.py: a named preset, then the config file, then the flags given.
+
+    `flags` are overrides by field path (see config_file.py) for the flags that were given;
+    `names` says which flag set each, so errors name the flag. Data, source and schema
+    depend on each other: data_dir None means the source's embedded data; schema_path None
+    means the source's curated schema for its embedded data and inference for any other data,
+    and 'infer' always infers. A shorter run keeps its warm-up shorter than itself, and
+    --steps given on the command line wins over epochs from the file.
     """
+    overrides = config_file_lib.read(config_file) if config_file else {}
+    names = dict({k: f'{config_file}: {config_file_lib.display_name(k)}' for k in overrides},
+                 **names)
+    if 'train.train_steps' in flags and 'train.train_epochs' not in flags:
+        overrides['train.train_epochs'] = 0.0
+    overrides.update(config_file_lib.typed(flags, names))
+    source = overrides.pop('ingest.source', 'images')
     _check(source in SOURCE_DEFAULTS, f'source must be one of {tuple(SOURCE_DEFAULTS)}')
-    data = _absolute(data_dir or SOURCE_DEFAULTS[source][0])
+    data = _absolute(overrides.pop('ingest.data_dir', None) or SOURCE_DEFAULTS[source][0])
     if not is_uri(data) and not os.path.isdir(data):
         raise ValueError(f'--data folder does not exist: {data}')
+    output = overrides.pop('output_dir', None) or os.path.join('runs', 'default')
+    if not is_uri(output) and os.path.exists(output) and not os.path.isdir(output):
+        raise ValueError(f'--output names a file, not a folder: {output}')
+    schema = overrides.pop('schema_path', None)
     if schema is None:
         schema = None if is_uri(data) else default_schema(source, data)
-    elif schema == 'infer':
-        schema = None
-    else:
-        schema = _absolute(schema)
-    base = named_config(name, data, output_dir, source)
-    train = dict(train_overrides)
-    if 'train_steps' in train:
-        train.setdefault('warmup_steps', max(0, min(base.train.warmup_steps,
-                                                    train['train_steps'] - 1)))
-    overrides = dict(schema_path=schema, train=dataclasses.replace(base.train, **train),
-                     enable_cache=enable_cache)
-    if beam_args is not None:
-        overrides['beam_args'] = tuple(shlex.split(beam_args))
-    return dataclasses.replace(base, **overrides)
+    overrides['schema_path'] = None if schema == 'infer' else schema and _absolute(schema)
+    base = named_config(name, data, output, source)
+    if 'train.train_steps' in overrides:
+        overrides.setdefault('train.warmup_steps', max(0, min(
+            base.train.warmup_steps, overrides['train.train_steps'] - 1)))
+    return config_file_lib.apply(base, overrides, names)
+
+
+def from_flags(name: str, config_file: Optional[str], given: Dict[str, Any],
+               no_cache: bool = False) -> PipelineConfig:
+    """from_command_line for runner.py's given flags (dest -> value, FLAG_FIELDS' dests)."""
+    flags = {FLAG_FIELDS[dest]: value for dest, value in given.items()}
+    if no_cache:
+        flags['enable_cache'] = False
+    names = {FLAG_FIELDS[dest]: '--' + dest.replace('_', '-') for dest in given}
+    return from_command_line(name, config_file, flags, names)

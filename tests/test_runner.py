@@ -40,17 +40,42 @@ def test_missing_data_folder_is_a_clear_error_without_traceback(tmp_path):
 
 
 @pytest.mark.parametrize('flags, message', [
-    (['--steps', '0'], 'train_steps must be >= 1'),
+    (['--steps', '0'], '--steps must be >= 1'),
     (['--config', 'large'], "argument --config: invalid choice: 'large'"),
     (['--batch-size', 'many'], "argument --batch-size: invalid int value: 'many'"),
-    (['--batch-size', '0'], 'global_batch_size must be >= 1'),
-    (['--accumulation-steps', '0'], 'accumulation_steps must be >= 1'),
+    (['--batch-size', '0'], '--batch-size must be >= 1'),
+    (['--accumulation-steps', '0'], '--accumulation-steps must be >= 1'),
+    (['--learning-rate', '0'], '--learning-rate must be > 0'),
+    (['--min-accuracy', '1.5'], '--min-accuracy must be in [0, 1]'),
+    (['--max-rejected-fraction', '1'], '--max-rejected-fraction must be in [0, 1)'),
+    (['--model', 'build'], '--model must be an import path'),
+    (['--image-size', '28'], 'argument --image-size: expected HEIGHTxWIDTH'),
+    (['--channels', '2'], 'argument --channels: invalid choice'),
+    (['--config-file', '/no/such.toml'], '--config-file /no/such.toml: No such file'),
     (['--mixed-precision', 'float16'], "argument --mixed-precision: invalid choice"),
 ])
 def test_bad_values_are_clear_errors_before_anything_runs(tmp_path, flags, message):
     result = _cli('--local', *flags, '--output', str(tmp_path / 'o'))
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert 'Traceback' not in result.stderr and not os.path.exists(tmp_path / 'o')
+
+
+def test_output_naming_a_file_is_a_one_line_error(tmp_path):
+    (tmp_path / 'taken').write_text('x')
+    result = _cli('--local', '--output', str(tmp_path / 'taken'))
+    assert result.returncode == 2 and 'Traceback' not in result.stderr
+    assert result.stderr.strip() == f'error: --output names a file, not a folder: {tmp_path}/taken'
+
+
+def test_what_users_change_has_a_flag(tmp_path):
+    cfg, _ = _configs('--local', '--output', str(tmp_path), '--source', 'csv', '--epochs', '3',
+                      '--learning-rate', '0.01', '--image-size', '28x32', '--channels', '3',
+                      '--model', 'my.models.build', '--label-column', 'species',
+                      '--min-accuracy', '0.8', '--max-rejected-fraction', '0.1')
+    assert cfg.train.train_epochs == 3.0 and cfg.train.learning_rate == 0.01
+    assert cfg.train.image_size == (28, 32) and cfg.train.channels == 3
+    assert cfg.model_builder == 'my.models.build' and cfg.ingest.label_column == 'species'
+    assert cfg.eval.min_accuracy == 0.8 and cfg.ingest.max_rejected_fraction == 0.1
 
 
 def test_default_data_uses_the_curated_schema_and_other_data_infers(tmp_path):

@@ -1,0 +1,114 @@
+"""Unit tests: the TOML config file mirrors the typed config, and flags override it."""
+import os
+
+import pytest
+
+from pipeline import config, config_file, presets
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _write(tmp_path, text, name='settings.toml'):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _build(config_path=None, **flags):
+    given = {dest: value for dest, value in flags.items()}
+    return presets.from_flags('default', config_path, given)
+
+
+def test_the_committed_example_is_valid_and_keeps_the_defaults(tmp_path):
+    cfg = _build(os.path.join(REPO, 'config.example.toml'), output=str(tmp_path))
+    assert cfg.train == config.TrainConfig() and cfg.eval == config.EvalConfig()
+    assert cfg.ingest.source == 'images' and cfg.ingest.data_dir == config.DEFAULT_DATA
+
+
+def test_every_table_reaches_the_config_with_types_and_relative_paths(tmp_path):
+    (tmp_path / 'rows').mkdir()
+    path = _write(tmp_path, '''
+output_dir = "out"
+schema_path = "infer"
+beam_args = ["--direct_num_workers=1"]
+[ingest]
+source = "csv"
+data_dir = "rows"
+label_column = "species"
+drop_columns = ["id"]
+feature_types = { zip = "categorical" }
+[train]
+image_size = [28, 32]
+channels = 3
+train_epochs = 2
+learning_rate = 1e-3
+[eval]
+min_accuracy = 1
+min_class_accuracy = 0.5
+[push]
+keep_versions = 2
+''')
+    cfg = _build(path)
+    assert cfg.output_dir == str(tmp_path / 'out') and cfg.schema_path is None
+    assert cfg.ingest.data_dir == str(tmp_path / 'rows') and cfg.ingest.source == 'csv'
+    assert cfg.ingest.drop_columns == ('id',) and cfg.ingest.label_column == 'species'
+    assert cfg.ingest.feature_types == (('zip', 'categorical'),)
+    assert cfg.train.image_size == (28, 32) and cfg.train.channels == 3
+    assert cfg.train.train_epochs == 2.0 and isinstance(cfg.train.train_epochs, float)
+    assert cfg.eval.min_accuracy == 1.0 and cfg.eval.min_class_accuracy == 0.5
+    assert cfg.push.keep_versions == 2 and cfg.beam_args == ('--direct_num_workers=1',)
+    assert cfg.model_builder == 'models.mlp.build_model'
+
+
+def test_flags_override_the_file_and_steps_on_the_command_line_beat_epochs_in_it(tmp_path):
+    path = _write(tmp_path, '[train]\ntrain_epochs = 4\nlearning_rate = 0.1\n'
+                            'global_batch_size = 32\n')
+    cfg = _build(path, output=str(tmp_path), steps=50, learning_rate=0.2)
+    assert cfg.train.learning_rate == 0.2 and cfg.train.global_batch_size == 32
+    assert cfg.train.train_steps == 50 and cfg.train.train_epochs == 0.0
+    assert cfg.train.warmup_steps < 50
+
+
+@pytest.mark.parametrize('text, message', [
+    ('[train]\nstepz = 3\n', 'unknown key [train] stepz'),
+    ('[training]\ntrain_steps = 3\n', 'unknown table [training]'),
+    ('train_steps = 3\n', 'unknown key train_steps'),
+    ('[train]\ntrain_steps = "many"\n', '[train] train_steps must be an integer'),
+    ('[train]\ntrain_steps = 2.5\n', '[train] train_steps must be an integer'),
+    ('[train]\nwarm_start = 1\n', '[train] warm_start must be true or false'),
+    ('[train]\nimage_size = [28]\n', '[train] image_size must be a list of 2'),
+    ('[train]\ntrain_steps = 0\n', '[train] train_steps must be >= 1'),
+    ('[eval]\nmin_accuracy = 2.0\n', '[eval] min_accuracy must be in [0, 1]'),
+    ('[ingest\n', 'not valid TOML'),
+])
+def test_a_bad_file_is_an_error_naming_the_file_and_key(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(ValueError) as error:
+        _build(path, output=str(tmp_path))
+    assert message in str(error.value) and path in str(error.value)
+
+
+def test_a_flag_error_names_the_flag_not_the_field(tmp_path):
+    with pytest.raises(ValueError, match='^--steps must be >= 1, got 0$'):
+        _build(output=str(tmp_path), steps=0)
+    with pytest.raises(ValueError, match='^--batch-size must be >= 1'):
+        _build(output=str(tmp_path), batch_size=0)
+
+
+@pytest.mark.parametrize('text, size', [('28x28', (28, 28)), ('32×40', (32, 40)),
+                                        (' 8,16 ', (8, 16))])
+def test_image_size_is_height_by_width(text, size):
+    assert presets.parse_size(text) == size
+
+
+@pytest.mark.parametrize('text', ['28', '0x28', 'axb', '28x28x3'])
+def test_bad_image_sizes_are_refused(text):
+    with pytest.raises(Exception, match='expected HEIGHTxWIDTH'):
+        presets.parse_size(text)
+
+
+def test_coerce_follows_the_field_types():
+    assert config_file.coerce([['a', 'numeric']], config.IngestConfig.__annotations__[
+        'feature_types'], 'k') == (('a', 'numeric'),)
+    with pytest.raises(ValueError, match='k must be a number'):
+        config_file.coerce('x', float, 'k')
