@@ -16,6 +16,7 @@ from components.trainer.choices import POLICIES
 from pipeline import config as config_lib
 from pipeline import presets
 
+
 def build_parser() -> argparse.ArgumentParser:
     t, kf = config_lib.TrainConfig, config_lib.KubeflowConfig
     parser = argparse.ArgumentParser(description='Image and CSV classification TFX pipeline: '
