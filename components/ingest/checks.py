@@ -140,9 +140,11 @@ def check_counts(counts: Dict[str, int], output_dir: str, max_rejected_fraction:
         if written == 0:
             raise IngestionError(f'Nothing valid under {root}; every record was rejected '
                                  f'({format_counts(counts)}):\n{details}')
+        split = ', '.join(f'{s} {counts[f"written_{s}"]}' for s in features.SPLITS)
         raise IngestionError(
             f'Rejected {counts["rejected"]} of {counts["found"]} records ({fraction:.1%}), more '
-            f'than the allowed {max_rejected_fraction:.1%} ({format_counts(counts)}):\n{details}')
+            f'than the allowed {max_rejected_fraction:.1%} (written {written}: {split}). '
+            f'By reason:\n{details}')
     logging.warning('Ingestion rejected %d record(s), within the allowed %.1f%%:\n%s',
                     counts['rejected'], 100 * max_rejected_fraction,
                     format_rejections(counts, by_column or {}, samples,

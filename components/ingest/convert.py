@@ -144,16 +144,19 @@ class RowToExample(_Convert):
 
     def process(self, element: Tuple[str, str], class_names) -> Iterator:
         path, line = element
-        if not line.strip():
-            return  # blank lines are not records (as for every CSV reader)
+        if line.strip():  # blank lines are not records (as for every CSV reader)
+            rejection = self._convert(path, line, class_names)
+            if rejection is not None:
+                yield rejection
+
+    def _convert(self, path: str, line: str, class_names):
         opts = self._options
         relative = images.relative_path(path, opts.root)
         self._count('found')
         try:
             values, label = tabular.row_values(tabular.parse_line(line), opts.table)
         except records.BadRecord as error:
-            yield self._reject(relative, error, raw=line)
-            return
+            return self._reject(relative, error, raw=line)
         for column in self._numeric:
             if column not in values:
                 self._count(column, stats.MISSING_NAMESPACE)
@@ -167,3 +170,4 @@ class RowToExample(_Convert):
             key = tabular.parse_line(line)[opts.table.columns.index(opts.split_key)]
         if self._write(key, example) == 'train':  # normalisation uses the train split only
             self._moments = stats.add_row(self._moments, [values.get(c) for c in self._numeric])
+        return None
