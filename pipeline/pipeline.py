@@ -52,7 +52,8 @@ def create_components(config: PipelineConfig) -> List:
         num_shards=ingest.num_shards, compress=ingest.compress, split_key=ingest.split_key,
         max_rejected_fraction=ingest.max_rejected_fraction, image_size=ingest.image_size,
         image_storage=ingest.image_storage, channels=config.train.channels or 1,
-        label_column=ingest.label_column, feature_types=dict(ingest.feature_types))
+        label_column=ingest.label_column, feature_types=dict(ingest.feature_types),
+        drop_columns=ingest.drop_columns)
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
     if config.schema_path:
         schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)

@@ -7,8 +7,17 @@ pipeline and the exported serving graph both turn parsed Examples into model inp
 functions here, so training and serving preprocess identically.
 
 Model inputs: an image is a float32 [height, width, channels] tensor in [0, 1]. A table row is
-a dict: 'numeric' float32 [n] standardised values, and 'categorical' int64 [m] hash buckets
-(hashing needs no vocabulary, and a category first seen at serving time still maps somewhere).
+a dict: 'numeric' float32 [n + k] standardised values, then k missing-value indicators, and
+'categorical' int64 [m] hash buckets (hashing needs no vocabulary, and a category first seen at
+serving time still maps somewhere).
+
+Missing numeric values: ingestion leaves an empty value out of the Example. Parsing gives it NaN
+(so absent and present are told apart without a second feature), and it is imputed with the
+train split's mean of the non-empty values, i.e. 0 after standardising. Each numeric column that
+had an empty value in the train split (`InputSpec.missing`) adds one indicator, 1.0 where the
+value was missing, so the model can tell an imputed mean from a measured one. A column that was
+always present in training is still imputed when a serving request leaves it out, without an
+indicator (the model never learnt a weight for one).
 """
 import dataclasses
 import json
@@ -28,6 +37,7 @@ class InputSpec:
     channels: int = 0                   # image, raw storage: the stored channels
     numeric: Tuple[Tuple[str, float, float], ...] = ()   # tabular: (column, mean, std)
     categorical: Tuple[str, ...] = ()   # tabular: column names
+    missing: Tuple[str, ...] = ()       # tabular: numeric columns with a missing-value indicator
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -40,17 +50,21 @@ class InputSpec:
         data = json.loads(text)
         return cls(kind=data['kind'], storage=data['storage'], channels=data['channels'],
                    numeric=tuple(tuple(n) for n in data['numeric']),
-                   categorical=tuple(data['categorical']))
+                   categorical=tuple(data['categorical']),
+                   missing=tuple(data.get('missing', ())))  # absent in specs before indicators
 
 
 def tabular_spec(types: Tuple[Tuple[str, str], ...],
                  moments: Mapping[str, Mapping[str, float]]) -> InputSpec:
-    """The spec of a table: `types` is (column, 'numeric'|'categorical') in header order."""
+    """The spec of a table: `types` is (column, 'numeric'|'categorical') in header order;
+    `moments` per numeric column the train split's 'mean' and 'std' of the non-empty values and
+    'missing', the number of train rows with an empty value."""
+    numeric = [c for c, kind in types if kind == 'numeric']
     return InputSpec(
         kind='tabular',
-        numeric=tuple((c, moments[c]['mean'], moments[c]['std'])
-                      for c, kind in types if kind == 'numeric'),
-        categorical=tuple(c for c, kind in types if kind == 'categorical'))
+        numeric=tuple((c, moments[c]['mean'], moments[c]['std']) for c in numeric),
+        categorical=tuple(c for c, kind in types if kind == 'categorical'),
+        missing=tuple(c for c in numeric if moments[c].get('missing', 0) > 0))
 
 
 def builder_input_shape(spec: InputSpec, image_shape: Tuple[int, int, int]) -> Any:
@@ -60,7 +74,7 @@ def builder_input_shape(spec: InputSpec, image_shape: Tuple[int, int, int]) -> A
         return tuple(image_shape)
     shape = {}
     if spec.numeric:
-        shape['numeric'] = (len(spec.numeric),)
+        shape['numeric'] = (len(spec.numeric) + len(spec.missing),)
     if spec.categorical:
         shape['categorical'] = (len(spec.categorical),)
     return shape
@@ -93,7 +107,9 @@ def decode_parsed_image(parsed: Dict[str, tf.Tensor], spec: InputSpec,
 
 
 def tabular_parse_spec(spec: InputSpec) -> Dict[str, tf.io.FixedLenFeature]:
-    parse = {name: tf.io.FixedLenFeature([], tf.float32) for name, _, _ in spec.numeric}
+    # An absent numeric feature (an empty CSV value) parses as NaN: ingestion never writes NaN.
+    parse = {name: tf.io.FixedLenFeature([], tf.float32, default_value=float('nan'))
+             for name, _, _ in spec.numeric}
     parse.update({name: tf.io.FixedLenFeature([], tf.string) for name in spec.categorical})
     return parse
 
@@ -102,10 +118,16 @@ def tabular_inputs(parsed: Dict[str, tf.Tensor], spec: InputSpec) -> Dict[str, t
     """A batch of parsed rows as the model's input dict (see the module docstring)."""
     inputs = {}
     if spec.numeric:
+        names = [name for name, _, _ in spec.numeric]
         mean = tf.constant([m for _, m, _ in spec.numeric], tf.float32)
         std = tf.constant([s for _, _, s in spec.numeric], tf.float32)
-        values = tf.stack([parsed[name] for name, _, _ in spec.numeric], axis=-1)
-        inputs['numeric'] = (values - mean) / std
+        values = tf.stack([parsed[name] for name in names], axis=-1)
+        missing = tf.math.is_nan(values)
+        standardised = (tf.where(missing, mean, values) - mean) / std
+        flags = tf.gather(tf.cast(missing, tf.float32),
+                          tf.constant([names.index(c) for c in spec.missing], tf.int32),
+                          axis=-1)
+        inputs['numeric'] = tf.concat([standardised, flags], axis=-1)
     if spec.categorical:
         inputs['categorical'] = tf.stack(
             [tf.strings.to_hash_bucket_fast(parsed[name], CATEGORICAL_BUCKETS)

@@ -7,7 +7,8 @@ Two sources share everything after conversion: image folders (one file = one rec
 files (one line = one record). Every record found ends in exactly one place, a split's shard
 or the quarantine, and is counted (Beam metrics in the `ingest` namespace): `found`,
 `written_<split>`, `rejected` and `rejected_<reason>`, so `found == written + rejected` and the
-rejections by reason add up to `rejected`.
+rejections by reason add up to `rejected`. CSV columns have counters of their own (stats.py):
+empty numeric values, which are kept and imputed, and rejections by reason and column.
 """
 import dataclasses
 import json
@@ -125,7 +126,7 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
             | 'ToExample' >> beam.ParDo(
                 convert.RowToExample(options, temp_dir), beam.pvalue.AsSingleton(class_names),
             ).with_outputs(QUARANTINE_TAG, NUMERIC_TAG, main='parts'))
-        numeric = [c for c, kind in options.table.types if kind == tabular.NUMERIC]
+        numeric = tabular.numeric_columns(options.table)
         _ = (outputs[NUMERIC_TAG]
              | 'Moments' >> beam.CombineGlobally(stats.Moments(len(numeric)))
              | 'TableJson' >> beam.Map(

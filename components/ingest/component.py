@@ -18,11 +18,13 @@ Whether spans are used is decided when the pipeline is built, from the folders p
 The quarantine is a folder of the Examples artifact (`Quarantine/quarantine.jsonl`, named by
 the `quarantine_uri` property), not an artifact of its own: it is meaningful only next to the
 Examples it was split from, travels (and is garbage-collected) with them, and the stock
-components that read Examples ignore folders other than `Split-*`.
+components that read Examples ignore folders other than `Split-*`. When ingestion fails, TFX
+deletes the Examples folder, so the executor first copies the quarantine to
+`<pipeline_root>/ImageExampleGen/quarantine/<execution id>.jsonl` and the error names it.
 """
 import json
 import re
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
 from tfx.components.example_gen import driver
@@ -67,6 +69,7 @@ class ImageExampleGenSpec(ComponentSpec):
         'channels': ExecutionParameter(type=int),          # of resized / raw images
         'label_column': ExecutionParameter(type=str),      # csv
         'feature_types': ExecutionParameter(type=str),     # csv: JSON {column: type}; rest inferred
+        'drop_columns': ExecutionParameter(type=str),      # csv: JSON [column, ...] not features
     }
     INPUTS = {}
     OUTPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
@@ -84,6 +87,7 @@ class ImageExampleGen(FileBasedExampleGen):
                  image_size: Optional[Tuple[int, int]] = None, image_storage: str = 'encoded',
                  channels: int = 3, label_column: str = 'label',
                  feature_types: Optional[Dict[str, str]] = None,
+                 drop_columns: Sequence[str] = (),
                  range_config: Optional[range_config_pb2.RangeConfig] = None):
         if source not in _PATTERNS:
             raise ValueError(f'source must be one of {tuple(_PATTERNS)}, got {source!r}')
@@ -98,4 +102,5 @@ class ImageExampleGen(FileBasedExampleGen):
             image_size=json.dumps(list(image_size)) if image_size else '',
             image_storage=image_storage, channels=channels, label_column=label_column,
             feature_types=json.dumps(dict(sorted((feature_types or {}).items()))),
+            drop_columns=json.dumps(list(drop_columns)),
             examples=Channel(type=standard_artifacts.Examples)))

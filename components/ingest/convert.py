@@ -71,14 +71,17 @@ class _Convert(beam.DoFn):
     def finish_bundle(self) -> Iterator:
         yield from self._parts.finished()
 
-    def _count(self, name: str) -> None:
-        if name not in self._counters:
-            self._counters[name] = Metrics.counter(stats.METRICS_NAMESPACE, name)
-        self._counters[name].inc()
+    def _count(self, name: str, namespace: str = stats.METRICS_NAMESPACE) -> None:
+        if (namespace, name) not in self._counters:
+            self._counters[(namespace, name)] = Metrics.counter(namespace, name)
+        self._counters[(namespace, name)].inc()
 
     def _reject(self, source: str, error: records.BadRecord, raw: Optional[str] = None):
         self._count('rejected')
         self._count(f'rejected_{error.reason}')
+        if error.column is not None:
+            self._count(stats.rejected_column_key(error.reason, error.column),
+                        stats.REJECTED_COLUMN_NAMESPACE)
         return beam.pvalue.TaggedOutput(QUARANTINE_TAG, records.quarantine_line(source, error, raw))
 
     def _write(self, key: str, example: tf.train.Example) -> str:
@@ -125,12 +128,13 @@ class ImagesToExamples(_Convert):
 
 
 class RowToExample(_Convert):
-    """Converts one CSV line: writes its Example, or emits a quarantine line. Numeric values of
-    train rows are accumulated per bundle and emitted with the part files."""
+    """Converts one CSV line: writes its Example, or emits a quarantine line. Empty numeric
+    values are counted per column; numeric values of train rows are accumulated per bundle and
+    emitted with the part files."""
 
     def start_bundle(self):
         super().start_bundle()
-        self._numeric = [c for c, kind in self._options.table.types if kind == tabular.NUMERIC]
+        self._numeric = tabular.numeric_columns(self._options.table)
         self._moments = stats.empty_moments(len(self._numeric))
 
     def finish_bundle(self) -> Iterator:
@@ -140,16 +144,22 @@ class RowToExample(_Convert):
 
     def process(self, element: Tuple[str, str], class_names) -> Iterator:
         path, line = element
-        if not line.strip():
-            return  # blank lines are not records (as for every CSV reader)
+        if line.strip():  # blank lines are not records (as for every CSV reader)
+            rejection = self._convert(path, line, class_names)
+            if rejection is not None:
+                yield rejection
+
+    def _convert(self, path: str, line: str, class_names):
         opts = self._options
         relative = images.relative_path(path, opts.root)
         self._count('found')
         try:
             values, label = tabular.row_values(tabular.parse_line(line), opts.table)
         except records.BadRecord as error:
-            yield self._reject(relative, error, raw=line)
-            return
+            return self._reject(relative, error, raw=line)
+        for column in self._numeric:
+            if column not in values:
+                self._count(column, stats.MISSING_NAMESPACE)
         example = features.make_tabular_example(
             values, label=class_names.index(label), label_name=label, source_path=relative)
         if opts.split_key == 'source':
@@ -159,4 +169,5 @@ class RowToExample(_Convert):
         else:
             key = tabular.parse_line(line)[opts.table.columns.index(opts.split_key)]
         if self._write(key, example) == 'train':  # normalisation uses the train split only
-            self._moments = stats.add_row(self._moments, [values[c] for c in self._numeric])
+            self._moments = stats.add_row(self._moments, [values.get(c) for c in self._numeric])
+        return None

@@ -4,7 +4,9 @@ The Examples artifact it fills is the standard one (split names, payload and fil
 the stock StatisticsGen, Evaluator and our trainer read it without special cases. Custom
 properties add what the trainer needs (`class_names`, `input_spec`) and the counts. The counts
 (found, written, rejected, rejected by reason) are also set as execution properties and logged,
-and checked: anything not written is in the quarantine with a reason.
+and checked: anything not written is in the quarantine with a reason. For CSV, `missing_values`
+(JSON, column -> empty numeric values over all splits) says what was imputed; the imputed means
+are in `input_spec`. A failed run keeps its quarantine outside the artifact (checks.py).
 """
 import json
 import os
@@ -19,7 +21,7 @@ from tfx.components.util import examples_utils
 from tfx.utils import proto_utils
 
 from components.common import features, inputs
-from components.ingest import beam_pipeline, checks, sources
+from components.ingest import beam_pipeline, checks, sources, stats, tabular
 from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)
 
 
@@ -62,13 +64,18 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         if table is not None:
             class_names = table['class_names']
             spec = inputs.tabular_spec(options.table.types, table['moments'])
+            missing = stats.read_missing(result)
+            if missing:
+                logging.info('Empty numeric values, kept and imputed: %s',
+                             tabular.describe_missing(missing, table['moments']))
+            examples.set_string_custom_property('missing_values', json.dumps(missing))
         else:
             class_names = list(options.classes)
             raw = options.image_storage == 'raw'
             spec = inputs.InputSpec(kind='image', storage=options.image_storage,
                                     channels=options.channels if raw else 0)
-        checks.check_counts(counts, checks.read_quarantine(examples.uri, checks.SHOWN_REJECTIONS),
-                            float(exec_properties['max_rejected_fraction']), root)
+        checks.check_counts(counts, examples.uri, float(exec_properties['max_rejected_fraction']),
+                            root, by_column=stats.read_rejected_by_column(result))
 
         examples.split_names = artifact_utils.encode_split_names(list(features.SPLITS))
         examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)

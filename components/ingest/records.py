@@ -21,10 +21,10 @@ REASONS: Dict[str, str] = {
     'outside_input_base': 'a symlink that resolves to a path outside the input base',
     'not_a_file': 'a folder where a file was expected',
     'wrong_column_count': 'a CSV row with more or fewer fields than the header',
-    'non_numeric': 'a non-numeric value in a numeric CSV column',
-    'missing_value': 'an empty value in a numeric CSV column',
+    'non_numeric': 'a non-empty value that is not a number in a numeric CSV column',
     'missing_label': 'a CSV row whose label is empty',
 }
+# An empty value in a numeric CSV column is not a rejection: it is imputed (see tabular.py).
 
 QUARANTINE_DIR = 'Quarantine'
 QUARANTINE_FILE = 'quarantine.jsonl'
@@ -35,18 +35,23 @@ TARGET_SHARD_BYTES = 128 * 1024 * 1024
 
 
 class BadRecord(ValueError):
-    """One input record that cannot become an Example; `reason` is a code from REASONS."""
+    """One input record that cannot become an Example; `reason` is a code from REASONS, and
+    `column` the CSV column at fault when there is one (counted per column)."""
 
-    def __init__(self, reason: str, detail: str):
+    def __init__(self, reason: str, detail: str, column: Optional[str] = None):
         if reason not in REASONS:
             raise KeyError(f'unknown rejection reason {reason!r}')
         super().__init__(detail)
         self.reason = reason
+        self.column = column
 
 
 def quarantine_line(source: str, error: BadRecord, raw: Optional[str] = None) -> str:
-    """One JSON line: where the record came from, the reason code and the human detail."""
+    """One JSON line: where the record came from, the reason code, the human detail, and the
+    column at fault when there is one."""
     entry = {'source': source, 'reason': error.reason, 'detail': str(error)}
+    if error.column is not None:
+        entry['column'] = error.column
     if raw is not None:
         entry['raw'] = raw  # a CSV row as it was, so it can be fixed and re-ingested
     return json.dumps(entry, sort_keys=True)

@@ -42,7 +42,8 @@ def estimated_output_bytes(options: beam_pipeline.IngestOptions) -> int:
     return size
 
 
-def _list_csv(root: str, label_column: str, feature_types: Dict[str, str]) -> Dict[str, Any]:
+def _list_csv(root: str, label_column: str, feature_types: Dict[str, str],
+              drop_columns: Tuple[str, ...] = ()) -> Dict[str, Any]:
     files = sorted(tf.io.gfile.glob(os.path.join(root, '*.csv')))
     if not files:
         raise IngestionError(f'Input is empty: no *.csv file in {root}.')
@@ -53,7 +54,7 @@ def _list_csv(root: str, label_column: str, feature_types: Dict[str, str]) -> Di
                                  f'{tabular.read_header(path)} != {header}')
     try:
         table = tabular.infer_table(header, label_column, tabular.sample_rows(files[0]),
-                                    feature_types)
+                                    feature_types, drop_columns)
     except ValueError as error:
         raise IngestionError(f'{files[0]}: {error}') from None
     return {'csv_files': tuple(files), 'table': table}
@@ -67,7 +68,8 @@ def options_from_properties(root: str, input_base: str,
     source = props.get('source', 'images')
     if source == 'csv':
         listed = _list_csv(root, props.get('label_column', 'label'),
-                           json.loads(props.get('feature_types') or '{}'))
+                           json.loads(props.get('feature_types') or '{}'),
+                           tuple(json.loads(props.get('drop_columns') or '[]')))
     else:
         try:
             listed = {'classes': tuple(images.list_classes(root))}

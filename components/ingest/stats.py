@@ -1,11 +1,14 @@
 """What ingestion measures besides the records: counts (Beam metrics) and numeric moments.
 
-No TFX imports. The counts are Beam counters, read back after the run; the moments (mean and
-standard deviation of every numeric CSV column over the train split) are a combine, so that the
-trainer and the serving graph can standardise features with exactly the same numbers.
+No TFX imports. The counts are Beam counters, read back after the run: the record counts
+(`ingest` namespace), and per CSV column the empty numeric values (all splits) and the
+rejections by (reason, column). The moments (per numeric CSV column over the train split: rows,
+non-empty values, their mean and standard deviation) are a combine, so that the trainer and the
+serving graph impute and standardise with exactly the same numbers.
 """
+import json
 import math
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 
@@ -13,6 +16,8 @@ from components.common import features
 from components.ingest import records
 
 METRICS_NAMESPACE = 'ingest'
+MISSING_NAMESPACE = 'ingest_missing'              # counter name: the column
+REJECTED_COLUMN_NAMESPACE = 'ingest_rejected_by_column'   # name: rejected_column_key()
 
 
 def empty_counts() -> Dict[str, int]:
@@ -33,25 +38,55 @@ def read_counts(result: beam.runners.runner.PipelineResult) -> Dict[str, int]:
     return counts
 
 
+def rejected_column_key(reason: str, column: str) -> str:
+    # JSON, not a separator: a column name may contain any character.
+    return json.dumps([reason, column])
+
+
+def _read_namespace(result: beam.runners.runner.PipelineResult, namespace: str) -> Dict[str, int]:
+    counts: Dict[str, int] = {}
+    query = result.metrics().query(beam.metrics.MetricsFilter().with_namespace(namespace))
+    for counter in query['counters']:
+        name = counter.key.metric.name
+        counts[name] = counts.get(name, 0) + counter.committed
+    return counts
+
+
+def read_missing(result: beam.runners.runner.PipelineResult) -> Dict[str, int]:
+    """Empty numeric values per CSV column, over all splits (columns with none are absent)."""
+    return dict(sorted(_read_namespace(result, MISSING_NAMESPACE).items()))
+
+
+def read_rejected_by_column(
+        result: beam.runners.runner.PipelineResult) -> Dict[Tuple[str, str], int]:
+    """Rejections per (reason, column), for the reasons that name a column."""
+    return {tuple(json.loads(key)): n
+            for key, n in _read_namespace(result, REJECTED_COLUMN_NAMESPACE).items()}
+
+
 def empty_moments(width: int):
-    """A moments accumulator: (count, sums, sums of squares) of `width` columns."""
-    return 0, [0.0] * width, [0.0] * width
+    """A moments accumulator of `width` columns: (rows, per-column counts of non-empty values,
+    sums, sums of squares)."""
+    return 0, [0] * width, [0.0] * width, [0.0] * width
 
 
-def add_row(accumulator, values: List[float]):
-    """Adds one row of values to an accumulator; returns the accumulator."""
-    count, sums, squares = accumulator
+def add_row(accumulator, values: List[Optional[float]]):
+    """Adds one row (None = an empty value) to an accumulator; returns the accumulator."""
+    rows, counts, sums, squares = accumulator
     for i, value in enumerate(values):
-        sums[i] += value
-        squares[i] += value * value
-    return count + 1, sums, squares
+        if value is not None:
+            counts[i] += 1
+            sums[i] += value
+            squares[i] += value * value
+    return rows + 1, counts, sums, squares
 
 
 class Moments(beam.CombineFn):
-    """Mean and population standard deviation per column, from partial accumulators.
+    """Per column: mean and population standard deviation of the non-empty values, how many
+    there were, and how many rows had none; from partial accumulators.
 
     Each converting DoFn accumulates its bundle's rows (add_row) and emits one accumulator, so
-    no per-row element crosses a transform. Count, sum and sum of squares (Python doubles)
+    no per-row element crosses a transform. Counts, sums and sums of squares (Python doubles)
     merge in any order: the result does not depend on how the runner splits the work.
     """
 
@@ -65,19 +100,22 @@ class Moments(beam.CombineFn):
         return self.merge_accumulators([accumulator, partial])
 
     def merge_accumulators(self, accumulators):
-        count, sums, squares = self.create_accumulator()
-        for other_count, other_sums, other_squares in accumulators:
-            count += other_count
+        rows, counts, sums, squares = self.create_accumulator()
+        for other_rows, other_counts, other_sums, other_squares in accumulators:
+            rows += other_rows
+            counts = [a + b for a, b in zip(counts, other_counts)]
             sums = [a + b for a, b in zip(sums, other_sums)]
             squares = [a + b for a, b in zip(squares, other_squares)]
-        return count, sums, squares
+        return rows, counts, sums, squares
 
     def extract_output(self, accumulator) -> List[Dict[str, float]]:
-        count, sums, squares = accumulator
+        rows, counts, sums, squares = accumulator
         result = []
-        for total, square in zip(sums, squares):
+        for count, total, square in zip(counts, sums, squares):
+            # A column with no value in the train split is imputed with 0.
             mean = total / count if count else 0.0
             variance = max(0.0, square / count - mean * mean) if count else 0.0
             # A constant column gets std 1, so standardising leaves it at 0 rather than NaN.
-            result.append({'mean': mean, 'std': math.sqrt(variance) or 1.0})
+            result.append({'mean': mean, 'std': math.sqrt(variance) or 1.0, 'count': count,
+                           'missing': rows - count})
         return result

@@ -1,11 +1,18 @@
 """CSV rows to Example values: the header, feature types (inferred or given), one row's checks.
 
 No TFX and no Beam here. A CSV source is one or more files with the same header row; one column
-is the label, every other column is a feature, numeric or categorical. Types are given in the
-config or inferred from a sample of rows: a column is numeric when at least 95% of its non-empty
-sampled values parse as finite numbers (so a few typos in uncurated data do not turn a numeric
-column into a category). A row that breaks its column's type is rejected with the reason,
-never coerced, so a typo cannot silently become a category or a zero.
+is the label, `drop_columns` are ignored, every other column is a feature, numeric or
+categorical. Types are given in the config or inferred from a sample of rows: a column is
+numeric when at least 95% of its non-empty sampled values parse as finite numbers (so a few
+typos in uncurated data do not turn a numeric column into a category, and a mostly empty column
+is judged by the values it has).
+
+Only structural faults reject a row: a wrong number of fields, an empty label, or a non-empty
+value that is not a number in a numeric column (never coerced, so a typo cannot silently
+become a zero). An empty numeric value is *missing*, not wrong: the feature is left out of the
+Example (TFDV counts it as missing), and the trainer and serving graph impute the train split's
+mean and show the model a missing-value indicator (components/common/inputs.py). An empty
+categorical value is the category ''.
 """
 import csv
 import dataclasses
@@ -30,12 +37,13 @@ class Table:
     columns: Tuple[str, ...]
     label_column: str
     types: Tuple[Tuple[str, str], ...]   # (column, numeric|categorical), header order
+    dropped: Tuple[str, ...] = ()        # columns read (and usable as split key) but not features
 
     def __post_init__(self):
         if self.label_column not in self.columns:
             raise ValueError(f'label column {self.label_column!r} is not in the header '
                              f'{list(self.columns)}')
-        reserved = features.RESERVED_KEYS & (set(self.columns) - {self.label_column})
+        reserved = features.RESERVED_KEYS & {c for c, _ in self.types}
         if reserved:
             raise ValueError(f'CSV columns {sorted(reserved)} clash with the Example keys the '
                              'pipeline adds; rename them')
@@ -64,14 +72,22 @@ def _is_number(text: str) -> bool:
 
 
 def infer_table(columns: List[str], label_column: str, rows: Iterable[List[str]],
-                given: Optional[Mapping[str, str]] = None) -> Table:
-    """Types for every feature column: given ones as given, the rest inferred from `rows`."""
-    given = dict(given or {})
+                given: Optional[Mapping[str, str]] = None, drop: Iterable[str] = ()) -> Table:
+    """Types for every feature column: given ones as given, the rest inferred from `rows`;
+    `drop` columns are not features."""
+    given, drop = dict(given or {}), tuple(drop)
     unknown = set(given) - set(columns)
     bad = {t for t in given.values() if t not in TYPES}
     if unknown or bad:
         raise ValueError(f'feature_types name unknown columns {sorted(unknown)} or types '
                          f'{sorted(bad)}; columns are {columns}, types {TYPES}')
+    for column in drop:
+        if column not in columns:
+            raise ValueError(f'drop_columns names {column!r}, which is not a column; the '
+                             f'header is {columns}')
+        if column == label_column or column in given:
+            raise ValueError(f'drop_columns names {column!r}, which is also the label column '
+                             'or in feature_types')
     numbers = {c: 0 for c in columns}
     values = {c: 0 for c in columns}
     for row in rows:
@@ -87,29 +103,45 @@ def infer_table(columns: List[str], label_column: str, rows: Iterable[List[str]]
         return NUMERIC if share >= NUMERIC_SHARE else CATEGORICAL
 
     types = tuple((c, given[c] if c in given else inferred(c))
-                  for c in columns if c != label_column)
-    return Table(tuple(columns), label_column, types)
+                  for c in columns if c != label_column and c not in drop)
+    return Table(tuple(columns), label_column, types, drop)
+
+
+def numeric_columns(table: Table) -> List[str]:
+    return [c for c, kind in table.types if kind == NUMERIC]
 
 
 def row_values(fields: List[str], table: Table) -> Tuple[Dict[str, object], str]:
-    """(feature values, label) of one row, or BadRecord with the reason."""
+    """(feature values, label) of one row, or BadRecord with the reason. An empty numeric value
+    is missing: its column is absent from the values."""
     if len(fields) != len(table.columns):
         raise records.BadRecord('wrong_column_count', f'{len(fields)} fields, the header has '
                                 f'{len(table.columns)}')
     row = dict(zip(table.columns, fields))
     label = row[table.label_column].strip()
     if not label:
-        raise records.BadRecord('missing_label', f'empty label column {table.label_column!r}')
+        raise records.BadRecord('missing_label', f'empty label column {table.label_column!r}',
+                                column=table.label_column)
     values: Dict[str, object] = {}
     for column, kind in table.types:
         text = row[column].strip()
         if kind == CATEGORICAL:
             values[column] = text
         elif not text:
-            raise records.BadRecord('missing_value', f'empty value in numeric column {column!r}')
+            continue  # missing: imputed by the trainer and the serving graph
         elif not _is_number(text):
-            raise records.BadRecord('non_numeric',
-                                    f'{text!r} in numeric column {column!r} is not a number')
+            raise records.BadRecord(
+                'non_numeric', f'{text!r} in numeric column {column!r} is not a number',
+                column=column)
         else:
             values[column] = float(text)
     return values, label
+
+
+def describe_missing(missing: Mapping[str, int], moments: Mapping[str, Mapping[str, float]]) -> str:
+    """Per column with empty values: how many (all splits), the train mean imputed, and
+    whether the model gets an indicator, e.g. "'tips' 57 (train mean 1.25, indicator)"."""
+    return ', '.join(
+        f"{column!r} {count} (train mean {moments[column]['mean']:.4g}"
+        + (', indicator)' if moments[column].get('missing') else ', no indicator: none in train)')
+        for column, count in missing.items())

@@ -7,9 +7,12 @@
 Both turn their input into model inputs inside the graph with the same functions as training
 (`components/common/inputs.py`: image decoding, or a table's standardisation and hashing), so
 there is no train/serve skew, and both return `probabilities`, `class_ids` and `class_names`.
-A table model's `serving_default` parses the table's columns by name. The export is
-written to a temporary sibling folder and renamed into place, so a crash never leaves a
-half-written model at the final path.
+A table model's `serving_default` parses the table's columns by name; a numeric column left
+out of an Example is imputed and flagged exactly as in training. The input spec (for a table:
+the means imputed, the deviations, the columns with a missing-value indicator) is written
+beside the model as `assets.extra/input_spec.json`, so a served model says how it preprocesses.
+The export is written to a temporary sibling folder and renamed into place, so a crash never
+leaves a half-written model at the final path.
 """
 import os
 from typing import Sequence
@@ -20,6 +23,7 @@ import tensorflow as tf
 from components.common import features, inputs
 
 SIGNATURE_INPUT = 'examples'
+INPUT_SPEC_FILE = os.path.join('assets.extra', 'input_spec.json')
 IMAGES_SIGNATURE = 'predict_images'
 IMAGES_INPUT = 'images'
 
@@ -67,6 +71,9 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
     if tf.io.gfile.exists(tmp_dir):
         tf.io.gfile.rmtree(tmp_dir)  # left over by an earlier crash; never visible as a model
     archive.write_out(tmp_dir)
+    tf.io.gfile.makedirs(os.path.join(tmp_dir, os.path.dirname(INPUT_SPEC_FILE)))
+    with tf.io.gfile.GFile(os.path.join(tmp_dir, INPUT_SPEC_FILE), 'w') as handle:
+        handle.write(spec.to_json())
     tf.io.gfile.makedirs(os.path.dirname(export_dir.rstrip('/')))
     tf.io.gfile.rename(tmp_dir, export_dir, overwrite=False)
     return export_dir

@@ -137,7 +137,7 @@ CSV_ROWS = [
     '1.0,red,a,extra',          # wrong number of columns
     '2.0,red',                  # wrong number of columns
     'wide,red,a',               # non-numeric value in a numeric column
-    ',red,b',                   # empty numeric value
+    ',red,b',                   # empty numeric value: kept, the value is missing
     '3.5,blue,',                # missing label
 ]
 
@@ -158,17 +158,20 @@ def test_each_bad_csv_row_is_quarantined_with_its_reason_and_raw_text(tmp_path):
     options = _csv(tmp_path)
     assert options.table.types == (('width', 'numeric'), ('colour', 'categorical'))
     counts, quarantine, table = _run(options, str(tmp_path / 'out'))
-    assert sorted((q['reason'], q['raw']) for q in quarantine) == [
-        ('missing_label', '3.5,blue,'), ('missing_value', ',red,b'),
-        ('non_numeric', 'wide,red,a'), ('wrong_column_count', '1.0,red,a,extra'),
-        ('wrong_column_count', '2.0,red')]
+    assert sorted((q['reason'], q.get('column'), q['raw']) for q in quarantine) == [
+        ('missing_label', 'species', '3.5,blue,'), ('non_numeric', 'width', 'wide,red,a'),
+        ('wrong_column_count', None, '1.0,red,a,extra'), ('wrong_column_count', None, '2.0,red')]
     assert all(q['source'] == 'data.csv' for q in quarantine)
-    assert counts['found'] == 11 and counts['rejected'] == 5
+    assert counts['found'] == 11 and counts['rejected'] == 4
     assert counts['rejected_wrong_column_count'] == 2
     _assert_reconciled(counts)
     assert table['class_names'] == ['a', 'b', 'c']
     written = [e for s in features.SPLITS for e in _examples(str(tmp_path / 'out'), s)]
-    by_width = {e.features.feature['width'].float_list.value[0]: e for e in written}
+    # The empty width is left out of its Example (TFDV counts it missing); the row is kept.
+    (no_width,) = [e for e in written if 'width' not in e.features.feature]
+    assert no_width.features.feature['colour'].bytes_list.value[0] == b'red'
+    by_width = {e.features.feature['width'].float_list.value[0]: e for e in written
+                if e is not no_width}
     assert sorted(by_width) == [0.5, 1.5, 2.5, 3.0, 4.0, 5.5]
     quoted = by_width[5.5].features.feature
     assert quoted['colour'].bytes_list.value[0] == b'dark, blue'
@@ -179,10 +182,13 @@ def test_each_bad_csv_row_is_quarantined_with_its_reason_and_raw_text(tmp_path):
 def test_numeric_moments_come_from_the_train_split(tmp_path):
     options = _csv(tmp_path)
     _, _, table = _run(options, str(tmp_path / 'out'))
+    rows = _examples(str(tmp_path / 'out'), 'train')
     train = [e.features.feature['width'].float_list.value[0]
-             for e in _examples(str(tmp_path / 'out'), 'train')]
-    assert table['moments']['width']['mean'] == pytest.approx(np.mean(train))
-    assert table['moments']['width']['std'] == pytest.approx(np.std(train) or 1.0)
+             for e in rows if 'width' in e.features.feature]
+    # Over the non-empty values only; the rows without one are counted as missing.
+    assert table['moments']['width'] == pytest.approx({
+        'mean': np.mean(train), 'std': np.std(train) or 1.0, 'count': len(train),
+        'missing': len(rows) - len(train)})
 
 
 def test_inference_tolerates_a_few_typos_which_are_then_rejected():

@@ -1,6 +1,7 @@
 """The trainer's tabular path: input spec, tf.data parsing, the MLP, and its serving signature;
 and raw-pixel images, which must predict exactly like the same images sent encoded."""
 import io
+import json
 import os
 
 import numpy as np
@@ -60,6 +61,57 @@ def test_tabular_signature_equals_the_in_process_model(tmp_path):
     parsed = tf.io.parse_example(rows, inputs.tabular_parse_spec(SPEC))
     expected = tf.nn.softmax(model(inputs.tabular_inputs(parsed, SPEC), training=False)).numpy()
     np.testing.assert_allclose(out['probabilities'].numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+# 'height' had empty values in the train split: it is imputed and has an indicator; 'width'
+# had none, so a request without it is imputed but gets no indicator.
+MISSING_SPEC = inputs.InputSpec(kind='tabular', numeric=SPEC.numeric, categorical=('colour',),
+                                missing=('height',))
+
+
+def _row(**values):
+    return features.make_tabular_example(values, label=0, label_name='a',
+                                         source_path='t.csv').SerializeToString()
+
+
+def test_missing_values_are_imputed_with_the_mean_and_flagged(tmp_path):
+    assert inputs.InputSpec.from_json(MISSING_SPEC.to_json()) == MISSING_SPEC
+    assert inputs.builder_input_shape(MISSING_SPEC, (8, 8, 1)) == {
+        'numeric': (3,), 'categorical': (1,)}
+    rows = [_row(width=3.0, height=2.0, colour='red'), _row(width=1.0, colour='red'),
+            _row(colour=''), _row(height=18.0, colour='blue')]
+    path = str(tmp_path / 'rows.gz')
+    _write(path, rows)
+    (batch, _), = data.eval_dataset(path, 8, (8, 8, 1), spec=MISSING_SPEC).take(1)
+    # Columns: width, height standardised (the mean where missing, so 0), then height's flag.
+    np.testing.assert_allclose(batch['numeric'].numpy(), [
+        [2.0, -2.0, 0.0], [-2.0, 0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 2.0, 0.0]])
+    # A spec from before indicators existed reads as having none.
+    legacy = json.loads(SPEC.to_json())
+    del legacy['missing']
+    assert inputs.InputSpec.from_json(json.dumps(legacy)).missing == ()
+
+
+def test_serving_imputes_and_flags_like_training_and_records_the_spec(tmp_path):
+    model = mlp.build_model(inputs.builder_input_shape(MISSING_SPEC, (8, 8, 1)), len(CLASSES))
+    export_dir = export.export_serving_model(model, str(tmp_path / 'm'), (8, 8, 1), CLASSES,
+                                             MISSING_SPEC)
+    with open(os.path.join(export_dir, export.INPUT_SPEC_FILE)) as handle:
+        assert inputs.InputSpec.from_json(handle.read()) == MISSING_SPEC
+    rows = [_row(width=3.0, colour='red'), _row(height=2.0, colour='blue'), _row(colour='x')]
+    out = tf.saved_model.load(export_dir).signatures['serving_default'](
+        examples=tf.constant(rows))
+    parsed = tf.io.parse_example(rows, inputs.tabular_parse_spec(MISSING_SPEC))
+    expected = tf.nn.softmax(model(inputs.tabular_inputs(parsed, MISSING_SPEC),
+                                   training=False)).numpy()
+    assert np.isfinite(out['probabilities'].numpy()).all()
+    np.testing.assert_allclose(out['probabilities'].numpy(), expected, rtol=1e-5, atol=1e-6)
+    # The flag reaches the model: a missing height is not the same input as its mean.
+    filled = tf.io.parse_example([_row(width=3.0, height=10.0, colour='red')],
+                                 inputs.tabular_parse_spec(MISSING_SPEC))
+    assert not np.allclose(model(inputs.tabular_inputs(filled, MISSING_SPEC)).numpy(),
+                           model(inputs.tabular_inputs(
+                               {k: v[:1] for k, v in parsed.items()}, MISSING_SPEC)).numpy())
 
 
 def test_mlp_takes_numeric_only_or_categorical_only():
