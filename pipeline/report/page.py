@@ -41,7 +41,8 @@ def _table(header: List[str], rows: List[List[object]], text: bool = False) -> s
     def cells(tag, values):
         return ''.join(f'<{tag}>{html.escape(_fmt(v))}</{tag}>' for v in values)
     body = ''.join(f'<tr>{cells("td", row)}</tr>' for row in rows)
-    return f'<table{" class=text" if text else ""}><tr>{cells("th", header)}</tr>{body}</table>'
+    attributes = ' class="text"' if text else ''
+    return f'<table{attributes}><tr>{cells("th", header)}</tr>{body}</table>'
 
 
 def _fmt(value) -> str:
@@ -165,8 +166,9 @@ def _failure_section(summary) -> str:
             f'<b>{html.escape(stage)}</b> failed:</p><pre>{html.escape(error)}</pre></section>')
 
 
-def _baseline_line(summary) -> str:
-    """Which served model the candidate was compared with; a cached one was chosen earlier."""
+def _baseline_lines(summary) -> str:
+    """The served model the candidate was compared with (a cached step chose it in an earlier
+    run), and the version served now, when the report is written."""
     baseline = summary.baseline_model()
     if baseline is None:
         return ''
@@ -176,7 +178,17 @@ def _baseline_line(summary) -> str:
             f'({summary_lib.custom_property(baseline, "served_path") or "path not recorded"})')
     if summary.states.get('ServedModelBaseline') == 'CACHED':
         text += ', chosen when this model was first evaluated (reused from the cache)'
-    return f'<br>Baseline: {html.escape(text)}'
+    lines = f'<br>Baseline: {html.escape(text)}'
+    serving_dir = summary.execution_properties.get('ServedModelBaseline', {}).get('serving_dir')
+    now = versions.served_version(serving_dir) if serving_dir else None
+    if now is not None:
+        pushed = _only(summary, 'PushedModel')
+        ours = pushed is not None and summary_lib.custom_property(
+            pushed, 'pushed_version') == str(now)
+        lines += '<br>' + html.escape(f'Served now: version {now} '
+                             f'({os.path.join(serving_dir, str(now))})'
+                             + (", this run's model" if ours else ''))
+    return lines
 
 
 def _sections(summary, folder) -> List[Tuple[str, str]]:
@@ -212,7 +224,7 @@ def _page(summary, sections: List[Tuple[str, str]], image_prefix: str) -> str:
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>Run report '
             f'{html.escape(summary.run_id)}</title><style>{_STYLE}</style></head><body>'
             f'<h1>Run report</h1><p>Run {html.escape(summary.run_id)}<br>Steps: '
-            f'{html.escape(steps)}{_baseline_line(summary)}'
+            f'{html.escape(steps)}{_baseline_lines(summary)}'
             + ('<br>Every step was served from the cache: the results are those of the run '
                'that first computed them.' if cached else '')
             + f'</p>{body}</body></html>')
