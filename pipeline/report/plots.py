@@ -42,9 +42,10 @@ def _label_inches(labels: Sequence[str]) -> float:
     return 0.3 + longest * _CHAR_INCHES * 0.75
 
 
-def _rotate(axes) -> None:
-    """Turns the x tick labels 45 degrees, anchored at their tick, so long names never overlap."""
-    plt.setp(axes.get_xticklabels(), rotation=45, ha='right', rotation_mode='anchor')
+def _rotate_if_crowded(axes, labels: Sequence[str], inches_per_label: float) -> None:
+    """Turns the x tick labels 45 degrees, anchored at their tick, when they would overlap."""
+    if max((len(label) for label in labels), default=0) * _CHAR_INCHES > 0.9 * inches_per_label:
+        plt.setp(axes.get_xticklabels(), rotation=45, ha='right', rotation_mode='anchor')
 
 
 def class_counts(counts_by_split: Dict[str, Dict[str, int]], folder: str,
@@ -52,16 +53,15 @@ def class_counts(counts_by_split: Dict[str, Dict[str, int]], folder: str,
     """Grouped bars: examples per class, one colour per split; legend right of the axes."""
     classes = sorted({c for counts in counts_by_split.values() for c in counts})
     labels = [short_label(c) for c in classes]
-    figure, axes = plt.subplots(
-        figsize=(max(5.0, 0.5 * len(classes) + 2.5), 2.8 + _label_inches(labels)),
-        layout='constrained')
-    width = 0.8 / max(1, len(counts_by_split))
+    width = max(5.0, 0.5 * len(classes) + 2.5)
+    figure, axes = plt.subplots(figsize=(width, 2.8 + _label_inches(labels)),
+                                layout='constrained')
+    bar = 0.8 / max(1, len(counts_by_split))
     positions = np.arange(len(classes))
     for i, (split, counts) in enumerate(sorted(counts_by_split.items())):
-        axes.bar(positions + i * width, [counts.get(c, 0) for c in classes], width, label=split)
-    axes.set_xticks(positions + width * (len(counts_by_split) - 1) / 2, labels)
-    if len(classes) > 1 and max(len(label) for label in labels) > 3:
-        _rotate(axes)
+        axes.bar(positions + i * bar, [counts.get(c, 0) for c in classes], bar, label=split)
+    axes.set_xticks(positions + bar * (len(counts_by_split) - 1) / 2, labels)
+    _rotate_if_crowded(axes, labels, (width - 2.0) / max(1, len(classes)))
     axes.set_xlabel('class')
     axes.set_ylabel('examples')
     axes.legend(title='split', loc='upper left', bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
@@ -103,8 +103,7 @@ def confusion_matrix(matrix: np.ndarray, class_names: Sequence[str], folder: str
     font = 9 if n <= 15 else 7
     axes.set_xticks(ticks, labels, fontsize=font)
     axes.set_yticks(ticks, labels, fontsize=font)
-    if n > 1 and max(len(label) for label in labels) > 2:
-        _rotate(axes)
+    _rotate_if_crowded(axes, labels, side / max(1, n) * 10 / font)  # a smaller font is narrower
     axes.set_xlabel('predicted class')
     axes.set_ylabel('actual class')
     axes.set_title('eval split, examples per (actual, predicted)', fontsize=10)
