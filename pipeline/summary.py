@@ -21,6 +21,9 @@ class RunSummary:
     run_id: str
     states: Dict[str, str]                                   # node -> COMPLETE / CACHED / FAILED
     outputs: Dict[str, List[metadata_store_pb2.Artifact]]    # artifact type -> artifacts
+    # node -> its execution's properties (TFX records a component's exec_properties there),
+    # e.g. the trainer's batch size and learning rate, for the report's settings section.
+    execution_properties: Dict[str, Dict[str, object]] = dataclasses.field(default_factory=dict)
 
     def _models(self, baseline: bool) -> List[metadata_store_pb2.Artifact]:
         # Both the trainer and the baseline component output Models; only the baseline's
@@ -51,6 +54,18 @@ _custom = custom_property  # short, for the format below
 def class_names(examples: metadata_store_pb2.Artifact) -> List[str]:
     """Class names in label-index order, as ingestion recorded them on the Examples."""
     return json.loads(custom_property(examples, 'class_names') or '[]')
+
+
+def _execution_properties(executions, type_names) -> Dict[str, Dict[str, object]]:
+    """node -> {name: value}: TFX puts an exec property in `properties` when the execution type
+    declares it, else in `custom_properties`; both are read."""
+    result = {}
+    for execution in sorted(executions, key=lambda e: e.id):
+        node = type_names.get(execution.type_id, str(execution.type_id)).rsplit('.', 1)[-1]
+        values = list(execution.custom_properties.items()) + list(execution.properties.items())
+        result[node] = {k: getattr(v, v.WhichOneof('value')) for k, v in values
+                        if v.WhichOneof('value')}
+    return result
 
 
 def _store(metadata_path: str) -> metadata_store.MetadataStore:
@@ -84,7 +99,9 @@ def read_latest_run(metadata_path: str, pipeline_name: str) -> Optional[RunSumma
     outputs: Dict[str, List[metadata_store_pb2.Artifact]] = {}
     for artifact in store.get_artifacts_by_id(output_ids):
         outputs.setdefault(artifact_types[artifact.type_id], []).append(artifact)
-    return RunSummary(run_id=run.name, states=states, outputs=outputs)
+    summary = RunSummary(run_id=run.name, states=states, outputs=outputs)
+    summary.execution_properties = _execution_properties(executions, type_names)
+    return summary
 
 
 def format_summary(summary: RunSummary) -> str:

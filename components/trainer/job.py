@@ -112,6 +112,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
             checkpoint_write_dir=scratch,
             eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps))
         metrics['mixed_precision'] = policy
+        metrics['replicas'] = strategy.num_replicas_in_sync
         metrics['warm_start_version'] = -1 if warm_version is None else warm_version
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,

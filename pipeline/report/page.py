@@ -1,14 +1,19 @@
-"""The run report: `report.html` and its PNG pictures, written into the run's output folder.
+"""The run report: one HTML page per run and its PNG pictures, under the run's output folder.
 
 `write_report(summary, output_dir)` takes the RunSummary that `pipeline.summary` read from ML
 Metadata (the same one the console summary prints), loads each artifact with the stock readers
-(`readers`), draws the pictures (`plots`) and renders one self-contained HTML page: inline CSS,
-images by relative path, no scripts or network, so it opens offline and can be archived.
-A run stopped by the data gate still gets a report, with the sections it reached.
+(`readers`), draws the pictures (`plots`) and renders self-contained HTML: inline CSS, images by
+relative path, no scripts or network, so it opens offline and can be archived.
+
+Every run keeps its own page, `reports/<run>.html`, with its pictures in `reports/<run>/`, so a
+later run never overwrites them; `report.html` in the output folder is a copy of the newest
+(its image links point into `reports/<run>/`). A failed run's page starts with the stage that
+failed and its error; sections of stages that never ran are left out.
 """
 import html
 import os
-from typing import List, Optional
+import re
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -17,20 +22,27 @@ from pipeline import summary as summary_lib
 from pipeline.report import plots, readers
 
 REPORT_FILE = 'report.html'
-SECTIONS = ('Data', 'Anomalies', 'Training', 'Evaluation', 'Blessing', 'Push')
+REPORTS_DIR = 'reports'
+# Every section a page can have, in page order; a run's page has those its stages reached.
+SECTIONS = ('Data', 'Anomalies', 'Settings', 'Training', 'Evaluation', 'Blessing', 'Push')
+TRAINER = 'ImageTrainer'
 
 _STYLE = ('body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}'
           'table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;'
-          'padding:.25em .6em;text-align:right}th{background:#f3f3f3}td:first-child,'
-          'th:first-child{text-align:left}pre{background:#f7f7f7;padding:.6em}.no{color:#b00}'
-          '.yes{color:#070}img{max-width:100%}')
+          'padding:.25em .6em;text-align:right}th{background:#f3f3f3}'
+          'td:first-child,th:first-child,.text td,.text th{text-align:left}'
+          'pre{background:#f7f7f7;padding:.6em;white-space:pre-wrap}.no{color:#b00}'
+          '.yes{color:#070}img{max-width:100%}.failed{border:2px solid #b00;'
+          'background:#fff4f4;padding:.2em 1em;margin:1em 0}.failed h2{color:#b00}')
 
 
-def _table(header: List[str], rows: List[List[object]]) -> str:
+def _table(header: List[str], rows: List[List[object]], text: bool = False) -> str:
+    """Numbers align right; a table of text (text=True) aligns left."""
     def cells(tag, values):
         return ''.join(f'<{tag}>{html.escape(_fmt(v))}</{tag}>' for v in values)
     body = ''.join(f'<tr>{cells("td", row)}</tr>' for row in rows)
-    return f'<table><tr>{cells("th", header)}</tr>{body}</table>'
+    attributes = ' class="text"' if text else ''
+    return f'<table{attributes}><tr>{cells("th", header)}</tr>{body}</table>'
 
 
 def _fmt(value) -> str:
@@ -49,48 +61,54 @@ def _only(summary: summary_lib.RunSummary, type_name: str):
     return max(found, key=lambda a: a.id) if found else None
 
 
+def run_file_name(run_id: str) -> str:
+    """The run id as a file name: letters, digits, '.', '_' and '-' only (':' is not portable)."""
+    return re.sub(r'[^A-Za-z0-9._-]', '_', run_id).strip('.') or 'run'
+
+
+def run_report_path(output_dir: str, run_id: str) -> str:
+    return os.path.join(os.path.abspath(output_dir), REPORTS_DIR, run_file_name(run_id) + '.html')
+
+
 def _data_section(summary, folder) -> str:
-    statistics = _only(summary, 'ExampleStatistics')
-    if statistics is None:
-        return '<p>No statistics in this run.</p>'
-    by_split = readers.data_summary(statistics)
+    by_split = readers.data_summary(_only(summary, 'ExampleStatistics'))
     classes = sorted({c for s in by_split.values() for c in s.class_counts})
     rows = [[c] + [s.class_counts.get(c, 0) for s in by_split.values()] for c in classes]
     rows.append(['total'] + [s.num_examples for s in by_split.values()])
-    sizes = [[split] + [f'{lo:g}..{hi:g}' for lo, hi in s.image_sizes.values()]
-             for split, s in by_split.items()]
-    size_keys = next((list(s.image_sizes) for s in by_split.values()), [])
     picture = plots.class_counts({k: s.class_counts for k, s in by_split.items()}, folder)
-    return (_table(['class'] + list(by_split), rows) + _img(picture, 'examples per class')
-            + '<p>Image sizes (pixels, min..max):</p>' + _table(['split'] + size_keys, sizes))
+    out = _table(['class'] + list(by_split), rows) + _img(picture, 'examples per class')
+    size_keys = next((list(s.image_sizes) for s in by_split.values() if s.image_sizes), [])
+    if size_keys:  # images only: a table has no image sizes
+        sizes = [[split] + [f'{lo:g}..{hi:g}' for lo, hi in s.image_sizes.values()]
+                 for split, s in by_split.items()]
+        out += '<p>Image sizes (pixels, min..max):</p>' + _table(['split'] + size_keys, sizes)
+    return out
 
 
 def _anomalies_section(summary) -> str:
-    anomalies = _only(summary, 'ExampleAnomalies')
-    if anomalies is None:
-        return '<p>Validation did not run.</p>'
     parts = []
-    for split, text in readers.anomalies_by_split(anomalies).items():
+    for split, text in readers.anomalies_by_split(_only(summary, 'ExampleAnomalies')).items():
         parts.append(f'<p>{html.escape(split)}: <span class="no">anomalies</span></p>'
                      f'<pre>{html.escape(text)}</pre>' if text else
                      f'<p>{html.escape(split)}: <span class="yes">none</span></p>')
     return ''.join(parts)
 
 
+def _settings_section(summary) -> str:
+    rows = readers.training_settings(summary.execution_properties.get(TRAINER, {}),
+                                     summary.trained_model(), _only(summary, 'Examples'))
+    return _table(['training setting', 'value'], [list(row) for row in rows], text=True)
+
+
 def _training_section(summary, folder) -> str:
-    model_run = _only(summary, 'ModelRun')
-    if model_run is None:
-        return '<p>No training in this run (stopped before training).</p>'
-    curves = readers.training_curves(model_run)
+    curves = readers.training_curves(_only(summary, 'ModelRun'))
     final = [[tag, points[-1][0], points[-1][1]] for tag, points in sorted(curves.items())
              if tag.split('/')[0] in ('train', 'eval')]
     return (_img(plots.training_curves(curves, folder), 'training curves')
             + _table(['TensorBoard tag', 'last step', 'value'], final))
 
 
-def _evaluation_section(evaluation: Optional[readers.Evaluation], class_names, folder) -> str:
-    if evaluation is None:
-        return '<p>No evaluation in this run.</p>'
+def _evaluation_section(evaluation: readers.Evaluation, class_names, folder) -> str:
     rows = [[name, value, evaluation.diffs.get(name, '')]
             for name, value in sorted(evaluation.overall.items())]
     out = _table(['metric (eval split)', 'value', 'change vs baseline'], rows)
@@ -138,26 +156,97 @@ def _push_section(summary) -> str:
                   [[f'{version}{note}', summary_lib.custom_property(pushed, 'pushed_destination')]])
 
 
-def write_report(summary: summary_lib.RunSummary, output_dir: str) -> str:
-    """Writes report.html and its PNGs into output_dir; returns the report's path."""
-    folder = os.path.abspath(output_dir)
-    os.makedirs(folder, exist_ok=True)
+def _failure_section(summary) -> str:
+    """The stage that failed and the first lines of its error (RunSummary.failure), if any."""
+    failure = getattr(summary, 'failure', None)
+    if not failure:
+        return ''
+    stage, error = failure
+    return (f'<section class="failed"><h2 id="failed">Run failed</h2><p>Stage '
+            f'<b>{html.escape(stage)}</b> failed:</p><pre>{html.escape(error)}</pre></section>')
+
+
+def _baseline_lines(summary) -> str:
+    """The served model the candidate was compared with (a cached step chose it in an earlier
+    run), and the version served now, when the report is written."""
+    baseline = summary.baseline_model()
+    if baseline is None:
+        return ''
+    served = summary_lib.custom_property(baseline, 'served_version')
+    text = ('none (nothing was served)' if served is None or served < 0 else
+            f'served version {served} '
+            f'({summary_lib.custom_property(baseline, "served_path") or "path not recorded"})')
+    if summary.states.get('ServedModelBaseline') == 'CACHED':
+        text += ', chosen when this model was first evaluated (reused from the cache)'
+    lines = f'<br>Baseline: {html.escape(text)}'
+    serving_dir = summary.execution_properties.get('ServedModelBaseline', {}).get('serving_dir')
+    now = versions.served_version(serving_dir) if serving_dir else None
+    if now is not None:
+        pushed = _only(summary, 'PushedModel')
+        ours = pushed is not None and summary_lib.custom_property(
+            pushed, 'pushed_version') == str(now)
+        lines += '<br>' + html.escape(f'Served now: version {now} '
+                             f'({os.path.join(serving_dir, str(now))})'
+                             + (", this run's model" if ours else ''))
+    return lines
+
+
+def _sections(summary, folder) -> List[Tuple[str, str]]:
+    """(title, body) of each section whose stage ran; pictures are drawn into folder."""
+    has = lambda type_name: _only(summary, type_name) is not None  # noqa: E731
     examples = _only(summary, 'Examples')
     class_names = summary_lib.class_names(examples) if examples is not None else []
     evaluation_artifact = _only(summary, 'ModelEvaluation')
     evaluation = readers.evaluation(evaluation_artifact) if evaluation_artifact else None
-    bodies = (_data_section(summary, folder), _anomalies_section(summary),
-              _training_section(summary, folder),
-              _evaluation_section(evaluation, class_names, folder),
-              _blessing_section(summary, evaluation), _push_section(summary))
+    ran = lambda node, type_name: node in summary.states or has(type_name)  # noqa: E731
+    candidates = (  # (title, whether its stage ran, how to build it), in SECTIONS order
+        ('Data', has('ExampleStatistics'), lambda: _data_section(summary, folder)),
+        ('Anomalies', has('ExampleAnomalies'), lambda: _anomalies_section(summary)),
+        ('Settings', TRAINER in summary.execution_properties
+         or summary.trained_model() is not None, lambda: _settings_section(summary)),
+        ('Training', has('ModelRun'), lambda: _training_section(summary, folder)),
+        ('Evaluation', evaluation is not None,
+         lambda: _evaluation_section(evaluation, class_names, folder)),
+        ('Blessing', ran('Evaluator', 'ModelBlessing'),
+         lambda: _blessing_section(summary, evaluation)),
+        ('Push', ran('Pusher', 'PushedModel'), lambda: _push_section(summary)))
+    return [(title, build()) for title, shown, build in candidates if shown]
+
+
+def _page(summary, sections: List[Tuple[str, str]], image_prefix: str) -> str:
     steps = ', '.join(f'{n} {s.lower()}' for n, s in summary.states.items())
-    page = (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>Run report '
+    cached = summary.states and set(summary.states.values()) == {'CACHED'}
+    body = (_failure_section(summary)
+            + ''.join(f'<h2 id="{t.lower()}">{t}</h2>{b}' for t, b in sections))
+    # Pictures are named relative to the run's picture folder; each page finds them from where
+    # it is (reports/<run>.html or the output folder's report.html).
+    body = body.replace('<img src="', f'<img src="{html.escape(image_prefix)}')
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>Run report '
             f'{html.escape(summary.run_id)}</title><style>{_STYLE}</style></head><body>'
             f'<h1>Run report</h1><p>Run {html.escape(summary.run_id)}<br>Steps: '
-            f'{html.escape(steps)}</p>'
-            + ''.join(f'<h2 id="{t.lower()}">{t}</h2>{b}' for t, b in zip(SECTIONS, bodies))
-            + '</body></html>')
+            f'{html.escape(steps)}{_baseline_lines(summary)}'
+            + ('<br>Every step was served from the cache: the results are those of the run '
+               'that first computed them.' if cached else '')
+            + f'</p>{body}</body></html>')
+
+
+def _write(path: str, text: str) -> None:
+    """Whole or not at all: a reader (or a concurrent run) never sees half a page."""
+    partial = f'{path}.tmp-{os.getpid()}'
+    with open(partial, 'w', encoding='utf-8') as handle:
+        handle.write(text)
+    os.replace(partial, path)
+
+
+def write_report(summary: summary_lib.RunSummary, output_dir: str) -> str:
+    """Writes reports/<run>.html with its PNGs in reports/<run>/, and report.html (this run,
+    the newest) into output_dir; returns report.html's path."""
+    folder = os.path.abspath(output_dir)
+    name = run_file_name(summary.run_id)
+    pictures = os.path.join(folder, REPORTS_DIR, name)
+    os.makedirs(pictures, exist_ok=True)
+    sections = _sections(summary, pictures)
+    _write(run_report_path(folder, summary.run_id), _page(summary, sections, f'{name}/'))
     path = os.path.join(folder, REPORT_FILE)
-    with open(path, 'w', encoding='utf-8') as handle:
-        handle.write(page)
+    _write(path, _page(summary, sections, f'{REPORTS_DIR}/{name}/'))
     return path

@@ -1,7 +1,10 @@
 """The report's pictures, drawn with matplotlib into PNG files (no display needed).
 
-Each function takes plain data from `pipeline.report.readers`, writes one PNG and returns its
-file name, relative to the report's folder, so the HTML refers to it and opens offline.
+Each function takes plain data from `pipeline.report.readers`, writes one PNG into `folder` and
+returns its file name, so the HTML refers to it by a relative path and opens offline.
+Class names can be long ('class_with_a_rather_long_name_7'): tick labels are rotated, figures
+grow with the number of classes and the length of their names, legends sit outside the axes so
+they cover no bars, and the saved image is cropped to everything drawn (axis titles included).
 """
 import os
 from typing import Dict, List, Sequence, Tuple
@@ -12,35 +15,63 @@ from matplotlib import pyplot as plt  # noqa: E402  (the backend must be chosen 
 import numpy as np  # noqa: E402
 
 _DPI = 100
+_MAX_LABEL = 40          # longer class names are shortened in the middle on the axes
+_CHAR_INCHES = 0.075     # width of one tick-label character at the default 10 pt font
+_ANNOTATE_UP_TO = 30     # classes; beyond that, cell numbers would not fit, the colours remain
 
 
 def _save(figure, folder: str, name: str) -> str:
-    figure.tight_layout()
-    figure.savefig(os.path.join(folder, name), dpi=_DPI)
+    # bbox 'tight' grows or crops the image to every artist, so rotated labels and outside
+    # legends are never cut off, whatever the estimate of the figure size was.
+    figure.savefig(os.path.join(folder, name), dpi=_DPI, bbox_inches='tight', pad_inches=0.15)
     plt.close(figure)
     return name
 
 
+def short_label(name: str, limit: int = _MAX_LABEL) -> str:
+    """The name, or its start and end around an ellipsis (names often differ at the end)."""
+    if len(name) <= limit:
+        return name
+    keep = limit - 1
+    return name[:(keep + 1) // 2] + '\u2026' + name[-(keep // 2):]
+
+
+def _label_inches(labels: Sequence[str]) -> float:
+    """Room a 45-degree tick label needs below (or beside) the axes."""
+    longest = max((len(label) for label in labels), default=1)
+    return 0.3 + longest * _CHAR_INCHES * 0.75
+
+
+def _rotate_if_crowded(axes, labels: Sequence[str], inches_per_label: float) -> None:
+    """Turns the x tick labels 45 degrees, anchored at their tick, when they would overlap."""
+    if max((len(label) for label in labels), default=0) * _CHAR_INCHES > 0.9 * inches_per_label:
+        plt.setp(axes.get_xticklabels(), rotation=45, ha='right', rotation_mode='anchor')
+
+
 def class_counts(counts_by_split: Dict[str, Dict[str, int]], folder: str,
                  name: str = 'data_classes.png') -> str:
-    """Grouped bars: examples per class, one colour per split."""
+    """Grouped bars: examples per class, one colour per split; legend right of the axes."""
     classes = sorted({c for counts in counts_by_split.values() for c in counts})
-    figure, axes = plt.subplots(figsize=(max(5.0, 0.6 * len(classes) + 2), 3.2))
-    width = 0.8 / max(1, len(counts_by_split))
+    labels = [short_label(c) for c in classes]
+    width = max(5.0, 0.5 * len(classes) + 2.5)
+    figure, axes = plt.subplots(figsize=(width, 2.8 + _label_inches(labels)),
+                                layout='constrained')
+    bar = 0.8 / max(1, len(counts_by_split))
     positions = np.arange(len(classes))
     for i, (split, counts) in enumerate(sorted(counts_by_split.items())):
-        axes.bar(positions + i * width, [counts.get(c, 0) for c in classes], width, label=split)
-    axes.set_xticks(positions + width * (len(counts_by_split) - 1) / 2, classes)
+        axes.bar(positions + i * bar, [counts.get(c, 0) for c in classes], bar, label=split)
+    axes.set_xticks(positions + bar * (len(counts_by_split) - 1) / 2, labels)
+    _rotate_if_crowded(axes, labels, (width - 2.0) / max(1, len(classes)))
     axes.set_xlabel('class')
     axes.set_ylabel('examples')
-    axes.legend()
+    axes.legend(title='split', loc='upper left', bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return _save(figure, folder, name)
 
 
 def training_curves(curves: Dict[str, List[Tuple[int, float]]], folder: str,
                     name: str = 'training_curves.png') -> str:
     """Loss and accuracy against step: train as lines, the final eval as points."""
-    figure, panels = plt.subplots(1, 2, figsize=(10, 3.5))
+    figure, panels = plt.subplots(1, 2, figsize=(10, 3.5), layout='constrained')
     for axes, metric in zip(panels, ('loss', 'accuracy')):
         for split, style in (('train', '-o'), ('eval', 's')):
             points = curves.get(f'{split}/{metric}', [])
@@ -50,24 +81,36 @@ def training_curves(curves: Dict[str, List[Tuple[int, float]]], folder: str,
         axes.set_xlabel('step')
         axes.set_ylabel(metric)
         axes.grid(alpha=0.3)
-        axes.legend()
+    handles, labels = panels[0].get_legend_handles_labels()
+    if handles:  # one legend for both panels, outside them: it hides no point of a curve
+        figure.legend(handles, labels, loc='outside right upper')
     return _save(figure, folder, name)
 
 
 def confusion_matrix(matrix: np.ndarray, class_names: Sequence[str], folder: str,
                      name: str = 'confusion_matrix.png') -> str:
-    """Counts of (actual, predicted) pairs, each cell annotated."""
-    size = max(4.0, 0.5 * len(class_names) + 2)
-    figure, axes = plt.subplots(figsize=(size, size * 0.85))
+    """Counts of (actual, predicted) pairs, each cell annotated while the cells are big enough."""
+    n = len(class_names)
+    labels = [short_label(c) for c in class_names]
+    cell = 0.5 if n <= 15 else 0.3          # inches per class
+    label_room = _label_inches(labels)
+    side = max(2.5, cell * n)
+    figure, axes = plt.subplots(figsize=(side + label_room + 1.3, side + label_room + 0.6),
+                                layout='constrained')
     image = axes.imshow(matrix, cmap='Blues')
-    figure.colorbar(image, ax=axes, fraction=0.046)
-    ticks = np.arange(len(class_names))
-    axes.set_xticks(ticks, class_names)
-    axes.set_yticks(ticks, class_names)
-    axes.set_xlabel('predicted')
-    axes.set_ylabel('actual')
-    threshold = matrix.max() / 2 if matrix.size else 0
-    for (row, col), value in np.ndenumerate(matrix):
-        axes.text(col, row, f'{value:g}', ha='center', va='center', fontsize=8,
-                  color='white' if value > threshold else 'black')
+    figure.colorbar(image, ax=axes, fraction=0.046, pad=0.02, label='examples')
+    ticks = np.arange(n)
+    font = 9 if n <= 15 else 7
+    axes.set_xticks(ticks, labels, fontsize=font)
+    axes.set_yticks(ticks, labels, fontsize=font)
+    _rotate_if_crowded(axes, labels, side / max(1, n) * 10 / font)  # a smaller font is narrower
+    axes.set_xlabel('predicted class')
+    axes.set_ylabel('actual class')
+    axes.set_title('eval split, examples per (actual, predicted)', fontsize=10)
+    if n <= _ANNOTATE_UP_TO:
+        threshold = matrix.max() / 2 if matrix.size else 0
+        for (row, col), value in np.ndenumerate(matrix):
+            axes.text(col, row, f'{value:g}', ha='center', va='center',
+                      fontsize=8 if n <= 15 else 6,
+                      color='white' if value > threshold else 'black')
     return _save(figure, folder, name)

@@ -17,8 +17,10 @@ import tensorflow_model_analysis as tfma
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 
-from components.common import features
+from components.common import features, inputs
 from components.gate import anomalies as anomalies_lib
+from components.trainer import executor as trainer_executor
+from pipeline.summary import custom_property
 
 Artifact = metadata_store_pb2.Artifact
 # Written by the stock StatisticsGen and ExampleValidator in each Split-<name> folder.
@@ -163,3 +165,74 @@ def evaluation(evaluation_artifact: Artifact) -> Evaluation:
                 for f in per_slice.failures]
     return Evaluation(overall, dict(sorted(per_class.items())), diffs, confusion,
                       validation.validation_ok, failures, _thresholds(uri))
+
+
+def _number(value) -> str:
+    return f'{value:g}' if isinstance(value, float) else str(value)
+
+
+def training_settings(properties: Dict[str, object], model: Optional[Artifact],
+                      examples: Optional[Artifact]) -> List[Tuple[str, str]]:
+    """(setting, value) rows saying how the model was trained.
+
+    `properties` are the trainer execution's (what was asked); the Model's custom properties
+    are what the trainer recorded it did (policy, replicas, the input shape it used). A trainer
+    that failed has no Model: its rows then come from the properties alone.
+    """
+    recorded = (lambda key: custom_property(model, key)) if model is not None else (
+        lambda key: None)
+    spec = inputs.InputSpec.from_json(
+        (custom_property(examples, 'input_spec') if examples is not None else None) or '')
+    rows = []
+    if spec.kind == 'tabular':
+        rows.append(('input', f'table: {len(spec.numeric)} numeric, '
+                              f'{len(spec.categorical)} categorical columns'))
+    else:
+        shape = [recorded(new) if recorded(new) is not None else properties.get(old)
+                 for new, old in (('input_height', 'image_height'), ('input_width', 'image_width'),
+                                  ('input_channels', 'channels'))]
+        if all(v is not None for v in shape):
+            rows.append(('input size', '\u00d7'.join(str(int(v)) for v in shape)
+                         + ' (height \u00d7 width \u00d7 channels)'))
+    if recorded('input_statement'):
+        rows.append(('input shape chosen', str(recorded('input_statement'))))
+    replicas = recorded('replicas')
+    rows.append(('replicas', 'not recorded' if replicas is None else str(int(replicas))))
+    policy, asked = recorded('mixed_precision'), properties.get('mixed_precision')
+    if policy is not None:
+        rows.append(('precision policy', policy + (f' (asked: {asked})' if asked and asked != policy
+                                                    else '')))
+    elif asked:
+        rows.append(('precision policy', f'{asked} (asked; no policy recorded)'))
+    batch = properties.get('global_batch_size')
+    if batch is not None:
+        per_replica = f'; {int(batch) // int(replicas)} per replica' if replicas else ''
+        rows.append(('batch', f'{batch} per micro-batch (all replicas together{per_replica})'))
+    accumulation = properties.get('accumulation_steps')
+    if accumulation is not None and batch is not None:
+        plural = 'es' if int(accumulation) > 1 else ''
+        rows.append(('accumulation', f'{accumulation} micro-batch{plural} per update, so '
+                                     f'{int(batch) * int(accumulation)} examples per update'))
+    if {'train_steps', 'train_epochs', 'global_batch_size', 'accumulation_steps'} <= set(
+            properties):
+        num_train = (custom_property(examples, 'num_written_train') if examples is not None
+                     else None) or 0
+        steps = trainer_executor.resolve_train_steps(properties, num_train)
+        epochs = float(properties['train_epochs'])
+        rows.append(('steps', f'{steps} updates' + (
+            f' ({epochs:g} epochs over {num_train} train examples)' if epochs > 0 else '')))
+    if properties.get('learning_rate') is not None:
+        warmup = int(properties.get('warmup_steps') or 0)
+        rows.append(('learning rate', f'{_number(properties["learning_rate"])}, cosine decay to 0'
+                                      + (f' after {warmup} warm-up steps' if warmup else '')))
+    for key, label in (('optimizer', 'optimizer'), ('model_builder', 'model')):
+        if properties.get(key):
+            rows.append((label, str(properties[key])))
+    warm = recorded('warm_start_version')
+    if warm is not None and warm >= 0:
+        rows.append(('warm start', f'from served version {int(warm)}'))
+    elif properties.get('warm_start_from'):
+        rows.append(('warm start', f'asked, from {properties["warm_start_from"]}' + (
+            '; nothing was served, so training started from scratch' if model is not None
+            else '')))
+    return rows

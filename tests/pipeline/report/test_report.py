@@ -1,11 +1,13 @@
 """Unit tests of the report's readers, pictures and page on small artifacts written here.
 
 The statistics and anomalies are real TFDV protos in the files the stock components write; the
-events are real TensorBoard event files. The whole-pipeline report is checked in
-tests/test_serving_e2e.py.
+events are real TensorBoard event files; RunSummaries are built here as `pipeline.summary` reads
+them from ML Metadata. The whole-pipeline report is checked in test_report_e2e.py (two runs into
+one output) and tests/test_serving_e2e.py.
 """
 import json
 import os
+import re
 
 import numpy as np
 from PIL import Image
@@ -13,6 +15,7 @@ import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 from tensorflow_metadata.proto.v0 import anomalies_pb2, statistics_pb2
 
+from components.common import inputs
 from pipeline import summary as summary_lib
 from pipeline.report import page, plots, readers
 
@@ -23,12 +26,14 @@ def _artifact(uri, splits=('train', 'eval'), artifact_id=1, **custom):
     for key, value in custom.items():
         if isinstance(value, int):
             artifact.custom_properties[key].int_value = value
+        elif isinstance(value, float):
+            artifact.custom_properties[key].double_value = value
         else:
             artifact.custom_properties[key].string_value = value
     return artifact
 
 
-def _write_statistics(uri, counts_by_split):
+def _write_statistics(uri, counts_by_split, image_sizes=True):
     for split, counts in counts_by_split.items():
         stats = statistics_pb2.DatasetFeatureStatisticsList()
         dataset = stats.datasets.add(num_examples=sum(counts.values()))
@@ -36,9 +41,14 @@ def _write_statistics(uri, counts_by_split):
         label.path.step.append('label_name')
         for name, count in counts.items():
             label.string_stats.rank_histogram.buckets.add(label=name, sample_count=count)
-        height = dataset.features.add()
-        height.path.step.append('image/height')
-        height.num_stats.min, height.num_stats.max = 8, 12
+        if image_sizes:
+            height = dataset.features.add()
+            height.path.step.append('image/height')
+            height.num_stats.min, height.num_stats.max = 8, 12
+        else:  # a table: numeric columns, no image features
+            column = dataset.features.add()
+            column.path.step.append('alcohol')
+            column.num_stats.min, column.num_stats.max = 11.0, 14.8
         os.makedirs(os.path.join(uri, f'Split-{split}'))
         with open(os.path.join(uri, f'Split-{split}', 'FeatureStats.pb'), 'wb') as handle:
             handle.write(stats.SerializeToString())
@@ -98,7 +108,22 @@ def test_pictures_are_png_files_of_a_readable_size(tmp_path):
             assert image.format == 'PNG' and image.size[0] >= 300 and image.size[1] >= 250
 
 
-def test_a_run_stopped_by_the_gate_still_gets_every_section(tmp_path):
+def _headings(text):
+    return re.findall(r'<h2 id="([^"]+)">', text)
+
+
+def _trainer_properties(**overrides):
+    """The ImageTrainer execution's properties as ML Metadata records them (see summary.py)."""
+    properties = {'image_height': 8, 'image_width': 8, 'channels': 1, 'train_steps': 0,
+                  'train_epochs': 2.0, 'global_batch_size': 32, 'accumulation_steps': 4,
+                  'mixed_precision': 'auto', 'optimizer': 'adamw', 'learning_rate': 0.003,
+                  'warmup_steps': 20, 'model_builder': 'models.resnet.build_model',
+                  'warm_start_from': ''}
+    properties.update(overrides)
+    return properties
+
+
+def test_a_run_stopped_by_the_gate_reports_only_the_stages_that_ran(tmp_path):
     stats = _write_statistics(str(tmp_path / 'stats'), {'train': {'a': 3}, 'eval': {'a': 1}})
     anomalies = _write_anomalies(str(tmp_path / 'anomalies'), 'train')
     examples = _artifact(tmp_path / 'examples', class_names=json.dumps(['a']))
@@ -108,8 +133,142 @@ def test_a_run_stopped_by_the_gate_still_gets_every_section(tmp_path):
                  'ExampleAnomalies': [anomalies]})
     path = page.write_report(summary, str(tmp_path / 'out'))
     text = open(path, encoding='utf-8').read()
-    for section in page.SECTIONS:
-        assert f'<h2 id="{section.lower()}">{section}</h2>' in text
+    assert _headings(text) == ['data', 'anomalies']  # nothing about training, blessing, push
     assert 'train: <span class="no">anomalies</span>' in text and 'value &quot;x&quot;' in text
-    assert 'stopped before training' in text and 'The Pusher did not run' in text
-    assert os.path.exists(tmp_path / 'out' / 'data_classes.png')
+    assert 'did not run' not in text and 'No training' not in text
+    assert os.path.exists(tmp_path / 'out' / 'reports' / 'r1' / 'data_classes.png')
+
+
+def test_settings_section_states_how_the_model_was_trained(tmp_path):
+    model = _artifact(tmp_path / 'model', artifact_id=5, mixed_precision='mixed_bfloat16',
+                      replicas=2.0, input_height=28.0, input_width=32.0, input_channels=3.0,
+                      input_statement='trained at 28x32x3; 85% of images 28x32, 15% resized',
+                      warm_start_version=-1.0)
+    examples = _artifact(tmp_path / 'examples', num_written_train=1000)
+    summary = summary_lib.RunSummary(
+        run_id='r1', states={'ImageTrainer': 'COMPLETE'},
+        outputs={'Model': [model], 'Examples': [examples]},
+        execution_properties={'ImageTrainer': _trainer_properties()})
+    text = open(page.write_report(summary, str(tmp_path / 'out')), encoding='utf-8').read()
+    assert _headings(text) == ['settings']
+    rows = dict(re.findall(r'<tr><td>([^<]+)</td><td>([^<]+)</td></tr>', text))
+    # The Model's recorded input shape wins over the execution's (digits-default) 8x8x1.
+    assert rows['input size'] == '28\u00d732\u00d73 (height \u00d7 width \u00d7 channels)'
+    assert rows['input shape chosen'].startswith('trained at 28x32x3; 85%')
+    assert rows['replicas'] == '2'
+    assert rows['precision policy'] == 'mixed_bfloat16 (asked: auto)'
+    assert rows['batch'] == '32 per micro-batch (all replicas together; 16 per replica)'
+    assert rows['accumulation'] == '4 micro-batches per update, so 128 examples per update'
+    # 2 epochs over 1000 examples at 128 per update: ceil(15.6) updates, as the trainer did.
+    assert rows['steps'] == '16 updates (2 epochs over 1000 train examples)'
+    assert rows['learning rate'] == '0.003, cosine decay to 0 after 20 warm-up steps'
+    assert rows['optimizer'] == 'adamw' and rows['model'] == 'models.resnet.build_model'
+    assert 'warm start' not in rows
+
+
+def test_settings_fall_back_to_the_execution_when_the_model_records_no_shape(tmp_path):
+    model = _artifact(tmp_path / 'model', mixed_precision='float32')  # no input_*, no replicas
+    rows = dict(readers.training_settings(
+        _trainer_properties(train_steps=400, train_epochs=0.0, accumulation_steps=1), model,
+        None))
+    assert rows['input size'].startswith('8\u00d78\u00d71 ')
+    assert rows['replicas'] == 'not recorded' and rows['steps'] == '400 updates'
+    assert rows['accumulation'] == '1 micro-batch per update, so 32 examples per update'
+
+
+def test_a_csv_run_has_no_image_size_table_and_its_input_is_a_table(tmp_path):
+    stats = _write_statistics(str(tmp_path / 'stats'), {'train': {'1': 40, '2': 50},
+                                                        'eval': {'1': 9, '2': 11}},
+                              image_sizes=False)
+    spec = inputs.InputSpec(kind='tabular', numeric=(('alcohol', 13.0, 0.8), ('ash', 2.4, 0.3)))
+    examples = _artifact(tmp_path / 'examples', class_names=json.dumps(['1', '2']),
+                         input_spec=spec.to_json(), num_written_train=90)
+    summary = summary_lib.RunSummary(
+        run_id='csv', states={'StatisticsGen': 'COMPLETE', 'ImageTrainer': 'FAILED'},
+        outputs={'Examples': [examples], 'ExampleStatistics': [stats]},
+        execution_properties={'ImageTrainer': _trainer_properties()})
+    text = open(page.write_report(summary, str(tmp_path / 'out')), encoding='utf-8').read()
+    assert _headings(text) == ['data', 'settings']
+    assert 'Image sizes' not in text and 'height' not in text and '\u00d7' not in text
+    assert '<td>input</td><td>table: 2 numeric, 0 categorical columns</td>' in text
+    # The trainer failed before it recorded anything: what it was asked is still shown.
+    assert '<td>precision policy</td><td>auto (asked; no policy recorded)</td>' in text
+
+
+def test_each_run_keeps_its_report_and_report_html_is_the_newest(tmp_path):
+    out = str(tmp_path / 'out')
+    first_stats = _write_statistics(str(tmp_path / 's1'), {'train': {'a': 3}, 'eval': {'a': 1}})
+    second_stats = _write_statistics(str(tmp_path / 's2'), {'train': {'a': 9, 'b': 8},
+                                                            'eval': {'a': 2, 'b': 2}})
+    for run_id, stats in (('2026-12-02T14:20:40.1', first_stats),
+                          ('2026-12-02T14:25:03.7', second_stats)):
+        page.write_report(summary_lib.RunSummary(
+            run_id=run_id, states={'StatisticsGen': 'COMPLETE'},
+            outputs={'ExampleStatistics': [stats]}), out)
+        if run_id.startswith('2026-12-02T14:20'):
+            first_picture = open(os.path.join(
+                out, 'reports', '2026-12-02T14_20_40.1', 'data_classes.png'), 'rb').read()
+    reports = os.path.join(out, 'reports')
+    assert sorted(n for n in os.listdir(reports) if n.endswith('.html')) == [
+        '2026-12-02T14_20_40.1.html', '2026-12-02T14_25_03.7.html']
+    # The first run's page and pictures are its own: the second run drew two classes.
+    first = open(os.path.join(reports, '2026-12-02T14_20_40.1.html'), encoding='utf-8').read()
+    assert 'Run 2026-12-02T14:20:40.1' in first and '<td>b</td>' not in first
+    assert open(os.path.join(reports, '2026-12-02T14_20_40.1', 'data_classes.png'),
+                'rb').read() == first_picture
+    newest = open(os.path.join(out, page.REPORT_FILE), encoding='utf-8').read()
+    assert 'Run 2026-12-02T14:25:03.7' in newest and '<td>b</td>' in newest
+    # Every picture link works from where each page is.
+    for folder, text in ((out, newest), (reports, first)):
+        links = re.findall(r'<img src="([^"]+)"', text)
+        assert links and all(os.path.getsize(os.path.join(folder, link)) > 1000
+                             for link in links)
+    assert re.findall(r'<img src="([^"]+)"', newest) == [
+        'reports/2026-12-02T14_25_03.7/data_classes.png']
+
+
+def test_a_failed_run_says_so_first_and_omits_stages_that_never_ran(tmp_path):
+    summary = summary_lib.RunSummary(run_id='r9', states={'ImageExampleGen': 'FAILED'},
+                                     outputs={})
+    # Set as an attribute: RunSummary gains this field in another branch of issue 9.
+    summary.failure = ('ImageExampleGen', "IngestionError: 28% of records rejected <label>\n"
+                                          "  missing_value 4275 (column 'company')")
+    text = open(page.write_report(summary, str(tmp_path / 'out')), encoding='utf-8').read()
+    assert _headings(text) == ['failed']
+    body = text.split('<body>', 1)[1]
+    assert '<h2 id="failed">Run failed</h2><p>Stage <b>ImageExampleGen</b> failed:</p>' in body
+    assert "rejected &lt;label&gt;\n  missing_value 4275 (column &#x27;company&#x27;)" in body
+    for filler in ('No statistics', 'did not run', 'No training', 'No blessing'):
+        assert filler not in text
+
+
+def test_a_cached_rerun_names_the_baseline_and_what_is_served_now(tmp_path):
+    serving = tmp_path / 'serving'
+    for version in ('1', '2'):
+        os.makedirs(serving / version)
+        (serving / version / 'saved_model.pb').write_bytes(b'graph')
+    baseline = _artifact(tmp_path / 'baseline', artifact_id=7, served_version=1,
+                         served_path=str(serving / '1'))
+    pushed = _artifact(tmp_path / 'pushed', artifact_id=10, pushed=1, pushed_version='2')
+    nodes = ('ServedModelBaseline', 'Pusher')
+    summary = summary_lib.RunSummary(
+        run_id='r2', states={n: 'CACHED' for n in nodes},
+        outputs={'Model': [baseline], 'PushedModel': [pushed]},
+        execution_properties={'ServedModelBaseline': {'serving_dir': str(serving)}})
+    text = open(page.write_report(summary, str(tmp_path / 'out')), encoding='utf-8').read()
+    assert (f'Baseline: served version 1 ({serving / "1"}), chosen when this model was first '
+            'evaluated (reused from the cache)') in text
+    assert f'Served now: version 2 ({serving / "2"}), this run&#x27;s model' in text
+    assert 'Every step was served from the cache' in text
+
+
+def test_confusion_matrix_grows_with_classes_and_shortens_very_long_names(tmp_path):
+    few = plots.confusion_matrix(np.eye(3), ['a', 'b', 'c'], str(tmp_path), 'few.png')
+    names = [f'class_with_a_rather_long_name_{i}' for i in range(12)]
+    many = plots.confusion_matrix(np.eye(12) * 5, names, str(tmp_path), 'many.png')
+    with Image.open(tmp_path / few) as small, Image.open(tmp_path / many) as large:
+        assert large.size[0] > 1.8 * small.size[0] and large.size[1] > 1.8 * small.size[1]
+    assert plots.short_label(names[7]) == names[7]  # 31 characters: kept whole
+    long_name = 'a_very_long_class_name_that_keeps_going_and_' + 'differs_at_the_end_7'
+    short = plots.short_label(long_name)
+    assert len(short) == 40 and short.startswith('a_very_long') and short.endswith('end_7')
