@@ -2,7 +2,9 @@
 
 The Examples artifact it fills is the standard one (split names, payload and file format), so
 the stock StatisticsGen, Evaluator and our trainer read it without special cases. Custom
-properties add what the trainer needs (`class_names`, `input_spec`) and the counts. The counts
+properties add what the trainer needs (`class_names`, `input_spec`; for images the train
+split's sizes and colour modes, from which the trainer infers its input shape: see
+components/common/image_shape.py) and the counts. The counts
 (found, written, rejected, rejected by reason) are also set as execution properties and logged,
 and checked: anything not written is in the quarantine with a reason.
 """
@@ -19,7 +21,7 @@ from tfx.components.util import examples_utils
 from tfx.utils import proto_utils
 
 from components.common import features, inputs
-from components.ingest import beam_pipeline, checks, sources
+from components.ingest import beam_pipeline, checks, sources, stats
 from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)
 
 
@@ -59,14 +61,19 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             exec_properties[f'num_{name}'] = value
 
         table = beam_pipeline.finalize(examples.uri, options)
+        shapes = {}
         if table is not None:
             class_names = table['class_names']
             spec = inputs.tabular_spec(options.table.types, table['moments'])
         else:
             class_names = list(options.classes)
             raw = options.image_storage == 'raw'
+            # Raw pixels with channels 0 keep each image's own: read per example then.
             spec = inputs.InputSpec(kind='image', storage=options.image_storage,
                                     channels=options.channels if raw else 0)
+            shapes = stats.read_image_shapes(result)
+            logging.info('Train images as stored: sizes %s, modes %s, %d colour',
+                         shapes['image_sizes'], shapes['color_modes'], shapes['color_images'])
         checks.check_counts(counts, checks.read_quarantine(examples.uri, checks.SHOWN_REJECTIONS),
                             float(exec_properties['max_rejected_fraction']), root)
 
@@ -80,3 +87,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         examples.set_string_custom_property('quarantine_uri', checks.quarantine_path(examples.uri))
         for name, value in counts.items():
             examples.set_int_custom_property(f'num_{name}', value)
+        for name, value in shapes.items():
+            if isinstance(value, int):
+                examples.set_int_custom_property(name, value)
+            else:
+                examples.set_string_custom_property(name, value)

@@ -1,18 +1,22 @@
-"""What ingestion measures besides the records: counts (Beam metrics) and numeric moments.
+"""What ingestion measures besides the records: counts (Beam metrics), the train images' stored
+sizes and modes (Beam metrics too), and numeric moments.
 
 No TFX imports. The counts are Beam counters, read back after the run; the moments (mean and
 standard deviation of every numeric CSV column over the train split) are a combine, so that the
 trainer and the serving graph can standardise features with exactly the same numbers.
 """
+import json
 import math
 from typing import Dict, List
 
 import apache_beam as beam
 
-from components.common import features
+from components.common import features, image_shape
 from components.ingest import records
 
 METRICS_NAMESPACE = 'ingest'
+# Counters of the valid train images' stored sizes and modes: size_<h>x<w>, mode_<mode>, color.
+IMAGES_NAMESPACE = 'ingest_images'
 
 
 def empty_counts() -> Dict[str, int]:
@@ -31,6 +35,30 @@ def read_counts(result: beam.runners.runner.PipelineResult) -> Dict[str, int]:
     for counter in query['counters']:
         counts[counter.key.metric.name] += counter.committed
     return counts
+
+
+def read_image_shapes(result: beam.runners.runner.PipelineResult) -> Dict[str, object]:
+    """The Examples properties describing the stored train images (common/image_shape.py):
+    image_sizes and color_modes as JSON; color_images, resized_ and grayscaled_at_ingestion
+    as counts."""
+    sizes, modes = {}, {}
+    flags = {'color': 0, 'resized': 0, 'grayscaled': 0}
+    query = result.metrics().query(beam.metrics.MetricsFilter().with_namespace(IMAGES_NAMESPACE))
+    for counter in query['counters']:
+        kind, _, value = counter.key.metric.name.partition('_')
+        if kind == 'size':
+            key = tuple(int(n) for n in value.split('x'))
+            sizes[key] = sizes.get(key, 0) + counter.committed
+        elif kind == 'mode':
+            modes[value] = modes.get(value, 0) + counter.committed
+        else:
+            flags[kind] += counter.committed
+    return {image_shape.SIZES_PROPERTY: image_shape.sizes_json(sizes),
+            image_shape.MODES_PROPERTY: json.dumps(
+                dict(sorted(modes.items(), key=lambda mode: (-mode[1], mode[0])))),
+            image_shape.COLOR_PROPERTY: flags['color'],
+            image_shape.RESIZED_PROPERTY: flags['resized'],
+            image_shape.GRAYSCALED_PROPERTY: flags['grayscaled']}
 
 
 def empty_moments(width: int):
