@@ -116,7 +116,7 @@ def _ingested_photos(tmp_path):
     return written, examples
 
 
-def test_do_with_zero_shape_trains_at_the_datas_shape_and_records_it(tmp_path):
+def test_do_with_zero_shape_trains_at_the_datas_shape_and_records_it(tmp_path, caplog):
     written, examples = _ingested_photos(tmp_path)
     model = standard_artifacts.Model()
     model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '3')
@@ -124,8 +124,9 @@ def test_do_with_zero_shape_trains_at_the_datas_shape_and_records_it(tmp_path):
     model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '3')
     props = _properties(image_height=0, image_width=0, channels=0, train_epochs=0.0,
                         train_steps=2, accumulation_steps=1)
-    executor.Executor().Do({'examples': [examples]},
-                           {'model': [model], 'model_run': [model_run]}, props)
+    with caplog.at_level('INFO'):
+        executor.Executor().Do({'examples': [examples]},
+                               {'model': [model], 'model_run': [model_run]}, props)
 
     sizes = json.loads(examples.get_string_custom_property('image_sizes'))
     assert max(sizes, key=sizes.get) == '28x28' and examples.get_int_custom_property(
@@ -138,6 +139,7 @@ def test_do_with_zero_shape_trains_at_the_datas_shape_and_records_it(tmp_path):
     assert statement.startswith('trained at 28×28×3; ')
     assert f'{100 * sizes["28x28"] / total:.0f}% of images 28×28' in statement
     assert '3 channels from the data' in statement
+    assert f'input {statement}' in caplog.text  # the training log line states it
     # The exported model takes that shape, and serves an image of any size and mode.
     loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))
     path = next(p for p, w in sorted(written.items()) if w['size'] == (40, 40))
