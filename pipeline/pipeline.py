@@ -51,7 +51,9 @@ def create_components(config: PipelineConfig) -> List:
         input_base=ingest.data_dir, source=ingest.source, train_percent=ingest.train_percent,
         num_shards=ingest.num_shards, compress=ingest.compress, split_key=ingest.split_key,
         max_rejected_fraction=ingest.max_rejected_fraction, image_size=ingest.image_size,
-        image_storage=ingest.image_storage, channels=config.train.channels or 1,
+        # Converts channels at ingestion (resize, raw) only when configured; 0 keeps each
+        # image's own, so the trainer's channels are inferred from the data as it is.
+        image_storage=ingest.image_storage, channels=config.train.channels or 0,
         label_column=ingest.label_column, feature_types=dict(ingest.feature_types),
         drop_columns=ingest.drop_columns)
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
@@ -67,8 +69,8 @@ def create_components(config: PipelineConfig) -> List:
     train = config.train
     trainer = ImageTrainer(
         examples=example_gen.outputs['examples'], model_builder=config.model_builder,
-        # Until the input shape is inferred from the data: the digits' 8x8x1.
-        image_shape=tuple(train.image_size or (8, 8)) + (train.channels or 1,),
+        # 0 = from the data: the trainer's executor reads what ingestion recorded.
+        image_shape=tuple(train.image_size or (0, 0)) + (train.channels or 0,),
         train_steps=0 if train.train_epochs else train.train_steps,
         train_epochs=train.train_epochs, devices=train.devices,
         global_batch_size=train.global_batch_size,

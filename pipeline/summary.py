@@ -123,6 +123,8 @@ def format_summary(summary: RunSummary) -> str:
     if model is not None:
         lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
             _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
+        if _custom(model, 'input_statement'):  # image models: the shape and how it was chosen
+            lines.append(f'  input: {_custom(model, "input_statement")}')
     if baseline is not None:
         served = _custom(baseline, 'served_version')
         lines.append('  baseline: ' + ('none (nothing served yet)' if served < 0 else

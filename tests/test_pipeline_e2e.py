@@ -77,6 +77,17 @@ def test_trained_model_loads_and_predicts(first_and_second_run):
     np.testing.assert_allclose(out['probabilities'].numpy().sum(axis=1), 1.0, rtol=1e-5)
 
 
+def test_digits_train_at_8x8x1_with_nothing_configured(first_and_second_run):
+    cfg, first, _ = first_and_second_run
+    assert cfg.train.image_size is None and cfg.train.channels is None
+    model = _only(first, 'Model')
+    assert [model.custom_properties[f'input_{n}'].int_value
+            for n in ('height', 'width', 'channels')] == [8, 8, 1]
+    train = _only(first, 'Examples').custom_properties['num_written_train'].int_value
+    assert (f'  input: trained at 8×8×1; all {train} images 8×8; 1 channel from the data: all '
+            'images grayscale') in summary_lib.format_summary(first)
+
+
 def test_blessing_written_and_model_pushed_to_serving(first_and_second_run):
     cfg, first, _ = first_and_second_run
     blessing = _only(first, 'ModelBlessing')

@@ -34,7 +34,8 @@ CATEGORICAL_BUCKETS = 100  # per categorical column; the MLP embeds each bucket
 class InputSpec:
     kind: str = 'image'                 # image | tabular
     storage: str = 'encoded'            # image: encoded | raw
-    channels: int = 0                   # image, raw storage: the stored channels
+    channels: int = 0                   # image, raw storage: the stored channels; 0 = each
+                                        # example's own (its image/channels feature)
     numeric: Tuple[Tuple[str, float, float], ...] = ()   # tabular: (column, mean, std)
     categorical: Tuple[str, ...] = ()   # tabular: column names
     missing: Tuple[str, ...] = ()       # tabular: numeric columns with a missing-value indicator
@@ -82,10 +83,25 @@ def builder_input_shape(spec: InputSpec, image_shape: Tuple[int, int, int]) -> A
 
 def image_parse_spec(spec: InputSpec) -> Dict[str, tf.io.FixedLenFeature]:
     if spec.storage == 'raw':
-        return {features.IMAGE_RAW_KEY: tf.io.FixedLenFeature([], tf.string),
-                features.HEIGHT_KEY: tf.io.FixedLenFeature([], tf.int64),
-                features.WIDTH_KEY: tf.io.FixedLenFeature([], tf.int64)}
+        parse = {features.IMAGE_RAW_KEY: tf.io.FixedLenFeature([], tf.string),
+                 features.HEIGHT_KEY: tf.io.FixedLenFeature([], tf.int64),
+                 features.WIDTH_KEY: tf.io.FixedLenFeature([], tf.int64)}
+        if not spec.channels:
+            parse[features.CHANNELS_KEY] = tf.io.FixedLenFeature([], tf.int64)
+        return parse
     return {features.IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)}
+
+
+def _to_channels(pixels: tf.Tensor, stored, channels: int) -> tf.Tensor:
+    """Grey (1) or RGB (3) pixels as `channels`; `stored` is an int, or a tensor when each
+    example records its own."""
+    if channels == 1:
+        convert = lambda: tf.image.rgb_to_grayscale(pixels)  # noqa: E731
+    else:
+        convert = lambda: tf.tile(pixels, [1, 1, 3])  # noqa: E731 (grey to RGB)
+    if isinstance(stored, int):
+        return pixels if stored == channels else convert()
+    return tf.cond(tf.equal(stored, channels), lambda: pixels, convert)
 
 
 def decode_parsed_image(parsed: Dict[str, tf.Tensor], spec: InputSpec,
@@ -94,13 +110,11 @@ def decode_parsed_image(parsed: Dict[str, tf.Tensor], spec: InputSpec,
     height, width, channels = image_shape
     if spec.storage != 'raw':
         return features.decode_image(parsed[features.IMAGE_KEY], height, width, channels)
+    stored = spec.channels or parsed[features.CHANNELS_KEY]
     pixels = tf.reshape(tf.io.decode_raw(parsed[features.IMAGE_RAW_KEY], tf.uint8),
                         tf.stack([parsed[features.HEIGHT_KEY], parsed[features.WIDTH_KEY],
-                                  spec.channels]))
-    if spec.channels == 3 and channels == 1:
-        pixels = tf.image.rgb_to_grayscale(pixels)
-    elif spec.channels == 1 and channels == 3:
-        pixels = tf.image.grayscale_to_rgb(pixels)
+                                  tf.cast(stored, tf.int64)]))
+    pixels = _to_channels(pixels, stored, channels)
     image = tf.image.resize(tf.image.convert_image_dtype(pixels, tf.float32), [height, width])
     image.set_shape([height, width, channels])
     return image

@@ -42,7 +42,7 @@ class IngestOptions:
     split_key: str = 'source'       # 'source' (path, or CSV file + line), 'content', a CSV column
     image_size: Optional[Tuple[int, int]] = None   # (height, width) to resize to; None keeps
     image_storage: str = 'encoded'  # or 'raw' uint8 pixels
-    channels: int = 3               # channels of resized or raw images (1 or 3)
+    channels: int = 0               # channels of resized or raw images: 1, 3, 0 = each its own
     table: Optional[tabular.Table] = None          # csv: columns, label and types
     csv_files: tuple = ()           # csv: the files, all with the table's header
 
@@ -58,7 +58,8 @@ class IngestOptions:
              'a csv source needs a table and csv_files'),
             (self.image_storage in images.STORAGES,
              f'image_storage must be one of {images.STORAGES}, got {self.image_storage!r}'),
-            (self.channels in (1, 3), f'channels must be 1 or 3, got {self.channels}'),
+            (self.channels in (0, 1, 3),
+             f'channels must be 1, 3 or 0 (each image its own), got {self.channels}'),
             (self.split_key in ('source', 'content') or (
                 self.table is not None and self.split_key in self.table.columns),
              f'split_key must be "source", "content" or a CSV column, got {self.split_key!r}'),

@@ -100,6 +100,20 @@ class ImagesToExamples(_Convert):
         super().setup()
         self._index = images.class_index(list(self._options.classes))
         self._base = self._options.input_base or self._options.root
+        self._shape_counters = {}
+
+    def _count_shape(self, info: images.ImageInfo, stored: images.Stored) -> None:
+        """Counts a train image's stored size and mode, and what ingestion changed
+        (stats.read_image_shapes reads them): counters aggregate the same whatever the
+        runner's parallelism, and need no extra pass."""
+        flags = {'color': stored.color, 'grayscaled': info.color and not stored.color,
+                 'resized': (info.height, info.width) != (stored.height, stored.width)}
+        names = [f'size_{stored.height}x{stored.width}', f'mode_{stored.mode}'] + [
+            name for name, flag in flags.items() if flag]
+        for name in names:
+            if name not in self._shape_counters:
+                self._shape_counters[name] = Metrics.counter(stats.IMAGES_NAMESPACE, name)
+            self._shape_counters[name].inc()
 
     def process(self, paths: List[str]) -> Iterator:
         for path in paths:
@@ -113,8 +127,9 @@ class ImagesToExamples(_Convert):
         self._count('found')
         try:
             data = images.read_file(path, self._base)
-            stored = images.prepare(data, images.inspect_image(data), opts.image_size,
-                                    opts.image_storage, opts.channels)
+            info = images.inspect_image(data)
+            stored = images.prepare(data, info, opts.image_size, opts.image_storage,
+                                    opts.channels)
         except records.BadRecord as error:
             return self._reject(path, error)
         label_name = relative.split('/', 1)[0]
@@ -122,8 +137,10 @@ class ImagesToExamples(_Convert):
             encoded=stored.payload, label=self._index[label_name], label_name=label_name,
             height=stored.height, width=stored.width, source_path=relative,
             channels=stored.channels)
-        self._write(hashlib.sha256(data).hexdigest() if opts.split_key == 'content'
-                    else relative, example)
+        split = self._write(hashlib.sha256(data).hexdigest() if opts.split_key == 'content'
+                            else relative, example)
+        if split == 'train':  # the trainer infers its input shape from the train split
+            self._count_shape(info, stored)
         return None
 
 

@@ -2,7 +2,9 @@
 
 The Examples artifact it fills is the standard one (split names, payload and file format), so
 the stock StatisticsGen, Evaluator and our trainer read it without special cases. Custom
-properties add what the trainer needs (`class_names`, `input_spec`) and the counts. The counts
+properties add what the trainer needs (`class_names`, `input_spec`; for images the train
+split's sizes and colour modes, from which the trainer infers its input shape: see
+components/common/image_shape.py) and the counts. The counts
 (found, written, rejected, rejected by reason) are also set as execution properties and logged,
 and checked: anything not written is in the quarantine with a reason. For CSV, `missing_values`
 (JSON, column -> empty numeric values over all splits) says what was imputed; the imputed means
@@ -61,6 +63,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             exec_properties[f'num_{name}'] = value
 
         table = beam_pipeline.finalize(examples.uri, options)
+        shapes = {}
         if table is not None:
             class_names = table['class_names']
             spec = inputs.tabular_spec(options.table.types, table['moments'])
@@ -72,8 +75,12 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         else:
             class_names = list(options.classes)
             raw = options.image_storage == 'raw'
+            # Raw pixels with channels 0 keep each image's own: read per example then.
             spec = inputs.InputSpec(kind='image', storage=options.image_storage,
                                     channels=options.channels if raw else 0)
+            shapes = stats.read_image_shapes(result)
+            logging.info('Train images as stored: sizes %s, modes %s, %d colour',
+                         shapes['image_sizes'], shapes['color_modes'], shapes['color_images'])
         checks.check_counts(counts, examples.uri, float(exec_properties['max_rejected_fraction']),
                             root, by_column=stats.read_rejected_by_column(result))
 
@@ -87,3 +94,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         examples.set_string_custom_property('quarantine_uri', checks.quarantine_path(examples.uri))
         for name, value in counts.items():
             examples.set_int_custom_property(f'num_{name}', value)
+        for name, value in shapes.items():
+            if isinstance(value, int):
+                examples.set_int_custom_property(name, value)
+            else:
+                examples.set_string_custom_property(name, value)

@@ -10,7 +10,7 @@ import io
 import os
 from typing import Dict, List, Optional, Tuple
 
-from PIL import Image
+from PIL import Image, ImageChops
 import tensorflow as tf
 
 from components.ingest import records
@@ -26,6 +26,7 @@ _SIGNATURES = ((b'\x89PNG', 'PNG'), (b'\xff\xd8\xff', 'JPEG'), (b'GIF8', 'GIF'),
 
 STORAGES = ('encoded', 'raw')
 _MODES = {1: 'L', 3: 'RGB'}
+_ALPHA_BANDS = ('A', 'a')
 
 
 class BadImage(records.BadRecord):
@@ -38,6 +39,19 @@ class ImageInfo:
     height: int
     width: int
     mode: str
+    color: bool = False   # carries colour (see is_color); grey otherwise
+
+
+def is_color(image: Image.Image) -> bool:
+    """True for colour modes (RGB, RGBA, CMYK, YCbCr, ...), False for grey ones (1, L, LA, I, F,
+    I;16); a palette image is colour only when a pixel uses a non-grey palette entry, since GIFs
+    and some PNGs store plain grey pictures as palettes."""
+    bands = [band for band in image.getbands() if band not in _ALPHA_BANDS]
+    if bands == ['P']:
+        red, green, blue = image.convert('RGB').split()
+        return bool(ImageChops.difference(red, green).getbbox()
+                    or ImageChops.difference(green, blue).getbbox())
+    return len(bands) > 1
 
 
 def list_classes(root: str) -> List[str]:
@@ -74,6 +88,7 @@ def inspect_image(data: bytes) -> ImageInfo:
             image.load()
             width, height = image.size
             mode = image.mode
+            color = is_color(image)
     except Image.UnidentifiedImageError:
         known = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
         if known:  # the header says what it should be, so the rest is damaged
@@ -87,7 +102,7 @@ def inspect_image(data: bytes) -> ImageInfo:
                            f'accepted: {", ".join(sorted(ACCEPTED_FORMATS))}')
     if width < 1 or height < 1:
         raise BadImage('corrupt_image', f'image has no pixels ({width}x{height})')
-    return ImageInfo(format=image_format, height=height, width=width, mode=mode)
+    return ImageInfo(format=image_format, height=height, width=width, mode=mode, color=color)
 
 
 def split_of(relative_path: str, train_percent: int) -> str:
@@ -149,26 +164,34 @@ def read_file(path: str, input_base: str) -> bytes:
 
 @dataclasses.dataclass(frozen=True)
 class Stored:
-    """What goes into the Example: the payload and the stored geometry."""
+    """What goes into the Example: the payload and the stored geometry and colour."""
     payload: bytes     # encoded bytes (PNG, JPEG, ...) or raw uint8 pixels, row-major HWC
     height: int
     width: int
     channels: int      # 0 for encoded bytes (the decoder decides), else the raw channel count
+    mode: str = ''     # Pillow mode of what is stored: the file's own, or L / RGB if converted
+    color: bool = False  # the stored pixels carry colour
 
 
 def prepare(data: bytes, info: ImageInfo, size: Optional[Tuple[int, int]],
             storage: str, channels: int) -> Stored:
     """Applies the configured resize and storage. The default (no resize, encoded) keeps the
-    original bytes, which are usually far smaller than pixels and lose nothing."""
+    original bytes, which are usually far smaller than pixels and lose nothing.
+
+    channels 1 or 3 converts resized or raw images to grey or RGB; 0 keeps each image's own
+    (grey stays 1 channel, colour becomes RGB), so nothing is converted that was not asked for.
+    """
     if size is None and storage == 'encoded':
-        return Stored(data, info.height, info.width, 0)
+        return Stored(data, info.height, info.width, 0, info.mode, info.color)
+    channels = channels or (3 if info.color else 1)
     with Image.open(io.BytesIO(data)) as image:
         image.seek(0)  # GIF: the first frame
         pixels = image.convert(_MODES[channels])
     if size is not None:
         pixels = pixels.resize((size[1], size[0]), Image.BILINEAR)
+    color = info.color and channels == 3
     if storage == 'raw':
-        return Stored(pixels.tobytes(), pixels.height, pixels.width, channels)
+        return Stored(pixels.tobytes(), pixels.height, pixels.width, channels, pixels.mode, color)
     buffer = io.BytesIO()
     pixels.save(buffer, 'PNG')  # lossless: resizing is the only change
-    return Stored(buffer.getvalue(), pixels.height, pixels.width, 0)
+    return Stored(buffer.getvalue(), pixels.height, pixels.width, 0, pixels.mode, color)

@@ -37,7 +37,8 @@ def estimated_output_bytes(options: beam_pipeline.IngestOptions) -> int:
     count, size = _total_bytes(os.path.join(options.root, '*', '*'))
     if options.image_storage == 'raw':
         if options.image_size:
-            return count * options.image_size[0] * options.image_size[1] * options.channels
+            return (count * options.image_size[0] * options.image_size[1]
+                    * (options.channels or 3))  # 0 = each its own: at most 3
         return size * _RAW_GROWTH
     return size
 
@@ -82,7 +83,7 @@ def options_from_properties(root: str, input_base: str,
         split_key=props.get('split_key', 'source'),
         image_size=_image_size(props.get('image_size', '')),
         image_storage=props.get('image_storage', 'encoded'),
-        channels=int(props.get('channels', 3)), **listed)
+        channels=int(props.get('channels', 0)), **listed)
     num_shards = int(props['num_shards'])
     if num_shards > 0:
         return dataclasses.replace(options, num_shards=num_shards)

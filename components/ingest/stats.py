@@ -1,4 +1,5 @@
-"""What ingestion measures besides the records: counts (Beam metrics) and numeric moments.
+"""What ingestion measures besides the records: counts (Beam metrics), the train images' stored
+sizes and modes (Beam metrics too), and numeric moments.
 
 No TFX imports. The counts are Beam counters, read back after the run: the record counts
 (`ingest` namespace), and per CSV column the empty numeric values (all splits) and the
@@ -12,12 +13,14 @@ from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 
-from components.common import features
+from components.common import features, image_shape
 from components.ingest import records
 
 METRICS_NAMESPACE = 'ingest'
 MISSING_NAMESPACE = 'ingest_missing'              # counter name: the column
 REJECTED_COLUMN_NAMESPACE = 'ingest_rejected_by_column'   # name: rejected_column_key()
+# Counters of the valid train images' stored sizes and modes: size_<h>x<w>, mode_<mode>, color.
+IMAGES_NAMESPACE = 'ingest_images'
 
 
 def empty_counts() -> Dict[str, int]:
@@ -62,6 +65,29 @@ def read_rejected_by_column(
     """Rejections per (reason, column), for the reasons that name a column."""
     return {tuple(json.loads(key)): n
             for key, n in _read_namespace(result, REJECTED_COLUMN_NAMESPACE).items()}
+
+
+def read_image_shapes(result: beam.runners.runner.PipelineResult) -> Dict[str, object]:
+    """The Examples properties describing the stored train images (common/image_shape.py):
+    image_sizes and color_modes as JSON; color_images, resized_ and grayscaled_at_ingestion
+    as counts."""
+    sizes, modes = {}, {}
+    flags = {'color': 0, 'resized': 0, 'grayscaled': 0}
+    for name, count in _read_namespace(result, IMAGES_NAMESPACE).items():
+        kind, _, value = name.partition('_')
+        if kind == 'size':
+            key = tuple(int(n) for n in value.split('x'))
+            sizes[key] = sizes.get(key, 0) + count
+        elif kind == 'mode':
+            modes[value] = modes.get(value, 0) + count
+        else:
+            flags[kind] += count
+    return {image_shape.SIZES_PROPERTY: image_shape.sizes_json(sizes),
+            image_shape.MODES_PROPERTY: json.dumps(
+                dict(sorted(modes.items(), key=lambda mode: (-mode[1], mode[0])))),
+            image_shape.COLOR_PROPERTY: flags['color'],
+            image_shape.RESIZED_PROPERTY: flags['resized'],
+            image_shape.GRAYSCALED_PROPERTY: flags['grayscaled']}
 
 
 def empty_moments(width: int):

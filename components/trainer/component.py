@@ -1,8 +1,11 @@
 """ImageTrainer: the custom TFX Trainer component whose executor runs our own training loop.
 
 Every hyper-parameter is an execution parameter, so ML Metadata records how each model was
-trained. Outputs are the stock Model (SavedModel under Format-Serving, what Evaluator and Pusher
-read) and ModelRun (TensorBoard logs and a metrics.json) artifacts. Values are validated here,
+trained. The image input (image_height, image_width, channels) is 0 = from the data: the
+executor reads what ingestion recorded on the Examples, so the pipeline stays pure wiring and
+every orchestrator (local or Kubeflow) infers it the same way; the Model records the result.
+Outputs are the stock Model (SavedModel under Format-Serving, what Evaluator and Pusher read)
+and ModelRun (TensorBoard logs and a metrics.json) artifacts. Values are validated here,
 when the pipeline is built, by the same LoopOptions the loop uses.
 """
 import json
@@ -18,9 +21,9 @@ from components.trainer import executor, loop, precision
 class ImageTrainerSpec(ComponentSpec):
     PARAMETERS = {
         'model_builder': ExecutionParameter(type=str),
-        'image_height': ExecutionParameter(type=int),
-        'image_width': ExecutionParameter(type=int),
-        'channels': ExecutionParameter(type=int),
+        'image_height': ExecutionParameter(type=int),   # 0 = the most common in the data
+        'image_width': ExecutionParameter(type=int),    # 0 with image_height
+        'channels': ExecutionParameter(type=int),       # 1 | 3; 0 = 3 if any image is colour
         'train_steps': ExecutionParameter(type=int),    # updates; 0 when train_epochs is set
         'train_epochs': ExecutionParameter(type=float),  # passes over the train split; 0 = off
         'eval_steps': ExecutionParameter(type=int),     # eval batches; 0 = whole eval split
@@ -47,8 +50,9 @@ class ImageTrainer(base_component.BaseComponent):
     SPEC_CLASS = ImageTrainerSpec
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
-    def __init__(self, examples: Channel, model_builder: str, image_shape: Tuple[int, int, int],
-                 global_batch_size: int, learning_rate: float, train_steps: int = 0,
+    def __init__(self, examples: Channel, model_builder: str, global_batch_size: int,
+                 learning_rate: float, image_shape: Tuple[int, int, int] = (0, 0, 0),
+                 train_steps: int = 0,
                  train_epochs: float = 0.0, eval_steps: int = 0, accumulation_steps: int = 1,
                  mixed_precision: str = 'auto', optimizer: str = 'adam', warmup_steps: int = 0,
                  checkpoint_interval: int = 100, seed: int = 0, devices: Sequence[str] = (),
@@ -63,6 +67,10 @@ class ImageTrainer(base_component.BaseComponent):
             warmup_steps=warmup_steps, optimizer=optimizer,
             checkpoint_interval=checkpoint_interval, eval_steps=eval_steps)
         height, width, channels = image_shape
+        if (height > 0) != (width > 0) or min(image_shape) < 0 or channels not in (0, 1, 3):
+            raise ValueError('image_shape is (height, width, channels), 0 = from the data, '
+                             f'height and width both set or both 0, channels 1 or 3; got '
+                             f'{tuple(image_shape)}')
         super().__init__(spec=ImageTrainerSpec(
             examples=examples, model_builder=model_builder, image_height=height,
             image_width=width, channels=channels, train_steps=train_steps,

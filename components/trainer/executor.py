@@ -1,5 +1,9 @@
 """Executor of ImageTrainer: maps artifacts to a TrainJob, runs it, annotates the Model.
 
+The image input shape is resolved here: configured values, or 0 = from what ingestion recorded
+on the Examples (components/common/image_shape.py). The Model records the result as
+`input_height`, `input_width`, `input_channels` and a sentence, `input_statement`.
+
 Crash safety: TFX gives every execution a fresh output folder, so checkpoints cannot live
 there. They go to `<pipeline_root>/<trainer node>/checkpoints/<key>/`, where the key hashes the
 input Examples and every execution property: a retry of the same training (same data, same
@@ -9,14 +13,14 @@ import hashlib
 import json
 import math
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import inputs
+from components.common import image_shape, inputs
 from components.trainer import job as job_lib
 from components.trainer import loop
 
@@ -30,6 +34,20 @@ def checkpoint_dir(model_uri: str, examples: List[types.Artifact],
     key = hashlib.sha256(identity.encode('utf-8')).hexdigest()[:16]
     node_dir = os.path.dirname(os.path.dirname(model_uri.rstrip('/')))
     return os.path.join(node_dir, 'checkpoints', key)
+
+
+def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
+                  exec_properties: Dict[str, Any]) -> Optional[image_shape.InputShape]:
+    """The image input: configured values win, 0 = from the data. None for a table."""
+    if spec.kind != 'image':
+        return None
+    recorded = {name: examples.get_custom_property(name) for name in (
+        image_shape.SIZES_PROPERTY, image_shape.COLOR_PROPERTY, image_shape.RESIZED_PROPERTY,
+        image_shape.GRAYSCALED_PROPERTY) if examples.has_custom_property(name)}
+    return image_shape.resolve(
+        image_shape.Recorded.from_properties(recorded),
+        height=int(exec_properties['image_height']), width=int(exec_properties['image_width']),
+        channels=int(exec_properties['channels']))
 
 
 def resolve_train_steps(exec_properties: Dict[str, Any], num_train_examples: int) -> int:
@@ -55,23 +73,24 @@ class Executor(base_executor.BaseExecutor):
         num_train = (source.get_int_custom_property('num_written_train')
                      if source.has_custom_property('num_written_train') else 0)
         props = exec_properties
-        image_shape = (int(props['image_height']), int(props['image_width']),
-                       int(props['channels']))
+        # Absent on Examples ingested before input specs existed: encoded images.
+        spec = inputs.InputSpec.from_json(source.get_string_custom_property('input_spec')
+                                          if source.has_custom_property('input_spec') else '')
+        shape = resolve_input(source, spec, props)
+        image = shape.shape if shape else (0, 0, 0)  # a table has no image shape
         job = job_lib.TrainJob(
             train_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'train'), '*'),
             eval_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'eval'), '*'),
             class_names=tuple(json.loads(source.get_string_custom_property('class_names'))),
-            image_shape=image_shape,
-            cache_decoded=job_lib.fits_in_cache(num_train, image_shape),
+            image_shape=image,
+            input_statement=shape.statement if shape else '',
+            cache_decoded=job_lib.fits_in_cache(num_train, image, spec),
             model_builder=props['model_builder'],
             mixed_precision=props['mixed_precision'],
             seed=int(props['seed']),
             devices=tuple(json.loads(props.get('devices') or '[]')),
             warm_start_from=props.get('warm_start_from') or '',
-            # Absent on Examples ingested before input specs existed: encoded images.
-            input_spec=inputs.InputSpec.from_json(
-                source.get_string_custom_property('input_spec')
-                if source.has_custom_property('input_spec') else ''),
+            input_spec=spec,
             options=loop.LoopOptions(
                 train_steps=resolve_train_steps(props, num_train),
                 global_batch_size=int(props['global_batch_size']),
@@ -85,6 +104,11 @@ class Executor(base_executor.BaseExecutor):
             job, serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
             checkpoint_dir=checkpoint_dir(model.uri, examples, exec_properties))
         # Recorded on the artifact so ML Metadata (and the run summary) show how it went.
+        if shape:
+            for name, value in zip(('input_height', 'input_width', 'input_channels'),
+                                   shape.shape):
+                model.set_int_custom_property(name, value)
+            model.set_string_custom_property('input_statement', shape.statement)
         for name, value in metrics.items():
             if isinstance(value, str):
                 model.set_string_custom_property(name, value)

@@ -37,15 +37,26 @@ class TrainJob:
     # What ingestion stored: images (encoded or raw) or a table. The builder's `input_shape`
     # is image_shape for images and {'numeric': (n,), 'categorical': (m,)} for a table.
     input_spec: inputs.InputSpec = inputs.InputSpec()
+    input_statement: str = ''          # how image_shape was chosen, for people (the log line)
 
 
 # Decoded float32 pixels of a train split up to this size are cached in memory.
 CACHE_BUDGET_BYTES = 1 << 30
 
 
-def fits_in_cache(num_examples: int, image_shape: Tuple[int, int, int]) -> bool:
-    height, width, channels = image_shape
-    return 0 < num_examples * height * width * channels * 4 <= CACHE_BUDGET_BYTES
+# A cached table row is its serialized Example: about this many bytes per column.
+_ROW_BYTES_PER_COLUMN = 64
+
+
+def fits_in_cache(num_examples: int, image_shape: Tuple[int, int, int],
+                  spec: inputs.InputSpec = inputs.InputSpec()) -> bool:
+    """Whether the decoded train split (float32 pixels, or a table's records) fits the budget."""
+    if spec.kind == 'tabular':
+        per_example = _ROW_BYTES_PER_COLUMN * (len(spec.numeric) + len(spec.categorical) + 1)
+    else:
+        height, width, channels = image_shape
+        per_example = height * width * channels * 4
+    return 0 < num_examples * per_example <= CACHE_BUDGET_BYTES
 
 
 def import_builder(path: str) -> Callable[..., keras.Model]:
@@ -91,8 +102,9 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                          f'evenly over {replicas} replicas')
     is_chief, task = distribute.chief_and_task(strategy)
     policy = precision.resolve_policy(job.mixed_precision)
-    logging.info('Training %s on %d replica(s), policy %s (asked: %s): %s', job.model_builder,
-                 strategy.num_replicas_in_sync, policy, job.mixed_precision, job.options)
+    logging.info('Training %s on %d replica(s), policy %s (asked: %s)%s: %s', job.model_builder,
+                 strategy.num_replicas_in_sync, policy, job.mixed_precision,
+                 f', input {job.input_statement}' if job.input_statement else '', job.options)
     previous_policy = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(policy)  # global in Keras: restored below
     scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')

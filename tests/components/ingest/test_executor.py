@@ -2,6 +2,7 @@
 import json
 import os
 
+from PIL import Image
 import pytest
 from tfx.dsl.components.base import base_beam_executor
 from tfx.proto import example_gen_pb2
@@ -12,6 +13,7 @@ import tensorflow as tf
 
 from components.common import features, inputs
 from components.ingest import executor
+import photo_folders
 
 
 def _do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*', properties=None,
@@ -205,3 +207,67 @@ def test_span_pattern_resolves_the_class_root(small_images, tmp_path):
     os.rename(small_images, span_root / 'span-3')
     examples = _do(str(span_root), str(tmp_path / 'examples'), pattern='span-3/*/*')
     assert examples.get_int_custom_property('num_found') == 15
+
+
+def _train_examples(examples):
+    """{source path: feature map} of the train split as written."""
+    out = {}
+    for record in tf.data.TFRecordDataset(
+            tf.io.gfile.glob(os.path.join(examples.uri, 'Split-train', '*')),
+            compression_type='GZIP'):
+        feature = tf.train.Example.FromString(record.numpy()).features.feature
+        out[feature[features.SOURCE_KEY].bytes_list.value[0].decode()] = feature
+    return out
+
+
+def _train_paths(examples):
+    return list(_train_examples(examples))
+
+
+def test_sizes_and_colour_modes_of_the_train_images_are_recorded(tmp_path):
+    written = photo_folders.make_folders(str(tmp_path / 'photos'), per_class=10)
+    # A grey picture saved as a palette GIF is not colour; a colour one is.
+    grey_gif = Image.open(tmp_path / 'photos' / 'sky' / '001.jpg').convert('P')
+    grey_gif.save(tmp_path / 'photos' / 'sky' / 'grey.gif')
+    examples = _do(str(tmp_path / 'photos'), str(tmp_path / 'examples'), num_shards=1)
+    train = _train_paths(examples)
+    assert len(train) == examples.get_int_custom_property('num_written_train')
+    assert 'sky/grey.gif' in train  # (the path hashes to train: pinned by the split test)
+    written['sky/grey.gif'] = {'size': grey_gif.size[::-1], 'mode': 'P', 'format': 'GIF'}
+    sizes, colour = photo_folders.counts(written, train)
+    recorded = json.loads(examples.get_string_custom_property('image_sizes'))
+    assert recorded == {f'{h}x{w}': n for (h, w), n in sizes.items()}
+    assert list(recorded.values()) == sorted(recorded.values(), reverse=True)
+    assert examples.get_int_custom_property('color_images') == colour > 0
+    modes = json.loads(examples.get_string_custom_property('color_modes'))
+    assert modes == {mode: sum(written[p]['mode'] == mode for p in train)
+                     for mode in ('L', 'RGB', 'P') if any(written[p]['mode'] == mode
+                                                          for p in train)}
+    assert examples.get_int_custom_property('resized_at_ingestion') == 0
+
+
+def test_resized_raw_images_record_what_was_stored(tmp_path):
+    written = photo_folders.make_folders(str(tmp_path / 'photos'), per_class=10)
+    examples = _do(str(tmp_path / 'photos'), str(tmp_path / 'examples'), num_shards=1,
+                   image_size='[28, 28]', image_storage='raw', channels=0)
+    train = _train_paths(examples)
+    _, colour = photo_folders.counts(written, train)
+    assert json.loads(examples.get_string_custom_property('image_sizes')) == {
+        '28x28': len(train)}
+    assert examples.get_int_custom_property('resized_at_ingestion') == sum(
+        written[p]['size'] != (28, 28) for p in train)
+    assert examples.get_int_custom_property('color_images') == colour
+    assert json.loads(examples.get_string_custom_property('color_modes')) == {
+        'L': len(train) - colour, 'RGB': colour}
+    # Each image kept its own channels: the spec says so, and so does every Example.
+    assert inputs.InputSpec.from_json(examples.get_string_custom_property('input_spec')) == (
+        inputs.InputSpec(storage='raw', channels=0))
+    for path, feature in _train_examples(examples).items():
+        channels = 3 if written[path]['mode'] == 'RGB' else 1
+        assert feature[features.CHANNELS_KEY].int64_list.value == [channels]
+        assert len(feature[features.IMAGE_RAW_KEY].bytes_list.value[0]) == 28 * 28 * channels
+    # Forced grey at ingestion: no colour stored, and the conversion is counted.
+    grey = _do(str(tmp_path / 'photos'), str(tmp_path / 'grey'), num_shards=1,
+               image_size='[28, 28]', image_storage='raw', channels=1)
+    assert grey.get_int_custom_property('color_images') == 0
+    assert grey.get_int_custom_property('grayscaled_at_ingestion') == colour

@@ -80,3 +80,41 @@ def test_list_classes_errors_name_the_folder(tmp_path):
         images.list_classes(str(tmp_path / 'missing'))
     with pytest.raises(ValueError, match='No class folders under ' + str(tmp_path)):
         images.list_classes(str(tmp_path))
+
+
+def _photo(mode: str, fmt: str = 'PNG') -> bytes:
+    from sklearn.datasets import load_sample_images  # a real photo, shipped offline
+    image = Image.fromarray(load_sample_images().images[1][100:124, 200:230]).convert(mode)
+    buffer = io.BytesIO()
+    image.save(buffer, fmt)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize('mode, fmt, read_as, color', [
+    ('L', 'PNG', 'L', False), ('LA', 'PNG', 'LA', False), ('1', 'PNG', '1', False),
+    ('I', 'PNG', 'I;16', False), ('L', 'JPEG', 'L', False), ('RGB', 'JPEG', 'RGB', True),
+    ('RGBA', 'PNG', 'RGBA', True), ('CMYK', 'JPEG', 'CMYK', True),
+])
+def test_colour_is_judged_by_the_mode(mode, fmt, read_as, color):
+    info = images.inspect_image(_photo(mode, fmt))
+    assert (info.mode, info.color) == (read_as, color)
+
+
+def test_a_palette_image_is_colour_only_when_it_uses_a_colour():
+    grey = images.inspect_image(_photo('L', 'GIF'))      # a grey picture as a GIF palette
+    colour = images.inspect_image(_photo('RGB', 'GIF'))
+    assert (grey.mode, grey.color) == ('P', False)
+    assert (colour.mode, colour.color) == ('P', True)
+
+
+def test_prepare_keeps_each_images_own_channels_unless_told():
+    grey, colour = _photo('L', 'GIF'), _photo('RGBA', 'PNG')
+    for data, channels, mode in ((grey, 1, 'L'), (colour, 3, 'RGB')):
+        stored = images.prepare(data, images.inspect_image(data), (8, 10), 'raw', 0)
+        assert (stored.channels, stored.mode, stored.height, stored.width) == (
+            channels, mode, 8, 10)
+        assert len(stored.payload) == 8 * 10 * channels
+    forced = images.prepare(colour, images.inspect_image(colour), None, 'raw', 1)
+    assert (forced.channels, forced.mode, forced.color) == (1, 'L', False)
+    kept = images.prepare(colour, images.inspect_image(colour), None, 'encoded', 1)
+    assert (kept.payload, kept.mode, kept.color) == (colour, 'RGBA', True)  # the file as is

@@ -32,7 +32,19 @@ def test_parameters_become_execution_properties():
     (dict(accumulation_steps=0), 'accumulation_steps must be >= 1'),
     (dict(optimizer='lamb'), 'optimizer must be one of'),
     (dict(global_batch_size=0), 'global_batch_size must be >= 1'),
+    (dict(image_shape=(28, 0, 3)), 'both set or both 0'),
+    (dict(image_shape=(8, 8, 2)), 'channels 1 or 3'),
 ])
 def test_bad_parameters_fail_when_the_pipeline_is_built(overrides, message):
     with pytest.raises(ValueError, match=message):
         _trainer(**overrides)
+
+
+def test_the_input_shape_defaults_to_zero_meaning_from_the_data():
+    args = dict(examples=Channel(type=standard_artifacts.Examples),
+                model_builder='models.resnet.build_model', global_batch_size=32,
+                learning_rate=1e-3, train_steps=100)
+    props = ImageTrainer(**args).exec_properties
+    assert (props['image_height'], props['image_width'], props['channels']) == (0, 0, 0)
+    props = ImageTrainer(image_shape=(0, 0, 3), **args).exec_properties
+    assert (props['image_height'], props['image_width'], props['channels']) == (0, 0, 3)

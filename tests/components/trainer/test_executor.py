@@ -9,6 +9,7 @@ from tfx.types import artifact_utils, standard_artifacts
 from components.common import features
 from components.trainer import executor
 from helpers import DIGITS
+import photo_folders
 
 CLASSES = ('0', '1', '2')
 
@@ -60,6 +61,11 @@ def test_do_trains_exports_and_records_how(tmp_path):
         metrics = json.load(handle)
     assert metrics['mixed_precision'] == 'float32' and metrics['start_step'] == 0
     assert model.get_string_custom_property('mixed_precision') == 'float32'
+    # Configured shape, on Examples that record no sizes (as before ingestion recorded them).
+    assert [model.get_int_custom_property(f'input_{n}') for n in (
+        'height', 'width', 'channels')] == [8, 8, 1]
+    assert model.get_string_custom_property('input_statement') == (
+        'trained at 8×8×1 (as configured)')
     assert 0.0 <= model.get_float_custom_property('eval_accuracy') <= 1.0
     assert any(name.startswith('events.out.tfevents') for name in os.listdir(model_run.uri))
     # 2 epochs of 60 examples at 16 x 2 per update: 4 updates, logged as the last step.
@@ -88,3 +94,55 @@ def test_checkpoint_folder_is_stable_per_training_and_differs_otherwise(tmp_path
 def test_train_steps_come_from_steps_or_epochs(steps, epochs, examples, expected):
     props = _properties(train_steps=steps, train_epochs=epochs)  # 32 examples per update
     assert executor.resolve_train_steps(props, examples) == expected
+
+
+def _ingested_photos(tmp_path):
+    """Examples made by the real ingestion executor from mixed photo patches."""
+    from tfx.dsl.components.base import base_beam_executor
+    from tfx.proto import example_gen_pb2
+    from tfx.utils import proto_utils
+    from components.ingest import executor as ingest_executor
+    written = photo_folders.make_folders(str(tmp_path / 'photos'), per_class=10)
+    examples = standard_artifacts.Examples()
+    examples.uri = str(tmp_path / 'examples')
+    input_config = example_gen_pb2.Input(splits=[
+        example_gen_pb2.Input.Split(name='images', pattern='*/*')])
+    ingest_executor.Executor(base_beam_executor.BaseBeamExecutor.Context(
+        beam_pipeline_args=['--direct_running_mode=in_memory'])).Do(
+        {}, {'examples': [examples]}, {
+            'input_base': str(tmp_path / 'photos'), 'train_percent': 70, 'num_shards': 1,
+            'input_config': proto_utils.proto_to_json(input_config),
+            'max_rejected_fraction': 0.0, 'channels': 0})
+    return written, examples
+
+
+def test_do_with_zero_shape_trains_at_the_datas_shape_and_records_it(tmp_path, caplog):
+    written, examples = _ingested_photos(tmp_path)
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '3')
+    model_run = standard_artifacts.ModelRun()
+    model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '3')
+    props = _properties(image_height=0, image_width=0, channels=0, train_epochs=0.0,
+                        train_steps=2, accumulation_steps=1)
+    with caplog.at_level('INFO', logger='absl'):
+        executor.Executor().Do({'examples': [examples]},
+                               {'model': [model], 'model_run': [model_run]}, props)
+
+    sizes = json.loads(examples.get_string_custom_property('image_sizes'))
+    assert max(sizes, key=sizes.get) == '28x28' and examples.get_int_custom_property(
+        'color_images') > 0  # the sample is what the assertions below rely on
+    recorded = [model.get_int_custom_property(f'input_{n}') for n in ('height', 'width',
+                                                                       'channels')]
+    assert recorded == [28, 28, 3]
+    total = sum(sizes.values())
+    statement = model.get_string_custom_property('input_statement')
+    assert statement.startswith('trained at 28×28×3; ')
+    assert f'{100 * sizes["28x28"] / total:.0f}% of images 28×28' in statement
+    assert '3 channels from the data' in statement
+    assert f'input {statement}' in caplog.text  # the training log line states it
+    # The exported model takes that shape, and serves an image of any size and mode.
+    loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))
+    path = next(p for p, w in sorted(written.items()) if w['size'] == (40, 40))
+    with open(tmp_path / 'photos' / path, 'rb') as handle:
+        out = loaded.signatures['predict_images'](images=tf.constant([handle.read()]))
+    assert out['probabilities'].shape == (1, 3)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.common import features
+from components.common import features, inputs
 from components.trainer import job as job_lib
 from components.trainer import loop
 
@@ -90,3 +90,7 @@ def test_cache_rule_keeps_small_splits_only():
     assert job_lib.fits_in_cache(1797, (8, 8, 1))
     assert not job_lib.fits_in_cache(10_000_000, (224, 224, 3))
     assert not job_lib.fits_in_cache(0, (8, 8, 1))  # unknown size: do not cache
+    # A table has no image shape; its rows are cached as records.
+    table = inputs.InputSpec(kind='tabular', numeric=(('a', 0.0, 1.0),), categorical=('b',))
+    assert job_lib.fits_in_cache(100_000, (0, 0, 0), table)
+    assert not job_lib.fits_in_cache(100_000_000, (0, 0, 0), table)
