@@ -52,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
         '--beam-args="--direct_num_workers=1" (default: "%s")'
         % ' '.join(config_lib.PipelineConfig.beam_args))
     add('--no-cache', action='store_true', help='re-run every component')
-    add('--verbose', action='store_true', help='also log TFX\'s full execution and artifact dumps')
+    add('--verbose', action='store_true', help='stream the run\'s log to the console too, '
+        'with TFX\'s full execution and artifact dumps')
+    add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
+        'instead of waiting for it')
     add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
     add('--image', help='container image of every task (see Dockerfile)')
     add('--pipeline-root', help='run root the cluster writes (gs://...): artifacts under '
@@ -97,7 +100,7 @@ def main(argv=None) -> int:
     logs.configure(args.verbose)
     if kubeflow is None:  # heavy imports after flag parsing: --help and errors answer at once
         from pipeline import local
-        return local.run(config)
+        return local.run(config, wait=not args.no_wait)
     from pipeline import kubeflow as kubeflow_lib
     job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
     print(f'Compiled {job_file}')

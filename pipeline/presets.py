@@ -45,6 +45,8 @@ def from_command_line(name: str, source: str, data_dir: Optional[str], output_di
     data = _absolute(data_dir or SOURCE_DEFAULTS[source][0])
     if not is_uri(data) and not os.path.isdir(data):
         raise ValueError(f'--data folder does not exist: {data}')
+    if not is_uri(output_dir) and os.path.isfile(output_dir):
+        raise ValueError(f'--output names a file, not a folder: {output_dir}')
     if schema is None:
         schema = None if is_uri(data) else default_schema(source, data)
     elif schema == 'infer':
