@@ -11,8 +11,9 @@ from the trainer loop's PROGRESS: one updating tqdm line with ETA on a terminal,
 quarter of the steps otherwise (a log file or CI output wants no carriage returns).
 """
 import logging
+import textwrap
 import time
-from typing import Callable, Optional, TextIO
+from typing import Callable, List, Optional, TextIO
 
 from tqdm import tqdm
 
@@ -107,7 +108,7 @@ class StageLines(logging.Handler):
     def failed(self, first_line: str) -> None:
         if self.current:
             self._console.line(stage_line(self.current, 'failed', self.elapsed(),
-                                          first_line[:100]))
+                                          textwrap.shorten(first_line, 90, placeholder=' ...')))
 
     def interrupted_message(self) -> str:
         """The one line Ctrl-C prints: the training step, or the stage, it stopped in."""
@@ -130,26 +131,29 @@ class TrainingProgress:
     def __init__(self, console: Console):
         self._console = console
         self._bar: Optional[tqdm] = None
-        self._begin = self._begin_step = self._next_mark = 0
+        self._begin, self._begin_step = 0.0, 0
+        self._marks: List[int] = []
 
     def __call__(self, progress: loop.Progress) -> None:
         if not progress.running:
             self.close()
-        elif self._bar is None and self._begin == 0:
+        elif self._begin == 0:
             self._start(progress)
         elif self._bar is not None:
             self._bar.update(progress.step - self._bar.n)
-        elif progress.step >= self._next_mark and progress.step < progress.total:
+        elif self._marks and progress.step >= self._marks[0]:
+            while self._marks and progress.step >= self._marks[0]:
+                self._marks.pop(0)
             done = progress.step - self._begin_step
-            eta = (time.monotonic() - self._begin) / max(done, 1) * (progress.total - progress.step)
+            eta = (time.monotonic() - self._begin) / done * (progress.total - progress.step)
             self._console.line(f'  training: step {progress.step:,}/{progress.total:,}, '
                                f'ETA {eta:.0f} s')
-            self._next_mark += max(1, progress.total // 4)
 
     def _start(self, progress: loop.Progress) -> None:
         self._begin, self._begin_step = time.monotonic(), progress.start_step
-        quarter = max(1, progress.total // 4)
-        self._next_mark = (progress.start_step // quarter + 1) * quarter
+        # Lines at a quarter, half and three quarters (the stage's own line says when it ends).
+        self._marks = [m for m in (progress.total * k // 4 for k in (1, 2, 3))
+                       if m > progress.start_step]
         if progress.start_step:
             self._console.line(f'  training: resuming at step {progress.start_step:,} of '
                                f'{progress.total:,}')
