@@ -114,9 +114,10 @@ class StageLines(logging.Handler):
         """The one line Ctrl-C prints: the training step, or the stage, it stopped in."""
         progress = loop.PROGRESS
         if self.current and progress.running:
-            if progress.checkpoint_step:
+            resume_from = progress.checkpoint_step()
+            if resume_from:
                 return (f'interrupted at step {progress.step}; checkpoints kept; run the same '
-                        f'command to resume (from step {progress.checkpoint_step})')
+                        f'command to resume (from step {resume_from})')
             return (f'interrupted at step {progress.step}, before the first checkpoint; run '
                     'the same command to train again')
         if self.current:

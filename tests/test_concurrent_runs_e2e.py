@@ -41,8 +41,9 @@ def test_a_second_run_waits_and_each_summary_names_its_own_run_and_version(tmp_p
                                              'finish')
     runs = []
     for stdout, version in ((first_out, 1), (second.stdout, 2)):
-        summary = stdout[stdout.index('\nRun ') + 1:]
-        runs.append(re.match(r'Run (\S+)\n', summary)[1])
+        header = re.search(r'^Run (\S+)\n', stdout, re.MULTILINE)  # "Run <id>", not "Run <id>;"
+        runs.append(header[1])
+        summary = stdout[header.start():]
         assert f'pushed: version {version} at {os.path.join(out, "serving", str(version))}' \
             in summary, summary
     assert runs[0] != runs[1] and holder == f'run {runs[0]} (pid {first.pid})'

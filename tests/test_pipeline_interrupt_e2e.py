@@ -36,8 +36,9 @@ def _interrupt_when(command, pattern):
 def test_ctrl_c_in_training_prints_one_line_exits_130_and_the_rerun_resumes(tmp_path):
     data, out = copy_digits(str(tmp_path / 'data')), str(tmp_path / 'out')
     command = runner_command(data, out, '--steps', '400', IN_MEMORY_BEAM)
+    # TensorFlow writes the `checkpoint` index last: then the first checkpoint is complete.
     process, stdout, stderr = _interrupt_when(command, os.path.join(
-        out, 'pipeline_root', 'ImageTrainer', 'checkpoints', '*', 'ckpt-100.index'))
+        out, 'pipeline_root', 'ImageTrainer', 'checkpoints', '*', 'checkpoint'))
     assert process.returncode == 130 and stderr == ''
     assert 'Traceback' not in stdout and 'KeyboardInterrupt' not in stdout
     last = stdout.splitlines()[-1]

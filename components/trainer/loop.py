@@ -21,16 +21,16 @@ from components.trainer.steps import StepFunctions
 
 @dataclasses.dataclass
 class Progress:
-    """The training in this process: updates done, of how many, and the newest checkpoint.
+    """The training in this process: updates done, of how many, and where its checkpoints are.
 
     The loop updates it and calls each listener after every change; a listener must be quick
     (it runs between updates). The local runner shows it as a progress line, and after Ctrl-C
-    reads `step` and `checkpoint_step` to say where training stopped.
+    reads `step` and `checkpoint_step()` to say where training stopped and will resume.
     """
     step: int = 0
     total: int = 0
     start_step: int = 0        # where this process began: 0, or the step resumed from
-    checkpoint_step: int = 0   # newest checkpoint restored or written; 0 = none
+    checkpoint_dir: str = ''   # '' = no checkpoints
     running: bool = False
     listeners: List[Callable[['Progress'], None]] = dataclasses.field(default_factory=list)
 
@@ -39,6 +39,12 @@ class Progress:
             setattr(self, name, value)
         for listener in list(self.listeners):
             listener(self)
+
+    def checkpoint_step(self) -> int:
+        """The step a rerun resumes from: the newest complete checkpoint's (read from disk, so
+        a save cut short counts as not made), 0 when there is none."""
+        latest = self.checkpoint_dir and tf.train.latest_checkpoint(self.checkpoint_dir)
+        return int(latest.rsplit('-', 1)[1]) if latest else 0
 
 
 PROGRESS = Progress()
@@ -136,7 +142,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             checkpoint, checkpoint_write_dir or checkpoint_dir, max_to_keep=2)
     start_step = int(steps.step.numpy())
     PROGRESS.update(step=start_step, total=options.train_steps, start_step=start_step,
-                    checkpoint_step=start_step, running=True)  # > 0 only when restored
+                    checkpoint_dir=checkpoint_dir or '', running=True)
     iterator = iter(steps.strategy.experimental_distribute_dataset(
         make_train_data(start_step * options.examples_per_update)))
     writer = (tf.summary.create_file_writer(log_dir) if log_dir and is_chief
@@ -152,7 +158,6 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             if manager and (step % options.checkpoint_interval == 0
                             or step == options.train_steps):
                 manager.save(checkpoint_number=step)
-                PROGRESS.update(checkpoint_step=step)
         if eval_fn is not None:
             metrics = eval_fn()
             for name in ('loss', 'accuracy'):

@@ -5,6 +5,7 @@ import logging
 import re
 
 import pytest
+import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 
 from components.trainer import loop
@@ -24,7 +25,7 @@ def _examples(written_train, written_eval, rejected):
 def progress():
     """loop.PROGRESS as a training in this process leaves it; reset afterwards."""
     yield loop.PROGRESS
-    loop.PROGRESS.update(step=0, total=0, start_step=0, checkpoint_step=0, running=False)
+    loop.PROGRESS.update(step=0, total=0, start_step=0, checkpoint_dir='', running=False)
 
 
 def test_a_stage_line_is_timed_and_ends_with_the_stages_key_figure(caplog):
@@ -54,7 +55,7 @@ def test_training_off_a_terminal_is_a_line_at_each_quarter_and_a_resume_says_so(
     listener = console_lib.TrainingProgress(console_lib.Console(stream))
     progress.listeners.append(listener)
     try:
-        progress.update(step=100, total=400, start_step=100, checkpoint_step=100, running=True)
+        progress.update(step=100, total=400, start_step=100, running=True)
         for step in range(101, 401):
             progress.update(step=step)
         progress.update(running=False)
@@ -67,17 +68,21 @@ def test_training_off_a_terminal_is_a_line_at_each_quarter_and_a_resume_says_so(
     assert all(re.search(r', ETA \d+ s$', line) for line in lines[1:])
 
 
-def test_ctrl_c_names_the_step_in_training_and_the_stage_otherwise(progress):
+def test_ctrl_c_names_the_step_in_training_and_the_stage_otherwise(progress, tmp_path):
     stages = console_lib.StageLines(console_lib.Console(io.StringIO()), lambda: None)
     assert stages.interrupted_message() == 'interrupted before any stage ran'
     stages.emit(logging.LogRecord('absl', logging.INFO, '', 0, 'Component %s is running.',
                                   ('ImageTrainer',), None))
     assert stages.interrupted_message() == (
         'interrupted in ImageTrainer; finished stages are cached; run the same command to resume')
-    progress.update(step=37, total=400, start_step=0, checkpoint_step=0, running=True)
+    checkpoints = str(tmp_path / 'checkpoints')
+    progress.update(step=37, total=400, start_step=0, checkpoint_dir=checkpoints, running=True)
     assert stages.interrupted_message() == ('interrupted at step 37, before the first '
                                             'checkpoint; run the same command to train again')
-    progress.update(step=137, checkpoint_step=100)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(100)),
+                                         checkpoints, max_to_keep=2)
+    manager.save(checkpoint_number=100)  # what the loop's manager writes
+    progress.update(step=137)
     assert stages.interrupted_message() == (
         'interrupted at step 137; checkpoints kept; run the same command to resume '
         '(from step 100)')
