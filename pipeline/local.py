@@ -58,11 +58,12 @@ def run(config: config_lib.PipelineConfig, wait: bool = True) -> int:
 
 def first_lines(error: BaseException) -> List[str]:
     """The lines of an error a summary shows: a data error's message, else type and message."""
+    # Imported here, like everything heavy: only once the output goes to the log.
     from components.gate.executor import DataAnomaliesError
-    from components.ingest.executor import IngestionError
-    text = str(error).strip() or type(error).__name__
-    if not isinstance(error, (DataAnomaliesError, IngestionError)):
-        text = f'{type(error).__name__}: {text}'
+    from components.ingest.checks import IngestionError
+    text = str(error).strip()
+    if not isinstance(error, (DataAnomaliesError, IngestionError)) or not text:
+        text = f'{type(error).__name__}: {text}' if text else type(error).__name__
     lines = text.splitlines()
     if len(lines) > _MAX_ERROR_LINES:
         lines = lines[:_MAX_ERROR_LINES] + [f'... ({len(lines) - _MAX_ERROR_LINES} more lines '
@@ -71,6 +72,7 @@ def first_lines(error: BaseException) -> List[str]:
 
 
 def _run(config, run_id: str, log_path: str, stream) -> int:
+    # TensorFlow, TFX and Beam: imported only now that the output goes to the log.
     from tfx.dsl.compiler import compiler
     from tfx.dsl.compiler import constants
     from tfx.orchestration.portable import runtime_parameter_utils
