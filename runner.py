@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         '--beam-args="--direct_num_workers=1"')
     add('--no-cache', action='store_true', help='re-run every component')
     add('--verbose', action='store_true', help='stream the full log to the console too')
+    add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
+        'instead of waiting for it')
     add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
     add('--image', help='container image of every task (see Dockerfile)')
     add('--pipeline-root', help='run root the cluster writes (gs://...)')
@@ -103,7 +105,7 @@ def main(argv=None) -> int:
     logs.configure(args.verbose)
     if kubeflow is None:  # heavy imports after flag parsing: --help and errors answer at once
         from pipeline import local
-        return local.run(config)
+        return local.run(config, wait=not args.no_wait)
     from pipeline import kubeflow as kubeflow_lib
     job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
     print(f'Compiled {job_file}')

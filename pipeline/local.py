@@ -1,35 +1,134 @@
-"""Runs the pipeline on this machine (LocalDagRunner) and prints the run summary.
+"""Runs the pipeline on this machine (LocalDagRunner) and reports that run, and only that run.
 
-What `runner.py --local` does once its flags are a config: run, read the run back from ML
-Metadata, print the summary and write the report (report.html). Data problems (anomalies, rejected images) stop the run with their message and the
-summary, without a traceback; anything else is a bug and propagates.
+What `runner.py --local` does once its flags are a config:
+  1. lock the output folder (pipeline/runlock.py): a second run waits, or with --no-wait exits 2;
+  2. name the run (TFX's pipeline_run_id) and send everything printed to
+     `<output>/logs/<run>.log`, keeping the console for one line per stage (pipeline/console.py);
+  3. run, then read that run back from ML Metadata by its name, print the summary and write the
+     report. A stage that fails stops the run: the summary names it with the first lines of its
+     error, the traceback is in the log, exit code 1. Ctrl-C prints one line and exits 130.
+
+TensorFlow, TFX and Beam are imported only after the output is redirected: TensorFlow's C++
+start-up lines would otherwise reach the console.
 """
+import dataclasses
+import datetime
+import logging
 import os
+import signal
 import sys
+from typing import List
 
-from tfx import v1 as tfx
-
-from components.gate.executor import DataAnomaliesError
-from components.ingest.executor import IngestionError
 from pipeline import config as config_lib
-from pipeline import pipeline as pipeline_lib
-from pipeline import summary as summary_lib
-from pipeline.report import page as report_lib
+from pipeline import logs
+from pipeline import runlock
+
+_MAX_ERROR_LINES = 8   # of a failed stage's error in the summary; the log has all of it
 
 
-def run(config: config_lib.PipelineConfig) -> int:
-    """Returns the exit code: 0 when the run completed, 1 when the data stopped it."""
-    os.makedirs(config.output_dir, exist_ok=True)
-    stopped = None
+def run(config: config_lib.PipelineConfig, wait: bool = True) -> int:
+    """Returns the exit code: 0 when the run completed, 1 when a stage failed, 2 when the
+    output is busy and wait is False; on Ctrl-C the process exits with 130."""
+    output = os.path.abspath(config.output_dir)
+    os.makedirs(output, exist_ok=True)
+    lock = runlock.OutputLock(output)
     try:
-        tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(config))
-    except (DataAnomaliesError, IngestionError) as error:
-        stopped = error  # a data problem, explained in the message: no traceback needed
-    summary = summary_lib.read_latest_run(config.metadata_path, config.name)
-    if summary is not None:
-        print(summary_lib.format_summary(summary))
-        print(f'Report: {report_lib.write_report(summary, config.output_dir)}')
-    if stopped is not None:
-        print(f'\nRun stopped: {stopped}', file=sys.stderr)
+        lock.acquire(wait, on_wait=lambda holder: print(
+            f'{output} is in use by {holder}; waiting for it to finish', flush=True))
+    except runlock.OutputBusy as busy:
+        print(f'error: {output} is in use by {busy}; run again when it has finished, or '
+              'without --no-wait to wait for it', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print('interrupted while waiting for the output folder; nothing ran', flush=True)
+        return 130
+    try:
+        # TFX's own format, made here so that this process knows which run is its own.
+        run_id = datetime.datetime.now().isoformat()
+        lock.record(run_id)
+        log_path = os.path.join(output, 'logs', f'{run_id}.log')
+        with logs.to_file(log_path, logs.is_verbose()) as stream:
+            try:
+                return _run(config, run_id, log_path, stream)
+            except KeyboardInterrupt:  # outside the stages (those say where they stopped)
+                _exit_interrupted(stream, 'interrupted; run the same command to resume')
+    finally:
+        lock.release()
+
+
+def first_lines(error: BaseException) -> List[str]:
+    """The lines of an error a summary shows: a data error's message, else type and message."""
+    # Imported here, like everything heavy: only once the output goes to the log.
+    from components.gate.executor import DataAnomaliesError
+    from components.ingest.checks import IngestionError
+    text = str(error).strip()
+    if not isinstance(error, (DataAnomaliesError, IngestionError)) or not text:
+        text = f'{type(error).__name__}: {text}' if text else type(error).__name__
+    lines = text.splitlines()
+    if len(lines) > _MAX_ERROR_LINES:
+        lines = lines[:_MAX_ERROR_LINES] + [f'... ({len(lines) - _MAX_ERROR_LINES} more lines '
+                                            'in the log)']
+    return lines
+
+
+def _run(config, run_id: str, log_path: str, stream) -> int:
+    # TensorFlow, TFX and Beam: imported only now that the output goes to the log.
+    from tfx.dsl.compiler import compiler
+    from tfx.dsl.compiler import constants
+    from tfx.orchestration.portable import runtime_parameter_utils
+    from tfx import v1 as tfx
+
+    from components.trainer import loop
+    from pipeline import console as console_lib
+    from pipeline import pipeline as pipeline_lib
+    from pipeline import summary as summary_lib
+    from pipeline.report import page as report_lib
+
+    console = console_lib.Console(stream, verbose=logs.is_verbose())
+    console.line(f'Run {run_id}; log: {log_path}')
+    read = lambda: summary_lib.read_run(config.metadata_path, run_id)  # noqa: E731
+    stages = console_lib.StageLines(console, read)
+    progress = console_lib.TrainingProgress(console)
+    logging.getLogger('absl').addHandler(stages)
+    loop.PROGRESS.listeners.append(progress)
+    failure = None
+    try:
+        # LocalDagRunner.run() would name the run itself (now().isoformat()) and not say so:
+        # compile here and bind the run id, which TFX then keeps.
+        ir = compiler.Compiler().compile(pipeline_lib.create_pipeline(config))
+        runtime_parameter_utils.substitute_runtime_parameter(
+            ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
+        tfx.orchestration.LocalDagRunner().run_with_ir(ir)
+    except KeyboardInterrupt:
+        _exit_interrupted(stream, stages.interrupted_message())
+    except Exception as error:  # pylint: disable=broad-except
+        # Any failure, data or bug: the summary says where and why, the log keeps the traceback.
+        logging.exception('The run failed')
+        lines = first_lines(error)
+        stages.failed(lines[0])
+        failure = (stages.current or 'pipeline', '\n'.join(lines))
+    finally:
+        progress.close()
+        loop.PROGRESS.listeners.remove(progress)
+        logging.getLogger('absl').removeHandler(stages)
+    summary = read() or summary_lib.RunSummary(run_id=run_id, states={}, outputs={})
+    summary = dataclasses.replace(summary, failure=failure)
+    console.line(summary_lib.format_summary(summary))
+    console.line(f'Report: {report_lib.write_report(summary, config.output_dir)}')
+    if failure is not None:
+        console.line(f'Run stopped in {failure[0]}; details in {log_path}')
         return 1
     return 0
+
+
+def _exit_interrupted(stream, message: str) -> None:
+    """Ctrl-C: one line, exit 130. The process group got SIGINT too, so Beam's worker
+    processes are ending on their own; os._exit skips interpreter shutdown, which would wait for
+    their threads and print their tracebacks."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt this
+    logging.info(message)
+    stream.write(message + '\n')
+    stream.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)  # pylint: disable=protected-access

@@ -1,12 +1,15 @@
-"""Reads the latest pipeline run back from ML Metadata and summarises it for people.
+"""Reads one pipeline run back from ML Metadata and summarises it for people.
 
 Everything printed at the end of `runner.py --local` comes from ML Metadata, not from in-process
 state, so the summary shows exactly what was recorded (and cached steps report their reused
-outputs). Tests use the same reader to check execution states.
+outputs). The local runner names its run, and reads that run (`read_run`), not the newest one:
+another run into the same output may have started since. Only a failure's message is
+in-process state: TFX records that an execution failed, not why. Tests use `read_latest_run`.
 """
 import dataclasses
 import json
-from typing import Dict, List, Optional
+import os
+from typing import Dict, List, Optional, Tuple
 
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
@@ -24,6 +27,8 @@ class RunSummary:
     # node -> its execution's properties (TFX records a component's exec_properties there),
     # e.g. the trainer's batch size and learning rate, for the report's settings section.
     execution_properties: Dict[str, Dict[str, object]] = dataclasses.field(default_factory=dict)
+    # (stage, first lines of its error) when a stage failed; None when none did.
+    failure: Optional[Tuple[str, str]] = None
 
     def _models(self, baseline: bool) -> List[metadata_store_pb2.Artifact]:
         # Both the trainer and the baseline component output Models; only the baseline's
@@ -75,18 +80,36 @@ def _store(metadata_path: str) -> metadata_store.MetadataStore:
     return metadata_store.MetadataStore(config)
 
 
+def _runs_of(store: metadata_store.MetadataStore,
+             pipeline_name: str) -> List[metadata_store_pb2.Context]:
+    pipeline = store.get_context_by_type_and_name('pipeline', pipeline_name)
+    if pipeline is None:
+        return []
+    ours = {e.id for e in store.get_executions_by_context(pipeline.id)}
+    return [c for c in store.get_contexts_by_type('pipeline_run')
+            if ours & {e.id for e in store.get_executions_by_context(c.id)}]
+
+
 def read_latest_run(metadata_path: str, pipeline_name: str) -> Optional[RunSummary]:
     """Returns the newest run of the pipeline, or None if it never ran."""
     store = _store(metadata_path)
-    pipeline = store.get_context_by_type_and_name('pipeline', pipeline_name)
-    if pipeline is None:
-        return None
-    ours = {e.id for e in store.get_executions_by_context(pipeline.id)}
-    runs = [c for c in store.get_contexts_by_type('pipeline_run')
-            if ours & {e.id for e in store.get_executions_by_context(c.id)}]
+    runs = _runs_of(store, pipeline_name)
     if not runs:
         return None
-    run = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
+    return _summarise(store, max(runs, key=lambda c: (c.create_time_since_epoch, c.id)))
+
+
+def read_run(metadata_path: str, run_id: str) -> Optional[RunSummary]:
+    """Returns the run named run_id, or None when it recorded nothing (or the store is absent)."""
+    if not os.path.isfile(metadata_path):  # the run stopped before TFX created the store
+        return None
+    store = _store(metadata_path)
+    run = store.get_context_by_type_and_name('pipeline_run', run_id)
+    return None if run is None else _summarise(store, run)
+
+
+def _summarise(store: metadata_store.MetadataStore,
+               run: metadata_store_pb2.Context) -> RunSummary:
     executions = store.get_executions_by_context(run.id)
     type_names = {t.id: t.name for t in store.get_execution_types()}
     states = {}
@@ -99,9 +122,8 @@ def read_latest_run(metadata_path: str, pipeline_name: str) -> Optional[RunSumma
     outputs: Dict[str, List[metadata_store_pb2.Artifact]] = {}
     for artifact in store.get_artifacts_by_id(output_ids):
         outputs.setdefault(artifact_types[artifact.type_id], []).append(artifact)
-    summary = RunSummary(run_id=run.name, states=states, outputs=outputs)
-    summary.execution_properties = _execution_properties(executions, type_names)
-    return summary
+    return RunSummary(run_id=run.name, states=states, outputs=outputs,
+                      execution_properties=_execution_properties(executions, type_names))
 
 
 def format_summary(summary: RunSummary) -> str:
@@ -117,8 +139,9 @@ def format_summary(summary: RunSummary) -> str:
                      f'of {_custom(examples, "num_found")} records '
                      f'(span {_custom(examples, "span")})')
     gate = summary.states.get('AnomalyGate')
-    lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
-                                    f'gate did not pass ({gate})'))
+    if gate is not None:  # nothing is said about a stage that never ran
+        lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
+                                        'found: the gate stopped the run'))
     model, baseline = summary.trained_model(), summary.baseline_model()
     if model is not None:
         lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
@@ -139,4 +162,8 @@ def format_summary(summary: RunSummary) -> str:
                          f'{_custom(pushed, "pushed_destination")}{reused}')
         else:
             lines.append('  pushed: no (model not blessed)')
+    if summary.failure is not None:
+        stage, error = summary.failure
+        lines.append(f'  failed: {stage}')
+        lines.extend(f'    {line}' for line in error.splitlines())
     return '\n'.join(lines)

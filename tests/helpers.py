@@ -1,9 +1,12 @@
 """Helpers shared by tests (importable because pytest.ini puts tests/ on the path)."""
 import os
 import shutil
+import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS = os.path.join(REPO_ROOT, 'data', 'digits')
+# One Beam worker in this process: faster to start than the default worker processes.
+IN_MEMORY_BEAM = '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1'
 
 
 def copy_digits(dest: str, classes=('0', '1', '2'), per_class: int = 30) -> str:
@@ -31,3 +34,18 @@ def smoke_sample_config(base: str):
     data = copy_digits(os.path.join(base, 'data'))
     return config_lib.smoke_config(data, os.path.join(base, 'out'),
                                    schema_path=config_lib.DIGITS_SCHEMA)
+
+
+def runner_command(data: str, out: str, *flags: str) -> list:
+    """argv of `runner.py --local` on data into out (run with cwd=REPO_ROOT), validated against
+    the curated digits schema; flags are added as given."""
+    return [sys.executable, 'runner.py', '--local', '--data', data, '--output', out,
+            '--schema', os.path.join(REPO_ROOT, 'data', 'schema', 'digits.pbtxt'), *flags]
+
+
+def run_log(console: str) -> str:
+    """The text of the run log that a `runner.py --local` console output names first."""
+    first = console.splitlines()[0]
+    assert '; log: ' in first, console
+    with open(first.split('; log: ', 1)[1]) as log:
+        return log.read()

@@ -7,20 +7,17 @@ import glob
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from helpers import REPO_ROOT, copy_digits
+from helpers import IN_MEMORY_BEAM, REPO_ROOT, copy_digits, run_log, runner_command
 
 pytestmark = pytest.mark.e2e
 
 
 def _command(data, out):
-    return [sys.executable, 'runner.py', '--local', '--data', data, '--output', out,
-            '--steps', '400', '--schema', os.path.join('data', 'schema', 'digits.pbtxt'),
-            '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1']
+    return runner_command(data, out, '--steps', '400', IN_MEMORY_BEAM)
 
 
 def test_killed_trainer_resumes_when_the_pipeline_runs_again(tmp_path):
@@ -41,14 +38,15 @@ def test_killed_trainer_resumes_when_the_pipeline_runs_again(tmp_path):
 
     second = subprocess.run(_command(data, out), cwd=REPO_ROOT, capture_output=True, text=True,
                             timeout=600)
-    log = second.stdout + second.stderr
-    assert second.returncode == 0, log[-3000:]
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    log = run_log(second.stdout)  # the trainer's own lines are in the run's log
     assert 'Resuming from checkpoint' in log and 'at step ' in log
     resumed_at = int(log.split('Resuming from checkpoint', 1)[1].split('at step ')[1].split()[0])
     assert 100 <= resumed_at < 400
     assert 'step 400/400' in log
     assert f'step {resumed_at - 50}/400' not in log.split('Resuming from checkpoint', 1)[1]
-    summary = log[log.index('\nRun '):]
+    assert f'training: resuming at step {resumed_at} of 400' in second.stdout
+    summary = second.stdout[second.stdout.index('\nRun '):]
     assert 'ImageExampleGen cached' in summary and 'ImageTrainer complete' in summary
     assert 'pushed: version' in summary
     assert glob.glob(os.path.join(out, 'pipeline_root', 'ImageTrainer', 'checkpoints', '*',

@@ -149,3 +149,10 @@ def test_csv_source_defaults_to_the_wine_table_its_schema_and_the_mlp(tmp_path):
     assert cfg.schema_path == config.WINE_SCHEMA
     assert cfg.model_builder == 'models.mlp.build_model'
     assert _configs('--local', '--source', 'csv', '--data', str(tmp_path))[0].schema_path is None
+
+
+def test_an_output_that_is_a_file_is_a_one_line_error(tmp_path):
+    (tmp_path / 'file').write_text('not a folder')
+    result = _cli('--local', '--output', str(tmp_path / 'file'))
+    assert result.returncode == 2 and result.stdout == ''
+    assert result.stderr == f'error: --output names a file, not a folder: {tmp_path / "file"}\n'

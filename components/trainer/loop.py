@@ -5,10 +5,11 @@ update lives in `steps.py`; this module owns everything around it. Checkpoints g
 that stays the same across retries of one training run, so a killed run resumes from its last
 checkpoint; TensorFlow writes each checkpoint's files first and then atomically replaces the
 `checkpoint` index, so a kill mid-save leaves the previous checkpoint as the one restored.
+`PROGRESS` says where the running training is, for a console to show (pipeline/console.py).
 """
 import dataclasses
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional
 
 from absl import logging
 import keras
@@ -16,6 +17,38 @@ import tensorflow as tf
 
 from components.trainer.choices import OPTIMIZERS
 from components.trainer.steps import StepFunctions
+
+
+@dataclasses.dataclass
+class Progress:
+    """The training in this process: updates done, of how many, and where its checkpoints are.
+
+    The loop updates it and calls each listener after every change; a listener must be quick
+    (it runs between updates). The local runner shows it as a progress line, and after Ctrl-C
+    reads `step` and `checkpoint_step()` to say where training stopped and will resume.
+    """
+    step: int = 0
+    total: int = 0
+    start_step: int = 0        # where this process began: 0, or the step resumed from
+    checkpoint_dir: str = ''   # '' = no checkpoints
+    running: bool = False
+    listeners: List[Callable[['Progress'], None]] = dataclasses.field(default_factory=list)
+
+    def update(self, **changes) -> None:
+        for name, value in changes.items():
+            setattr(self, name, value)
+        for listener in list(self.listeners):
+            listener(self)
+
+    def checkpoint_step(self) -> int:
+        """The step a rerun resumes from: the newest complete checkpoint's (read from disk, so
+        a save cut short counts as not made), 0 when there is none."""
+        latest = self.checkpoint_dir and tf.train.latest_checkpoint(self.checkpoint_dir)
+        return int(latest.rsplit('-', 1)[1]) if latest else 0
+
+
+PROGRESS = Progress()
+
 
 @dataclasses.dataclass(frozen=True)
 class LoopOptions:
@@ -108,6 +141,8 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
         manager = tf.train.CheckpointManager(
             checkpoint, checkpoint_write_dir or checkpoint_dir, max_to_keep=2)
     start_step = int(steps.step.numpy())
+    PROGRESS.update(step=start_step, total=options.train_steps, start_step=start_step,
+                    checkpoint_dir=checkpoint_dir or '', running=True)
     iterator = iter(steps.strategy.experimental_distribute_dataset(
         make_train_data(start_step * options.examples_per_update)))
     writer = (tf.summary.create_file_writer(log_dir) if log_dir and is_chief
@@ -116,6 +151,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     with writer.as_default():
         for step in range(start_step + 1, options.train_steps + 1):
             window.add(*steps.train_step(iterator)[:3])
+            PROGRESS.update(step=step)
             if step % options.log_every == 0 or step == options.train_steps:
                 result = _log_window(steps, options, step, window, start_step, run_start)
                 window = _Window()
@@ -131,6 +167,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                          options.train_steps, metrics['loss'], metrics['accuracy'],
                          int(metrics['examples']))
     writer.flush()
+    PROGRESS.update(running=False)
     result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()))
     return result
 

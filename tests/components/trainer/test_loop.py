@@ -97,3 +97,23 @@ def test_resume_continues_from_the_checkpoint_and_matches_an_uninterrupted_run(t
     for a, b in zip(straight.model.get_weights(), resumed.model.get_weights()):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
     assert os.path.exists(os.path.join(ckpt, 'ckpt-12.index'))
+
+
+def test_progress_reports_every_update_and_where_a_rerun_resumes(tmp_path):
+    points, labels = _separable_data()
+    options = loop.LoopOptions(train_steps=20, global_batch_size=32, learning_rate=0.05,
+                               checkpoint_interval=8)
+    seen = []
+    loop.PROGRESS.listeners.append(lambda p: seen.append((p.step, p.total, p.running)))
+    try:
+        loop.run_training(_steps(options), _stream(points, labels, 32), options,
+                          checkpoint_dir=str(tmp_path))
+    finally:
+        loop.PROGRESS.listeners.clear()
+    assert seen[0] == (0, 20, True) and seen[-1] == (20, 20, False)
+    assert [step for step, _, running in seen if running] == list(range(21))
+    assert loop.PROGRESS.checkpoint_step() == 20  # saved at 8, 16 and the last step
+    resumed = loop.LoopOptions(train_steps=30, global_batch_size=32, learning_rate=0.05)
+    loop.run_training(_steps(resumed), _stream(points, labels, 32), resumed,
+                      checkpoint_dir=str(tmp_path))
+    assert loop.PROGRESS.start_step == 20 and loop.PROGRESS.step == 30
