@@ -1,4 +1,5 @@
-"""Small real models and Examples for the baseline, Evaluator and Pusher tests.
+"""Small real models, Examples and evaluations for the baseline, Evaluator, Pusher and report
+tests.
 
 The models are exported by the trainer's own export (components/trainer/export.py), so they have
 its signatures and its model_signature.json. Their Keras model classifies an image by its mean
@@ -7,6 +8,7 @@ distance without the x² that every class shares). With images of known brightne
 decides exactly which examples a model gets right, and so each class's accuracy.
 """
 import io
+import json
 import os
 from typing import Dict, Sequence
 
@@ -15,12 +17,16 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 from tfx.components.util import examples_utils
+from tfx.dsl.components.base import base_beam_executor
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_artifacts
-from tfx.utils import path_utils
+from tfx.types import standard_component_specs as specs
+from tfx.utils import path_utils, proto_utils
 
 from components.common import features
+from components.evaluate import executor as evaluate_executor
 from components.trainer import export
+from pipeline import pipeline as pipeline_lib
 
 
 def brightness_model(image_shape: Sequence[int], centers: Sequence[float]) -> keras.Model:
@@ -85,3 +91,26 @@ def eval_examples(uri: str, brightness_by_class: Dict[str, Sequence[float]]
                 writer.write(features.make_example(png(value), label, name, 8, 8,
                                                    f'{name}/{i}.png').SerializeToString())
     return examples
+
+
+def evaluate(tmp_path, config, class_names, brightness_by_class, centers, baseline=None):
+    """Runs our Evaluator executor (TFMA on Beam, in-process) on brightness examples and a
+    brightness model; baseline None is the empty baseline of a first run.
+    Returns (blessing, evaluation) artifacts."""
+    examples = eval_examples(tmp_path / 'examples', brightness_by_class)
+    model = exported_model(tmp_path / 'model', class_names, centers)
+    if baseline is None:  # what ServedModelBaseline gives when nothing is served
+        baseline = standard_artifacts.Model()
+        baseline.uri = str(tmp_path / 'empty-baseline')
+        baseline.set_int_custom_property('served_version', -1)
+    evaluation, blessing = standard_artifacts.ModelEvaluation(), standard_artifacts.ModelBlessing()
+    evaluation.uri, blessing.uri = str(tmp_path / 'evaluation'), str(tmp_path / 'blessing')
+    context = base_beam_executor.BaseBeamExecutor.Context(
+        beam_pipeline_args=['--direct_running_mode=in_memory', '--direct_num_workers=1'])
+    evaluate_executor.Executor(context).Do(
+        {specs.EXAMPLES_KEY: [examples], specs.MODEL_KEY: [model],
+         specs.BASELINE_MODEL_KEY: [baseline]},
+        {specs.EVALUATION_KEY: [evaluation], specs.BLESSING_KEY: [blessing]},
+        {specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(pipeline_lib.make_eval_config(config)),
+         specs.EXAMPLE_SPLITS_KEY: json.dumps(['eval'])})
+    return blessing, evaluation

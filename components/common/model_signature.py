@@ -81,13 +81,15 @@ def read(model_dir: str) -> Description:
     return _from_graph(model_dir)
 
 
-def _classes(description: Description) -> str:
+def _classes(description: Description, word: str = '') -> str:
+    """"classes ['a', 'b']" (word='classes ') or "['a', 'b']", or "10 classes" when only the
+    count is known."""
     names = description.get('class_names')
     if names is None:
         return f'{description["num_classes"]} classes'
     shown = ', '.join(repr(n) for n in names[:_MAX_NAMES_SHOWN])
     more = f', ... ({len(names)} classes)' if len(names) > _MAX_NAMES_SHOWN else ''
-    return f'[{shown}{more}]'
+    return f'{word}[{shown}{more}]'
 
 
 def _input(model_input: Dict[str, Any]) -> str:
@@ -123,7 +125,7 @@ def incompatibility(served: Description, candidate: Description) -> Optional[str
         differ = ('num_classes' in served and 'num_classes' in candidate
                   and served['num_classes'] != candidate['num_classes'])
     if differ:
-        problems.append(f'served model predicts classes {_classes(served)}; '
+        problems.append(f'served model predicts {_classes(served, "classes ")}; '
                         f'this model predicts {_classes(candidate)}')
     served_input, candidate_input = served.get('input'), candidate.get('input')
     if served_input and candidate_input:

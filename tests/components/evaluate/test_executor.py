@@ -6,14 +6,8 @@ The models are exported by the trainer's export and classify by brightness
 """
 import json
 
-from tfx.dsl.components.base import base_beam_executor
-from tfx.types import standard_artifacts
-from tfx.types import standard_component_specs as specs
-from tfx.utils import proto_utils
-
 from components.evaluate import checks
 from components.evaluate import executor
-from pipeline import pipeline as pipeline_lib
 from pipeline.config import EvalConfig
 
 import saved_models
@@ -24,24 +18,7 @@ BRIGHTNESS = {'a': [0.1] * 10, 'b': [0.5] * 10, 'c': [0.9] * 8 + [0.5] * 2}
 
 
 def evaluate(tmp_path, config: EvalConfig, baseline=None, centers=CENTERS):
-    """Runs the Evaluator on the brightness examples; returns (blessing, evaluation)."""
-    examples = saved_models.eval_examples(tmp_path / 'examples', BRIGHTNESS)
-    model = saved_models.exported_model(tmp_path / 'model', CLASSES, centers)
-    if baseline is None:  # what ServedModelBaseline gives on a first run
-        baseline = standard_artifacts.Model()
-        baseline.uri = str(tmp_path / 'empty-baseline')
-        baseline.set_int_custom_property('served_version', -1)
-    evaluation, blessing = standard_artifacts.ModelEvaluation(), standard_artifacts.ModelBlessing()
-    evaluation.uri, blessing.uri = str(tmp_path / 'evaluation'), str(tmp_path / 'blessing')
-    context = base_beam_executor.BaseBeamExecutor.Context(
-        beam_pipeline_args=['--direct_running_mode=in_memory', '--direct_num_workers=1'])
-    executor.Executor(context).Do(
-        {specs.EXAMPLES_KEY: [examples], specs.MODEL_KEY: [model],
-         specs.BASELINE_MODEL_KEY: [baseline]},
-        {specs.EVALUATION_KEY: [evaluation], specs.BLESSING_KEY: [blessing]},
-        {specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(pipeline_lib.make_eval_config(config)),
-         specs.EXAMPLE_SPLITS_KEY: json.dumps(['eval'])})
-    return blessing, evaluation
+    return saved_models.evaluate(tmp_path, config, CLASSES, BRIGHTNESS, centers, baseline)
 
 
 def _reasons(blessing):
@@ -83,3 +60,19 @@ def test_a_regression_against_the_served_model_names_the_version(tmp_path):
     change = [c for c in checks.load_checks(evaluation.uri) if c.kind != 'value']
     assert [(c.slice, round(c.value, 4), c.passed) for c in change] == [
         ('overall', -0.3333, False)]
+
+
+def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(tmp_path):
+    # As ServedModelBaseline records a served model for other classes: nothing copied.
+    served = saved_models.standard_artifacts.Model()
+    served.uri = str(tmp_path / 'incompatible-baseline')
+    served.set_int_custom_property('served_version', 1)
+    served.set_string_custom_property('incompatible_reason', 'served model predicts classes '
+                                      "['0', '1']; this model predicts ['a', 'b', 'c']")
+    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9), baseline=served)
+    assert blessing.get_int_custom_property('blessed') == 1
+    assert blessing.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == -1
+    assert blessing.get_string_custom_property(executor.NOT_COMPARED_PROPERTY) == (
+        "served version 1: served model predicts classes ['0', '1']; "
+        "this model predicts ['a', 'b', 'c']")
+    assert [c.kind for c in checks.load_checks(evaluation.uri)] == ['value']
