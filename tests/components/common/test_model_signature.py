@@ -3,6 +3,8 @@ import json
 import os
 
 from components.common import inputs, model_signature
+from components.trainer import export
+from models import mlp
 
 import saved_models
 
@@ -22,6 +24,18 @@ def test_the_export_writes_the_description_beside_the_model(tmp_path):
     assert written == {'class_names': ['cat', 'dog'], 'num_classes': 2, 'input': {
         'kind': 'image', 'height': 28, 'width': 28, 'channels': 3, 'storage': 'encoded'}}
     assert model_signature.read(folder) == written
+
+
+def test_a_table_model_describes_its_columns_and_an_older_one_its_kind(tmp_path):
+    spec = _table(('alcohol', 'ash'), ('region',))
+    model = mlp.build_model(inputs.builder_input_shape(spec, (8, 8, 1)), 3)
+    folder = export.export_serving_model(model, str(tmp_path / 'm'), (8, 8, 1), 'xyz', spec)
+    assert model_signature.read(folder) == {'class_names': ['x', 'y', 'z'], 'num_classes': 3,
+                                            'input': {'kind': 'tabular',
+                                                      'numeric': ['alcohol', 'ash'],
+                                                      'categorical': ['region']}}
+    os.remove(os.path.join(folder, model_signature.SIGNATURE_FILE))
+    assert model_signature.read(folder) == {'num_classes': 3, 'input': {'kind': 'tabular'}}
 
 
 def test_an_older_export_still_tells_class_count_and_input_kind(tmp_path):
