@@ -3,13 +3,13 @@
 - `serving_default` takes serialized tf.Examples (what TFMA and TF Serving's Predict API send);
 - `predict_images` (image models only) takes raw encoded image bytes (PNG, JPEG, ...), so
   clients need no protobufs.
+What the model predicts and takes (class names, input) is written beside it as
+`assets.extra/model_signature.json`: the serving guard compares it with the served model's.
 
 Both turn their input into model inputs inside the graph with the same functions as training
 (`components/common/inputs.py`: image decoding, or a table's standardisation and hashing), so
 there is no train/serve skew, and both return `probabilities`, `class_ids` and `class_names`.
-A table model's `serving_default` parses the table's columns by name. The class names and the
-input are also written as `assets.extra/model_signature.json`, which the baseline and the
-Pusher compare with the served model's. The export is
+A table model's `serving_default` parses the table's columns by name. The export is
 written to a temporary sibling folder and renamed into place, so a crash never leaves a
 half-written model at the final path.
 """
@@ -69,8 +69,8 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
     if tf.io.gfile.exists(tmp_dir):
         tf.io.gfile.rmtree(tmp_dir)  # left over by an earlier crash; never visible as a model
     archive.write_out(tmp_dir)
+    tf.io.gfile.makedirs(os.path.dirname(export_dir.rstrip('/')))
     # What it predicts and takes, for the serving guard (components/common/model_signature.py).
     model_signature.write(tmp_dir, model_signature.describe(class_names, image_shape, spec))
-    tf.io.gfile.makedirs(os.path.dirname(export_dir.rstrip('/')))
     tf.io.gfile.rename(tmp_dir, export_dir, overwrite=False)
     return export_dir
