@@ -25,15 +25,30 @@ from components.common import features
 
 
 def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
-    """Accuracy must clear an absolute bar and must not drop against the baseline model."""
-    accuracy = tfma.MetricConfig(
-        class_name='SparseCategoricalAccuracy',
+    """The blessing rule, as TFMA thresholds that the stock Evaluator checks.
+
+    Overall accuracy (the whole eval split) must reach `min_accuracy` and must not drop more than
+    `max_regression` against the served model. A threshold set on the MetricConfig itself would
+    apply to every slice, so one weak class would fail a model whose accuracy is well above the
+    bar; these are per-slice thresholds on the overall slice only. The per-class bar
+    (`min_class_accuracy`, every label_name slice) is opt-in.
+    """
+    overall = tfma.PerSliceMetricThreshold(
+        slicing_specs=[tfma.SlicingSpec()],
         threshold=tfma.MetricThreshold(
             value_threshold=tfma.GenericValueThreshold(lower_bound={'value': config.min_accuracy}),
             # The tiny epsilon lets an identical model (a rerun) pass "no regression".
             change_threshold=tfma.GenericChangeThreshold(
                 direction=tfma.MetricDirection.HIGHER_IS_BETTER,
                 absolute={'value': -config.max_regression - 1e-10})))
+    thresholds = [overall]
+    if config.min_class_accuracy is not None:
+        thresholds.append(tfma.PerSliceMetricThreshold(
+            slicing_specs=[tfma.SlicingSpec(feature_keys=[features.LABEL_NAME_KEY])],
+            threshold=tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(
+                lower_bound={'value': config.min_class_accuracy}))))
+    accuracy = tfma.MetricConfig(class_name='SparseCategoricalAccuracy',
+                                 per_slice_thresholds=thresholds)
     return tfma.EvalConfig(
         model_specs=[tfma.ModelSpec(label_key=features.LABEL_KEY,
                                     prediction_key='probabilities',

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
+from components.evaluate import checks
 from components.push import versions
 
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
@@ -153,17 +154,58 @@ def format_summary(summary: RunSummary) -> str:
         lines.append('  baseline: ' + ('none (nothing served yet)' if served < 0 else
                                        f'served version {served}'))
     for blessing in summary.outputs.get('ModelBlessing', []):
-        lines.append(f'  blessed: {"yes" if _custom(blessing, "blessed") else "no"}')
+        lines.append(f'  blessed: {blessing_text(blessing)}')
     for pushed in summary.outputs.get('PushedModel', []):
-        if _custom(pushed, 'pushed'):
-            reused = ' (already served: no new copy)' if _custom(
-                pushed, versions.REUSED_PROPERTY) else ''
-            lines.append(f'  pushed: version {_custom(pushed, "pushed_version")} at '
-                         f'{_custom(pushed, "pushed_destination")}{reused}')
-        else:
-            lines.append('  pushed: no (model not blessed)')
+        lines.append(f'  pushed: {pushed_text(pushed)}')
     if summary.failure is not None:
         stage, error = summary.failure
         lines.append(f'  failed: {stage}')
         lines.extend(f'    {line}' for line in error.splitlines())
     return '\n'.join(lines)
+
+
+def failed_checks(blessing: metadata_store_pb2.Artifact) -> List[str]:
+    """The checks that failed, as our Evaluator put TFMA's validation result into words."""
+    return json.loads(_custom(blessing, checks.REASONS_PROPERTY) or '[]')
+
+
+def comparison_text(blessing: metadata_store_pb2.Artifact) -> str:
+    """Which served model the candidate was compared with, as a sentence."""
+    version = _custom(blessing, checks.COMPARED_VERSION_PROPERTY)
+    not_compared = _custom(blessing, checks.NOT_COMPARED_PROPERTY)
+    if not_compared:
+        return f'Not compared with {not_compared}. Only checks that need no baseline applied.'
+    if version is not None and version >= 0:
+        return f'Compared with served version {version}.'
+    return 'Nothing was served yet: the checks against a baseline did not apply.'
+
+
+def blessing_reasons(blessing: metadata_store_pb2.Artifact) -> List[str]:
+    """The failed checks, then which served model was not compared and why."""
+    not_compared = _custom(blessing, checks.NOT_COMPARED_PROPERTY)
+    return failed_checks(blessing) + ([f'not compared with {not_compared}'] if not_compared
+                                      else [])
+
+
+def blessing_text(blessing: metadata_store_pb2.Artifact) -> str:
+    """'yes' or 'no', with the reasons in brackets when there are any."""
+    reasons = blessing_reasons(blessing)
+    verdict = 'yes' if _custom(blessing, 'blessed') else 'no'
+    return verdict + (f' ({"; ".join(reasons)})' if reasons else '')
+
+
+def not_pushed_reason(pushed: metadata_store_pb2.Artifact) -> str:
+    """Why the Pusher did not push, with what to do when the served model is another kind."""
+    reason = _custom(pushed, versions.NOT_PUSHED_REASON_PROPERTY) or 'not blessed'
+    if _custom(pushed, versions.INCOMPATIBLE_PROPERTY):
+        reason += '; use another --output'  # the one fix: a serving folder of its own
+    return reason
+
+
+def pushed_text(pushed: metadata_store_pb2.Artifact) -> str:
+    """'version N at PATH', or 'no (<why>)'."""
+    if not _custom(pushed, 'pushed'):
+        return f'no ({not_pushed_reason(pushed)})'
+    reused = ' (already served: no new copy)' if _custom(pushed, versions.REUSED_PROPERTY) else ''
+    return (f'version {_custom(pushed, "pushed_version")} at '
+            f'{_custom(pushed, "pushed_destination")}{reused}')

@@ -17,7 +17,9 @@ next trained candidate picks it up.)
 
 The output is always one Model artifact (KFP has no optional outputs): the served SavedModel
 copied under Format-Serving, as the Evaluator expects, or an empty artifact with
-`served_version` = -1, which our Evaluator (components/evaluate/) treats as "no baseline".
+`served_version` = -1, which our Evaluator (components/evaluate/) treats as "no baseline", or,
+when the served model predicts other classes or takes another input than the candidate, an
+artifact with `served_version` and `incompatible_reason` that the Evaluator does not compare.
 """
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import Channel, standard_artifacts

@@ -1,6 +1,14 @@
-"""Executor of ServedModelBaseline: copies the served model, or marks the baseline empty."""
+"""Executor of ServedModelBaseline: copies the served model, or marks the baseline empty or
+incompatible.
+
+A served model whose class names or input differ from the candidate's (read from both
+SavedModels, components/common/model_signature.py) is not a baseline: comparing a 4-class model
+with a 10-class one measures nothing, and TFMA would even feed the candidate's examples to a
+model that cannot parse them. It is then recorded, not copied: `served_version` says what is
+served and `incompatible_reason` why it was not compared, and the Evaluator skips it.
+"""
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx import types
@@ -8,11 +16,13 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, path_utils
 
+from components.common import model_signature
 from components.push import versions
 
 # Custom properties of the baseline Model artifact; -1 means "nothing is served yet".
 SERVED_VERSION = 'served_version'
 SERVED_PATH = 'served_path'
+INCOMPATIBLE_REASON = 'incompatible_reason'
 NO_VERSION = -1
 
 
@@ -21,12 +31,25 @@ def has_model(baseline: types.Artifact) -> bool:
     return baseline.get_int_custom_property(SERVED_VERSION) != NO_VERSION
 
 
+def incompatible_reason(baseline: types.Artifact) -> Optional[str]:
+    """Why the served model cannot be compared with the candidate, or None."""
+    if not baseline.has_custom_property(INCOMPATIBLE_REASON):
+        return None
+    return baseline.get_string_custom_property(INCOMPATIBLE_REASON) or None
+
+
+def is_comparable(baseline: types.Artifact) -> bool:
+    """True when the Evaluator should compare the candidate with this baseline."""
+    return has_model(baseline) and incompatible_reason(baseline) is None
+
+
 class Executor(base_executor.BaseExecutor):
 
     def Do(self, input_dict: Dict[str, List[types.Artifact]],
            output_dict: Dict[str, List[types.Artifact]],
            exec_properties: Dict[str, Any]) -> None:
-        # input_dict['candidate'] is deliberately unused: it only keys the cache (component.py).
+        # The candidate keys the cache (component.py) and is what the served model must match.
+        candidate = artifact_utils.get_single_instance(input_dict['candidate'])
         baseline = artifact_utils.get_single_instance(output_dict['baseline'])
         serving_dir = exec_properties['serving_dir']
         version = versions.served_version(serving_dir)
@@ -36,9 +59,17 @@ class Executor(base_executor.BaseExecutor):
             baseline.set_int_custom_property(SERVED_VERSION, NO_VERSION)
             return
         source = os.path.join(serving_dir, str(version))
+        baseline.set_int_custom_property(SERVED_VERSION, version)
+        baseline.set_string_custom_property(SERVED_PATH, source)
+        reason = model_signature.incompatibility(
+            model_signature.read(source),
+            model_signature.read(path_utils.serving_model_dir(candidate.uri)))
+        if reason:
+            baseline.set_string_custom_property(INCOMPATIBLE_REASON, reason)
+            logging.warning('Served version %d is not comparable with this model (%s): '
+                            'evaluating without a baseline.', version, reason)
+            return
         # A copy, not a reference: the evaluation stays reproducible after old versions are
         # cleaned up, and the Evaluator finds the model where it looks (Format-Serving).
         io_utils.copy_dir(source, path_utils.serving_model_dir(baseline.uri))
-        baseline.set_int_custom_property(SERVED_VERSION, version)
-        baseline.set_string_custom_property(SERVED_PATH, source)
         logging.info('Baseline: served version %d from %s', version, source)

@@ -1,1 +1,2 @@
-"""Evaluation stage: the stock TFMA Evaluator, taught that an empty baseline means none."""
+"""Evaluation stage: the stock TFMA Evaluator, with no baseline when none is comparable, and
+the reasons for its blessing in words."""

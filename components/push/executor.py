@@ -5,9 +5,15 @@ folder, so a killed push leaves a partial version that TF Serving may try to loa
 that misses the cache pushes the same model again under a new timestamp. This subclass keeps
 the stock blessing check, model lookup, archive copy and artifact properties (`pushed`,
 `pushed_version`, `pushed_destination`), and replaces only how the serving folder is written.
+
+Serving guard: a model whose class names or input differ from the served model's (read from
+both SavedModels at push time, components/common/model_signature.py) is never pushed over it,
+blessed or not: its clients would get answers about other classes, or send inputs it cannot
+read. A model that is not pushed records why (`not_pushed_reason`).
 """
 import json
-from typing import Any, Dict, List
+import os
+from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx import types
@@ -18,9 +24,28 @@ from tfx.types import standard_component_specs as specs
 from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
+from components.common import model_signature
+from components.evaluate import checks
 from components.push import versions
 
 KEEP_VERSIONS_KEY = 'keep_versions'   # in the stock Pusher's custom_config
+
+
+def served_incompatibility(model_path: str, base_dir: str) -> Optional[str]:
+    """Why the model must not replace the one served under base_dir, or None."""
+    served = versions.served_version(base_dir)
+    if served is None:
+        return None
+    return model_signature.incompatibility(
+        model_signature.read(os.path.join(base_dir, str(served))), model_signature.read(model_path))
+
+
+def not_blessed_reason(input_dict: Dict[str, List[types.Artifact]]) -> str:
+    """'not blessed: <the Evaluator's failed checks>'."""
+    blessing = artifact_utils.get_single_instance(input_dict[specs.MODEL_BLESSING_KEY])
+    reasons = (json.loads(blessing.get_string_custom_property(checks.REASONS_PROPERTY) or '[]')
+               if blessing.has_custom_property(checks.REASONS_PROPERTY) else [])
+    return 'not blessed' + (f': {"; ".join(reasons)}' if reasons else '')
 
 
 class Executor(stock_executor.Executor):
@@ -30,20 +55,29 @@ class Executor(stock_executor.Executor):
            exec_properties: Dict[str, Any]) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
         model_push = artifact_utils.get_single_instance(output_dict[specs.PUSHED_MODEL_KEY])
-        if not self.CheckBlessing(input_dict):
-            self._MarkNotPushed(model_push)
-            return
-        model_path = self.GetModelPath(input_dict)
+        blessed = self.CheckBlessing(input_dict)
         destination = pusher_pb2.PushDestination()
         proto_utils.json_to_proto(exec_properties[specs.PUSH_DESTINATION_KEY], destination)
-        if destination.WhichOneof('destination') != 'filesystem':
+        if blessed and destination.WhichOneof('destination') != 'filesystem':
             # Versions, atomic renames and retention are file-system notions; say so plainly.
             raise ValueError('This Pusher writes versioned folders: give a filesystem push '
                              f'destination, got {destination.WhichOneof("destination")!r}')
+        base_dir = destination.filesystem.base_directory
+        model_path = self.GetModelPath(input_dict)
+        # The guard first: it holds whatever the blessing, and says what to do about it.
+        incompatible = base_dir and served_incompatibility(model_path, base_dir)
+        if incompatible or not blessed:
+            reason = incompatible or not_blessed_reason(input_dict)
+            logging.warning('Not pushed: %s', reason)
+            self._MarkNotPushed(model_push)
+            model_push.set_string_custom_property(versions.NOT_PUSHED_REASON_PROPERTY, reason)
+            model_push.set_int_custom_property(versions.INCOMPATIBLE_PROPERTY,
+                                               1 if incompatible else 0)
+            return
         custom_config = json.loads(exec_properties.get(specs.CUSTOM_CONFIG_KEY) or 'null') or {}
         keep = int(custom_config.get(KEEP_VERSIONS_KEY, 5))
 
-        result = versions.push(model_path, destination.filesystem.base_directory, keep)
+        result = versions.push(model_path, base_dir, keep)
         if result.created:
             logging.info('Model pushed as version %d: %s', result.version, result.path)
         else:

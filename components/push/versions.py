@@ -26,6 +26,10 @@ import tensorflow as tf
 TMP_PREFIX = '.tmp-push-'
 # Custom property on the PushedModel: 1 when the served version already held the model.
 REUSED_PROPERTY = 'pushed_version_reused'
+# Custom properties on a PushedModel that was not pushed: why, and (1) whether the reason is a
+# served model for other classes or another input, which no push into this folder can fix.
+NOT_PUSHED_REASON_PROPERTY = 'not_pushed_reason'
+INCOMPATIBLE_PROPERTY = 'served_model_incompatible'
 _SAVED_MODEL = 'saved_model.pb'
 
 

@@ -3,6 +3,8 @@
 - `serving_default` takes serialized tf.Examples (what TFMA and TF Serving's Predict API send);
 - `predict_images` (image models only) takes raw encoded image bytes (PNG, JPEG, ...), so
   clients need no protobufs.
+What the model predicts and takes (class names, input) is written beside it as
+`assets.extra/model_signature.json`: the serving guard compares it with the served model's.
 
 Both turn their input into model inputs inside the graph with the same functions as training
 (`components/common/inputs.py`: image decoding, or a table's standardisation and hashing), so
@@ -20,7 +22,7 @@ from typing import Sequence
 import keras
 import tensorflow as tf
 
-from components.common import features, inputs
+from components.common import features, inputs, model_signature
 
 SIGNATURE_INPUT = 'examples'
 INPUT_SPEC_FILE = os.path.join('assets.extra', 'input_spec.json')
@@ -75,5 +77,7 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
     with tf.io.gfile.GFile(os.path.join(tmp_dir, INPUT_SPEC_FILE), 'w') as handle:
         handle.write(spec.to_json())
     tf.io.gfile.makedirs(os.path.dirname(export_dir.rstrip('/')))
+    # What it predicts and takes, for the serving guard (components/common/model_signature.py).
+    model_signature.write(tmp_dir, model_signature.describe(class_names, image_shape, spec))
     tf.io.gfile.rename(tmp_dir, export_dir, overwrite=False)
     return export_dir

@@ -127,20 +127,24 @@ def _evaluation_section(evaluation: readers.Evaluation, class_names, folder) -> 
 
 
 def _blessing_section(summary, evaluation: Optional[readers.Evaluation]) -> str:
-    blessing = _only(summary, 'ModelBlessing')
-    if blessing is None or evaluation is None:
+    """The verdict with its reasons, the baseline, and every check with value, threshold and
+    outcome (evaluation: the Evaluation section's reading, unused here)."""
+    blessing, evaluated = _only(summary, 'ModelBlessing'), _only(summary, 'ModelEvaluation')
+    if blessing is None or evaluated is None:
         return '<p>No blessing decision in this run.</p>'
-    blessed = summary_lib.custom_property(blessing, 'blessed') == 1
-    baseline = ('compared with the last blessed model' if evaluation.diffs else
-                'no earlier blessed model, so change thresholds did not apply')
-    verdict = (f'<p class="yes"><b>Blessed</b>: every threshold passed ({baseline}).</p>'
-               if blessed else f'<p class="no"><b>Not blessed</b>: a threshold failed '
-               f'({baseline}).</p>')
-    rows = [[name, evaluation.overall.get(name, ''), evaluation.diffs.get(name, 'no baseline'),
-             threshold] for name, threshold in sorted(evaluation.thresholds.items())]
-    reasons = ''.join(f'<li>{html.escape(f)}</li>' for f in evaluation.failures)
-    return (verdict + _table(['metric', 'value', 'change vs baseline', 'threshold'], rows)
-            + (f'<ul>{reasons}</ul>' if reasons else ''))
+    if summary_lib.custom_property(blessing, 'blessed') == 1:
+        verdict = '<p class="yes"><b>Blessed</b>: every check passed.</p>'
+    else:
+        failed = '; '.join(summary_lib.failed_checks(blessing)) or 'a check failed'
+        verdict = f'<p class="no"><b>Not blessed</b>: {html.escape(failed)}</p>'
+    rows = []
+    for check in readers.blessing_checks(evaluated):
+        change = check.kind != 'value'
+        value = '' if check.value is None else f'{check.value:+.4f}' if change else check.value
+        rows.append([check.metric + (' (change vs baseline)' if change else ''), check.slice,
+                     value, check.threshold, 'pass' if check.passed else 'FAIL'])
+    return (verdict + f'<p>{html.escape(summary_lib.comparison_text(blessing))}</p>'
+            + _table(['check', 'slice', 'value', 'must be', 'result'], rows))
 
 
 def _push_section(summary) -> str:
@@ -148,7 +152,8 @@ def _push_section(summary) -> str:
     if pushed is None:
         return '<p>The Pusher did not run.</p>'
     if summary_lib.custom_property(pushed, 'pushed') != 1:
-        return '<p>Not pushed: the model was not blessed.</p>'
+        return (f'<p class="no"><b>Not pushed</b>: '
+                f'{html.escape(summary_lib.not_pushed_reason(pushed))}.</p>')
     version = summary_lib.custom_property(pushed, 'pushed_version')
     reused = summary_lib.custom_property(pushed, versions.REUSED_PROPERTY) == 1
     note = ' (already served: no new version was made)' if reused else ''

@@ -8,7 +8,6 @@ report and the printed summary describe the same run.
 import dataclasses
 import json
 import os
-import re
 from typing import Dict, List, Optional, Tuple
 
 from ml_metadata.proto import metadata_store_pb2
@@ -18,6 +17,7 @@ from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 
 from components.common import features, inputs
+from components.evaluate import checks
 from components.gate import anomalies as anomalies_lib
 from components.trainer import executor as trainer_executor
 from pipeline.summary import custom_property
@@ -43,9 +43,6 @@ class Evaluation:
     per_class: Dict[str, Dict[str, float]]    # label name -> metric name -> value
     diffs: Dict[str, float]                   # metric name -> candidate minus baseline
     confusion: Optional[Dict[Tuple[int, int], float]]  # (actual, predicted) -> examples
-    validation_ok: bool
-    failures: List[str]                       # TFMA's messages for failed thresholds
-    thresholds: Dict[str, str]                # metric name -> the configured threshold, as text
 
 
 def split_names(artifact: Artifact) -> List[str]:
@@ -102,38 +99,13 @@ def _slice_label(metrics: 'tfma.MetricsForSlice') -> Optional[str]:
     return None
 
 
-def _metric_name(metric: 'tfma.MetricConfig') -> str:
-    """The name TFMA gives a configured metric: its config's name, else the snake-cased class."""
-    configured = json.loads(metric.config or '{}').get('name')
-    return configured or re.sub(r'(?<!^)(?=[A-Z])', '_', metric.class_name).lower()
-
-
-def _describe_threshold(threshold: 'tfma.MetricThreshold') -> str:
-    """'value >= 0.9; change vs baseline >= -1e-10' from a TFMA MetricThreshold."""
-    parts = []
-    value = threshold.value_threshold
-    if value.HasField('lower_bound'):
-        parts.append(f'value >= {value.lower_bound.value:g}')
-    if value.HasField('upper_bound'):
-        parts.append(f'value <= {value.upper_bound.value:g}')
-    change = threshold.change_threshold
-    sign = '>=' if change.direction == tfma.MetricDirection.HIGHER_IS_BETTER else '<='
-    for kind in ('absolute', 'relative'):
-        if change.HasField(kind):
-            parts.append(f'{kind} change vs baseline {sign} {getattr(change, kind).value:g}')
-    return '; '.join(parts)
-
-
-def _thresholds(evaluation_uri: str) -> Dict[str, str]:
-    """Metric name -> its threshold as text, from the eval config TFMA saved with its results."""
-    eval_config, _, _, _ = tfma.writers.eval_config_writer.load_eval_run(evaluation_uri)
-    return {_metric_name(metric): _describe_threshold(metric.threshold)
-            for spec in (eval_config.metrics_specs if eval_config else ())
-            for metric in spec.metrics if metric.HasField('threshold')}
+def blessing_checks(evaluation_artifact: Artifact) -> List[checks.Check]:
+    """Every check of the blessing (value, threshold, pass or fail), from TFMA's results."""
+    return checks.load_checks(evaluation_artifact.uri)
 
 
 def evaluation(evaluation_artifact: Artifact) -> Evaluation:
-    """The candidate's metrics overall and per class, its confusion matrix and validation."""
+    """The candidate's metrics overall and per class, and its confusion matrix."""
     uri = evaluation_artifact.uri
     overall, per_class, diffs = {}, {}, {}
     for metrics in tfma.load_metrics(uri):
@@ -159,12 +131,7 @@ def evaluation(evaluation_artifact: Artifact) -> Evaluation:
             if item.key.model_name in _CANDIDATE_NAMES and matrices:
                 confusion = {(e.actual_class_id, e.predicted_class_id): e.num_weighted_examples
                              for e in matrices[0].entries}
-    validation = tfma.load_validation_result(uri)
-    failures = [f.message or str(f.metric_key.name)
-                for per_slice in validation.metric_validations_per_slice
-                for f in per_slice.failures]
-    return Evaluation(overall, dict(sorted(per_class.items())), diffs, confusion,
-                      validation.validation_ok, failures, _thresholds(uri))
+    return Evaluation(overall, dict(sorted(per_class.items())), diffs, confusion)
 
 
 def _number(value) -> str:

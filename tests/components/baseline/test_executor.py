@@ -1,36 +1,79 @@
-"""Executor tests of ServedModelBaseline: a copy of the served model, or an empty baseline."""
+"""Executor tests of ServedModelBaseline: a copy of the served model, an empty baseline, or an
+incompatible one that is recorded but not copied.
+
+The served and candidate models are real SavedModels from the trainer's export
+(tests/saved_models.py), so the comparison reads what the export writes.
+"""
 import os
 
 from tfx.types import standard_artifacts
 
 from components.baseline import executor
+from components.common import model_signature
+
+import saved_models
 
 
-def _run(serving_dir, out_dir):
+def _run(serving_dir, out_dir, candidate):
     baseline = standard_artifacts.Model()
     baseline.uri = str(out_dir)
-    candidate = standard_artifacts.Model()
-    candidate.uri = '/unused'
     executor.Executor().Do({'candidate': [candidate]}, {'baseline': [baseline]},
                            {'serving_dir': str(serving_dir)})
     return baseline
 
 
 def test_first_run_gives_an_empty_baseline(tmp_path):
-    baseline = _run(tmp_path / 'serving', tmp_path / 'out')
+    candidate = saved_models.exported_model(tmp_path / 'candidate', ['0', '1', '2'])
+    baseline = _run(tmp_path / 'serving', tmp_path / 'out', candidate)
     assert baseline.get_int_custom_property('served_version') == -1
-    assert not executor.has_model(baseline)
+    assert not executor.has_model(baseline) and not executor.is_comparable(baseline)
     assert not os.path.exists(tmp_path / 'out' / 'Format-Serving')
 
 
 def test_newest_served_version_is_copied_where_the_evaluator_looks(tmp_path):
-    for version, content in (('100', b'old'), ('200', b'new')):
-        os.makedirs(tmp_path / 'serving' / version / 'variables')
-        (tmp_path / 'serving' / version / 'saved_model.pb').write_bytes(content)
-        (tmp_path / 'serving' / version / 'variables' / 'v.index').write_bytes(content)
-    baseline = _run(tmp_path / 'serving', tmp_path / 'out')
-    assert executor.has_model(baseline)
+    old = saved_models.exported_model(tmp_path / 'old', ['0', '1', '2'], (0.2, 0.5, 0.8))
+    new = saved_models.exported_model(tmp_path / 'new', ['0', '1', '2'], (0.1, 0.5, 0.9))
+    saved_models.serve(old, tmp_path / 'serving', 100)
+    served = saved_models.serve(new, tmp_path / 'serving', 200)
+    candidate = saved_models.exported_model(tmp_path / 'candidate', ['0', '1', '2'])
+    baseline = _run(tmp_path / 'serving', tmp_path / 'out', candidate)
+    assert executor.has_model(baseline) and executor.is_comparable(baseline)
     assert baseline.get_int_custom_property('served_version') == 200
     copy = tmp_path / 'out' / 'Format-Serving'
-    assert (copy / 'saved_model.pb').read_bytes() == b'new'
-    assert (copy / 'variables' / 'v.index').read_bytes() == b'new'
+    for name in ('saved_model.pb', 'variables/variables.index', model_signature.SIGNATURE_FILE):
+        assert (copy / name).read_bytes() == open(os.path.join(served, name), 'rb').read()
+
+
+def test_served_model_for_other_classes_is_marked_incompatible_and_not_copied(tmp_path):
+    digits = saved_models.exported_model(tmp_path / 'digits', [str(d) for d in range(10)])
+    saved_models.serve(digits, tmp_path / 'serving', 1)
+    candidate = saved_models.exported_model(tmp_path / 'candidate', ['cat', 'dog'])
+    baseline = _run(tmp_path / 'serving', tmp_path / 'out', candidate)
+    assert baseline.get_int_custom_property('served_version') == 1  # still what is served
+    assert executor.has_model(baseline) and not executor.is_comparable(baseline)
+    assert executor.incompatible_reason(baseline) == (
+        "served model predicts classes ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9']; "
+        "this model predicts ['cat', 'dog']")
+    assert not os.path.exists(tmp_path / 'out' / 'Format-Serving')
+
+
+def test_served_model_with_another_input_shape_is_incompatible(tmp_path):
+    small = saved_models.exported_model(tmp_path / 'small', ['a', 'b'], image_shape=(8, 8, 1))
+    saved_models.serve(small, tmp_path / 'serving', 3)
+    candidate = saved_models.exported_model(tmp_path / 'candidate', ['a', 'b'],
+                                            image_shape=(28, 28, 3))
+    baseline = _run(tmp_path / 'serving', tmp_path / 'out', candidate)
+    assert executor.incompatible_reason(baseline) == (
+        'served model takes 8×8×1 images; this model takes 28×28×3 images')
+
+
+def test_served_model_exported_before_the_description_is_judged_on_its_class_count(tmp_path):
+    digits = saved_models.exported_model(tmp_path / 'digits', [str(d) for d in range(10)])
+    served = saved_models.serve(digits, tmp_path / 'serving', 1)
+    os.remove(os.path.join(served, model_signature.SIGNATURE_FILE))  # an older export
+    four = saved_models.exported_model(tmp_path / 'four', ['a', 'b', 'c', 'd'])
+    baseline = _run(tmp_path / 'serving', tmp_path / 'out-four', four)
+    assert executor.incompatible_reason(baseline) == (
+        "served model predicts 10 classes; this model predicts ['a', 'b', 'c', 'd']")
+    ten = saved_models.exported_model(tmp_path / 'ten', [str(d) for d in range(10)])
+    assert executor.is_comparable(_run(tmp_path / 'serving', tmp_path / 'out-ten', ten))

@@ -1,7 +1,8 @@
 """Executor tests of our Pusher, beside the stock TFX Pusher executor on the same artifacts.
 
 The comparison is the measurement behind "the stock Pusher pushes the same model again": both
-executors get the same blessed model twice, as they do when a rerun misses the cache.
+executors get the same blessed model twice, as they do when a rerun misses the cache. The
+serving guard is tested on real exported models (tests/saved_models.py), since it reads them.
 """
 import json
 import os
@@ -14,8 +15,11 @@ from tfx.types import standard_artifacts
 from tfx.types import standard_component_specs as specs
 from tfx.utils import proto_utils
 
+from components.evaluate import checks
 from components.push import executor as push_executor
 from components.push import versions
+
+import saved_models
 
 
 def _artifacts(tmp_path, blessed=True, tag='a'):
@@ -100,4 +104,71 @@ def test_a_non_filesystem_destination_is_refused_with_a_clear_error(tmp_path):
         push_executor.Executor().Do(_artifacts(tmp_path), {specs.PUSHED_MODEL_KEY: [pushed]}, {
             specs.PUSH_DESTINATION_KEY: proto_utils.proto_to_json(destination),
             specs.CUSTOM_CONFIG_KEY: 'null'})
+    assert not os.path.exists(tmp_path / 'serving')
+
+
+def _snapshot(folder):
+    """Every file under folder with its bytes: 'unchanged' means this is equal afterwards."""
+    return {os.path.relpath(os.path.join(root, f), folder):
+            open(os.path.join(root, f), 'rb').read()
+            for root, _, files in os.walk(folder) for f in files}
+
+
+def _real(tmp_path, tag, class_names, blessed=True, image_shape=(8, 8, 1), reasons=None):
+    """Pusher inputs around a real exported model (tests/saved_models.py)."""
+    model = saved_models.exported_model(tmp_path / f'model-{tag}', class_names,
+                                        image_shape=image_shape)
+    blessing = standard_artifacts.ModelBlessing()
+    blessing.uri = str(tmp_path / f'blessing-{tag}')
+    blessing.set_int_custom_property('blessed', 1 if blessed else 0)
+    if reasons is not None:
+        blessing.set_string_custom_property(checks.REASONS_PROPERTY, json.dumps(reasons))
+    return {specs.MODEL_KEY: [model], specs.MODEL_BLESSING_KEY: [blessing]}
+
+
+def test_a_blessed_model_for_other_classes_is_not_pushed_over_the_served_one(tmp_path):
+    serving = tmp_path / 'serving'
+    _push(push_executor.Executor, _real(tmp_path, 'digits', [str(d) for d in range(10)]),
+          serving, tmp_path / 'pushed-digits')
+    before = _snapshot(serving)
+    pushed = _push(push_executor.Executor, _real(tmp_path, 'four', ['a', 'b', 'c', 'd']),
+                   serving, tmp_path / 'pushed-four')
+    assert pushed.get_int_custom_property('pushed') == 0
+    assert pushed.get_int_custom_property(versions.INCOMPATIBLE_PROPERTY) == 1
+    assert pushed.get_string_custom_property(versions.NOT_PUSHED_REASON_PROPERTY) == (
+        "served model predicts classes ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9']; "
+        "this model predicts ['a', 'b', 'c', 'd']")
+    assert _snapshot(serving) == before and versions.list_versions(str(serving)) == [1]
+
+
+def test_a_model_with_another_input_is_not_pushed_even_with_the_same_classes(tmp_path):
+    serving = tmp_path / 'serving'
+    _push(push_executor.Executor, _real(tmp_path, 'gray', ['a', 'b']), serving, tmp_path / 'p1')
+    pushed = _push(push_executor.Executor,
+                   _real(tmp_path, 'rgb', ['a', 'b'], image_shape=(32, 32, 3)), serving,
+                   tmp_path / 'p2')
+    assert pushed.get_int_custom_property('pushed') == 0
+    assert 'served model takes 8×8×1 images; this model takes 32×32×3 images' == (
+        pushed.get_string_custom_property(versions.NOT_PUSHED_REASON_PROPERTY))
+    assert versions.list_versions(str(serving)) == [1]
+
+
+def test_a_compatible_model_is_pushed_as_the_next_version(tmp_path):
+    serving = tmp_path / 'serving'
+    _push(push_executor.Executor, _real(tmp_path, 'one', ['a', 'b']), serving, tmp_path / 'p1')
+    pushed = _push(push_executor.Executor, _real(tmp_path, 'two', ['a', 'b']), serving,
+                   tmp_path / 'p2')
+    assert pushed.get_string_custom_property('pushed_version') == '2'
+    assert not pushed.has_custom_property(versions.NOT_PUSHED_REASON_PROPERTY)
+
+
+def test_an_unblessed_model_records_the_evaluators_reasons(tmp_path):
+    reasons = ['sparse_categorical_accuracy 0.8712 < 0.90']
+    pushed = _push(push_executor.Executor,
+                   _real(tmp_path, 'weak', ['a', 'b'], blessed=False, reasons=reasons),
+                   tmp_path / 'serving', tmp_path / 'pushed')
+    assert pushed.get_int_custom_property('pushed') == 0
+    assert pushed.get_string_custom_property(versions.NOT_PUSHED_REASON_PROPERTY) == (
+        'not blessed: sparse_categorical_accuracy 0.8712 < 0.90')
+    assert pushed.get_int_custom_property(versions.INCOMPATIBLE_PROPERTY) == 0
     assert not os.path.exists(tmp_path / 'serving')

@@ -1,0 +1,78 @@
+"""Executor tests of our Evaluator: the stock TFMA Evaluator on real models and Examples.
+
+The models are exported by the trainer's export and classify by brightness
+(tests/saved_models.py), so each class's accuracy is known: classes a and b all right, class c
+8 of 10 (two of its images are as bright as b's). Overall accuracy is 28/30 = 0.9333.
+"""
+import json
+
+from components.evaluate import checks
+from components.evaluate import executor
+from pipeline.config import EvalConfig
+
+import saved_models
+
+CLASSES = ('a', 'b', 'c')
+CENTERS = (0.1, 0.5, 0.9)
+BRIGHTNESS = {'a': [0.1] * 10, 'b': [0.5] * 10, 'c': [0.9] * 8 + [0.5] * 2}
+
+
+def evaluate(tmp_path, config: EvalConfig, baseline=None, centers=CENTERS):
+    return saved_models.evaluate(tmp_path, config, CLASSES, BRIGHTNESS, centers, baseline)
+
+
+def _reasons(blessing):
+    return json.loads(blessing.get_string_custom_property(executor.REASONS_PROPERTY))
+
+
+def test_one_class_below_the_bar_is_blessed_by_default(tmp_path):
+    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9))
+    assert blessing.get_int_custom_property('blessed') == 1
+    assert _reasons(blessing) == []
+    assert blessing.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == -1
+    [overall] = checks.load_checks(evaluation.uri)  # the only check: no per-class bar
+    assert (overall.slice, overall.kind, overall.threshold, overall.passed) == (
+        'overall', 'value', '>= 0.90', True)
+    assert round(overall.value, 4) == 0.9333
+
+
+def test_one_class_below_the_opt_in_class_bar_is_not_blessed_and_says_which(tmp_path):
+    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9,
+                                                         min_class_accuracy=0.9))
+    assert blessing.get_int_custom_property('blessed') == 0
+    assert _reasons(blessing) == ['label_name=c: sparse_categorical_accuracy 0.8000 < 0.90']
+    outcomes = {(c.slice, c.passed) for c in checks.load_checks(evaluation.uri)}
+    assert outcomes == {('overall', True), ('label_name=a', True), ('label_name=b', True),
+                        ('label_name=c', False)}
+
+
+def test_a_regression_against_the_served_model_names_the_version(tmp_path):
+    served = saved_models.exported_model(tmp_path / 'served', CLASSES, CENTERS)
+    served.set_int_custom_property('served_version', 7)
+    # The candidate's centre for b lies beyond c's: b's images (0.5) are nearest to a (0.3).
+    # It gets 18 of 30 right (0.6): above the bar of 0.5, a third below the served model.
+    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.5),
+                                    baseline=served, centers=(0.3, 0.95, 0.9))
+    assert blessing.get_int_custom_property('blessed') == 0
+    assert _reasons(blessing) == [
+        'sparse_categorical_accuracy change vs served version 7 -0.3333 < 0.00']
+    assert blessing.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == 7
+    change = [c for c in checks.load_checks(evaluation.uri) if c.kind != 'value']
+    assert [(c.slice, round(c.value, 4), c.passed) for c in change] == [
+        ('overall', -0.3333, False)]
+
+
+def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(tmp_path):
+    # As ServedModelBaseline records a served model for other classes: nothing copied.
+    served = saved_models.standard_artifacts.Model()
+    served.uri = str(tmp_path / 'incompatible-baseline')
+    served.set_int_custom_property('served_version', 1)
+    served.set_string_custom_property('incompatible_reason', 'served model predicts classes '
+                                      "['0', '1']; this model predicts ['a', 'b', 'c']")
+    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9), baseline=served)
+    assert blessing.get_int_custom_property('blessed') == 1
+    assert blessing.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == -1
+    assert blessing.get_string_custom_property(executor.NOT_COMPARED_PROPERTY) == (
+        "served version 1: served model predicts classes ['0', '1']; "
+        "this model predicts ['a', 'b', 'c']")
+    assert [c.kind for c in checks.load_checks(evaluation.uri)] == ['value']
