@@ -82,6 +82,7 @@ def _run(config, run_id: str, log_path: str, stream) -> int:
     from pipeline import console as console_lib
     from pipeline import pipeline as pipeline_lib
     from pipeline import summary as summary_lib
+    from pipeline import summary_text
     from pipeline.report import page as report_lib
 
     console = console_lib.Console(stream, verbose=logs.is_verbose())
@@ -113,7 +114,7 @@ def _run(config, run_id: str, log_path: str, stream) -> int:
         logging.getLogger('absl').removeHandler(stages)
     summary = read() or summary_lib.RunSummary(run_id=run_id, states={}, outputs={})
     summary = dataclasses.replace(summary, failure=failure)
-    console.line(summary_lib.format_summary(summary))
+    console.line(summary_text.format_summary(summary))
     console.line(f'Report: {report_lib.write_report(summary, config.output_dir)}')
     if failure is not None:
         console.line(f'Run stopped in {failure[0]}; details in {log_path}')

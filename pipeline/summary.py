@@ -1,7 +1,7 @@
-"""Reads one pipeline run back from ML Metadata and summarises it for people.
+"""Reads one pipeline run back from ML Metadata: states, outputs, settings, failure.
 
 Everything printed at the end of `runner.py --local` comes from ML Metadata, not from in-process
-state, so the summary shows exactly what was recorded (and cached steps report their reused
+state, so the summary (put into words by pipeline/summary_text.py) shows exactly what was recorded (and cached steps report their reused
 outputs). The local runner names its run, and reads that run (`read_run`), not the newest one:
 another run into the same output may have started since. Only a failure's message is
 in-process state: TFX records that an execution failed, not why. Tests use `read_latest_run`.
@@ -14,8 +14,6 @@ from typing import Dict, List, Optional, Tuple
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from components.evaluate import checks
-from components.push import versions
 
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
 
@@ -52,9 +50,6 @@ def custom_property(artifact: metadata_store_pb2.Artifact, key: str):
         return None
     value = artifact.custom_properties[key]
     return getattr(value, value.WhichOneof('value'))
-
-
-_custom = custom_property  # short, for the format below
 
 
 def class_names(examples: metadata_store_pb2.Artifact) -> List[str]:
@@ -125,87 +120,3 @@ def _summarise(store: metadata_store.MetadataStore,
         outputs.setdefault(artifact_types[artifact.type_id], []).append(artifact)
     return RunSummary(run_id=run.name, states=states, outputs=outputs,
                       execution_properties=_execution_properties(executions, type_names))
-
-
-def format_summary(summary: RunSummary) -> str:
-    """The end-of-run report: counts per split, anomalies, accuracy, blessing, pushed version."""
-    lines = [f'Run {summary.run_id}']
-    lines.append('  steps: ' + ', '.join(f'{n} {s.lower()}' for n, s in summary.states.items()))
-    for examples in summary.outputs.get('Examples', []):
-        counts = {s: _custom(examples, f'num_written_{s}') for s in ('train', 'eval')}
-        reasons = ', '.join(f'{k[len("num_rejected_"):]} {v.int_value}' for k, v in sorted(
-            examples.custom_properties.items()) if k.startswith('num_rejected_') and v.int_value)
-        lines.append(f'  examples: train {counts["train"]}, eval {counts["eval"]}, rejected '
-                     f'{_custom(examples, "num_rejected")}{f" ({reasons})" if reasons else ""} '
-                     f'of {_custom(examples, "num_found")} records '
-                     f'(span {_custom(examples, "span")})')
-    gate = summary.states.get('AnomalyGate')
-    if gate is not None:  # nothing is said about a stage that never ran
-        lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
-                                        'found: the gate stopped the run'))
-    model, baseline = summary.trained_model(), summary.baseline_model()
-    if model is not None:
-        lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
-            _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
-        if _custom(model, 'input_statement'):  # image models: the shape and how it was chosen
-            lines.append(f'  input: {_custom(model, "input_statement")}')
-    if baseline is not None:
-        served = _custom(baseline, 'served_version')
-        lines.append('  baseline: ' + ('none (nothing served yet)' if served < 0 else
-                                       f'served version {served}'))
-    for blessing in summary.outputs.get('ModelBlessing', []):
-        lines.append(f'  blessed: {blessing_text(blessing)}')
-    for pushed in summary.outputs.get('PushedModel', []):
-        lines.append(f'  pushed: {pushed_text(pushed)}')
-    if summary.failure is not None:
-        stage, error = summary.failure
-        lines.append(f'  failed: {stage}')
-        lines.extend(f'    {line}' for line in error.splitlines())
-    return '\n'.join(lines)
-
-
-def failed_checks(blessing: metadata_store_pb2.Artifact) -> List[str]:
-    """The checks that failed, as our Evaluator put TFMA's validation result into words."""
-    return json.loads(_custom(blessing, checks.REASONS_PROPERTY) or '[]')
-
-
-def comparison_text(blessing: metadata_store_pb2.Artifact) -> str:
-    """Which served model the candidate was compared with, as a sentence."""
-    version = _custom(blessing, checks.COMPARED_VERSION_PROPERTY)
-    not_compared = _custom(blessing, checks.NOT_COMPARED_PROPERTY)
-    if not_compared:
-        return f'Not compared with {not_compared}. Only checks that need no baseline applied.'
-    if version is not None and version >= 0:
-        return f'Compared with served version {version}.'
-    return 'Nothing was served yet: the checks against a baseline did not apply.'
-
-
-def blessing_reasons(blessing: metadata_store_pb2.Artifact) -> List[str]:
-    """The failed checks, then which served model was not compared and why."""
-    not_compared = _custom(blessing, checks.NOT_COMPARED_PROPERTY)
-    return failed_checks(blessing) + ([f'not compared with {not_compared}'] if not_compared
-                                      else [])
-
-
-def blessing_text(blessing: metadata_store_pb2.Artifact) -> str:
-    """'yes' or 'no', with the reasons in brackets when there are any."""
-    reasons = blessing_reasons(blessing)
-    verdict = 'yes' if _custom(blessing, 'blessed') else 'no'
-    return verdict + (f' ({"; ".join(reasons)})' if reasons else '')
-
-
-def not_pushed_reason(pushed: metadata_store_pb2.Artifact) -> str:
-    """Why the Pusher did not push, with what to do when the served model is another kind."""
-    reason = _custom(pushed, versions.NOT_PUSHED_REASON_PROPERTY) or 'not blessed'
-    if _custom(pushed, versions.INCOMPATIBLE_PROPERTY):
-        reason += '; use another --output'  # the one fix: a serving folder of its own
-    return reason
-
-
-def pushed_text(pushed: metadata_store_pb2.Artifact) -> str:
-    """'version N at PATH', or 'no (<why>)'."""
-    if not _custom(pushed, 'pushed'):
-        return f'no ({not_pushed_reason(pushed)})'
-    reused = ' (already served: no new copy)' if _custom(pushed, versions.REUSED_PROPERTY) else ''
-    return (f'version {_custom(pushed, "pushed_version")} at '
-            f'{_custom(pushed, "pushed_destination")}{reused}')

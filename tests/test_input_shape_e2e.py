@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from pipeline import config as config_lib
 from pipeline import summary as summary_lib
+from pipeline import summary_text
 
 import photo_folders
 from helpers import run_pipeline
@@ -44,7 +45,7 @@ def test_the_model_records_the_most_common_size_and_three_channels(run):
     statement = summary_lib.custom_property(model, 'input_statement')
     share = 100 * sizes['28x28'] / sum(sizes.values())
     assert statement.startswith(f'trained at 28×28×3; {share:.0f}% of images 28×28, ')
-    assert f'  input: {statement}' in summary_lib.format_summary(summary)
+    assert f'  input: {statement}' in summary_text.format_summary(summary)
 
 
 def test_the_pushed_model_is_blessed_and_serves_every_size_and_mode(run):

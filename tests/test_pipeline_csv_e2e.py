@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from pipeline import config as config_lib
 from pipeline import summary as summary_lib
+from pipeline import summary_text
 
 from helpers import run_pipeline
 
@@ -52,8 +53,8 @@ def test_every_component_runs_and_the_bad_row_is_quarantined(runs):
     with open(prop('quarantine_uri')) as handle:
         (entry,) = [json.loads(line) for line in handle]
     assert entry['reason'] == 'non_numeric' and entry['raw'].startswith('lots,')
-    assert 'examples: train' in summary_lib.format_summary(first)
-    assert '(non_numeric 1) of 61 records' in summary_lib.format_summary(first)
+    assert 'examples: train' in summary_text.format_summary(first)
+    assert '(non_numeric 1) of 61 records' in summary_text.format_summary(first)
 
 
 def test_the_exported_mlp_serves_serialized_rows(runs):

@@ -15,6 +15,7 @@ import tensorflow as tf
 from components.gate.executor import DataAnomaliesError
 from pipeline import config as config_lib
 from pipeline import summary as summary_lib
+from pipeline import summary_text
 
 from helpers import copy_digits, run_pipeline, smoke_sample_config
 
@@ -85,7 +86,7 @@ def test_digits_train_at_8x8x1_with_nothing_configured(first_and_second_run):
             for n in ('height', 'width', 'channels')] == [8, 8, 1]
     train = _only(first, 'Examples').custom_properties['num_written_train'].int_value
     assert (f'  input: trained at 8×8×1; all {train} images 8×8; 1 channel from the data: all '
-            'images grayscale') in summary_lib.format_summary(first)
+            'images grayscale') in summary_text.format_summary(first)
 
 
 def test_blessing_written_and_model_pushed_to_serving(first_and_second_run):
@@ -99,7 +100,7 @@ def test_blessing_written_and_model_pushed_to_serving(first_and_second_run):
     assert pushed.custom_properties['pushed'].int_value == 1
     # Nothing was served before the first run: the Evaluator ran without a baseline.
     assert first.baseline_model().custom_properties['served_version'].int_value == -1
-    assert 'baseline: none' in summary_lib.format_summary(first)
+    assert 'baseline: none' in summary_text.format_summary(first)
 
 
 def test_second_run_with_nothing_changed_is_served_from_the_cache(first_and_second_run):

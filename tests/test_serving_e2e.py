@@ -21,6 +21,7 @@ from components.push import versions
 from pipeline import config as config_lib
 from pipeline import pipeline as pipeline_lib
 from pipeline import summary as summary_lib
+from pipeline import summary_text
 from pipeline.report import page
 
 from helpers import REPO_ROOT, copy_digits
@@ -139,5 +140,5 @@ def test_rerun_where_only_the_pusher_misses_the_cache_makes_no_new_version(run):
     pushed = summary.outputs['PushedModel'][0]
     assert summary_lib.custom_property(pushed, 'pushed_version') == '1'
     assert summary_lib.custom_property(pushed, versions.REUSED_PROPERTY) == 1
-    assert 'version 1 at' in summary_lib.format_summary(summary)
-    assert '(already served: no new copy)' in summary_lib.format_summary(summary)
+    assert 'version 1 at' in summary_text.format_summary(summary)
+    assert '(already served: no new copy)' in summary_text.format_summary(summary)

@@ -13,6 +13,7 @@ import pytest
 
 from pipeline import config as config_lib
 from pipeline import summary as summary_lib
+from pipeline import summary_text
 
 from helpers import REPO_ROOT, copy_digits, run_pipeline, smoke_sample_config
 
@@ -64,7 +65,7 @@ def test_the_summary_says_why_nothing_was_pushed(guarded):
     reason = f'served model predicts classes {SERVED}; this model predicts {OTHER}'
     expected = f'  pushed: no ({reason}; use another --output)'
     assert expected in result.stdout.splitlines()
-    assert summary_lib.format_summary(second).splitlines()[-1] == expected
+    assert summary_text.format_summary(second).splitlines()[-1] == expected
     blessed = [line for line in result.stdout.splitlines() if line.startswith('  blessed: ')]
     assert blessed == [f'  blessed: yes (not compared with served version 1: {reason})']
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from components.push import versions
 from pipeline import summary as summary_lib
+from pipeline import summary_text
 from pipeline.report import plots, readers
 
 REPORT_FILE = 'report.html'
@@ -135,7 +136,7 @@ def _blessing_section(summary, evaluation: Optional[readers.Evaluation]) -> str:
     if summary_lib.custom_property(blessing, 'blessed') == 1:
         verdict = '<p class="yes"><b>Blessed</b>: every check passed.</p>'
     else:
-        failed = '; '.join(summary_lib.failed_checks(blessing)) or 'a check failed'
+        failed = '; '.join(summary_text.failed_checks(blessing)) or 'a check failed'
         verdict = f'<p class="no"><b>Not blessed</b>: {html.escape(failed)}</p>'
     rows = []
     for check in readers.blessing_checks(evaluated):
@@ -143,7 +144,7 @@ def _blessing_section(summary, evaluation: Optional[readers.Evaluation]) -> str:
         value = '' if check.value is None else f'{check.value:+.4f}' if change else check.value
         rows.append([check.metric + (' (change vs baseline)' if change else ''), check.slice,
                      value, check.threshold, 'pass' if check.passed else 'FAIL'])
-    return (verdict + f'<p>{html.escape(summary_lib.comparison_text(blessing))}</p>'
+    return (verdict + f'<p>{html.escape(summary_text.comparison_text(blessing))}</p>'
             + _table(['check', 'slice', 'value', 'must be', 'result'], rows))
 
 
@@ -153,7 +154,7 @@ def _push_section(summary) -> str:
         return '<p>The Pusher did not run.</p>'
     if summary_lib.custom_property(pushed, 'pushed') != 1:
         return (f'<p class="no"><b>Not pushed</b>: '
-                f'{html.escape(summary_lib.not_pushed_reason(pushed))}.</p>')
+                f'{html.escape(summary_text.not_pushed_reason(pushed))}.</p>')
     version = summary_lib.custom_property(pushed, 'pushed_version')
     reused = summary_lib.custom_property(pushed, versions.REUSED_PROPERTY) == 1
     note = ' (already served: no new version was made)' if reused else ''
@@ -184,15 +185,13 @@ def _baseline_lines(summary) -> str:
     if summary.states.get('ServedModelBaseline') == 'CACHED':
         text += ', chosen when this model was first evaluated (reused from the cache)'
     lines = f'<br>Baseline: {html.escape(text)}'
-    serving_dir = summary.execution_properties.get('ServedModelBaseline', {}).get('serving_dir')
-    now = versions.served_version(serving_dir) if serving_dir else None
+    now = summary_text.served_now(summary)
     if now is not None:
         pushed = _only(summary, 'PushedModel')
         ours = pushed is not None and summary_lib.custom_property(
-            pushed, 'pushed_version') == str(now)
-        lines += '<br>' + html.escape(f'Served now: version {now} '
-                             f'({os.path.join(serving_dir, str(now))})'
-                             + (", this run's model" if ours else ''))
+            pushed, 'pushed_version') == str(now[0])
+        lines += '<br>' + html.escape(f'Served now: version {now[0]} ({now[1]})'
+                                      + (", this run's model" if ours else ''))
     return lines
 
 

@@ -4,6 +4,7 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from pipeline import summary as summary_lib
+from pipeline import summary_text
 
 _STATE = metadata_store_pb2.Execution
 
@@ -38,7 +39,7 @@ def test_read_run_reads_the_named_run_and_read_latest_run_the_newest(tmp_path):
     _write_store(path)
     first = summary_lib.read_run(path, 'run-1')
     assert first.run_id == 'run-1' and first.states == {'Pusher': 'COMPLETE'}
-    assert 'pushed: version 1 at /serving/1' in summary_lib.format_summary(first)
+    assert 'pushed: version 1 at /serving/1' in summary_text.format_summary(first)
     assert summary_lib.read_latest_run(path, 'p').run_id == 'run-2'
     assert summary_lib.read_run(path, 'run-3') is None
 
@@ -51,7 +52,7 @@ def test_a_failed_run_names_the_stage_and_error_and_nothing_after_it():
     summary = summary_lib.RunSummary(
         run_id='r', states={'ImageExampleGen': 'FAILED'}, outputs={},
         failure=('ImageExampleGen', 'Nothing valid under /data\n  /data/a.png: not_an_image'))
-    text = summary_lib.format_summary(summary)
+    text = summary_text.format_summary(summary)
     assert text.splitlines() == ['Run r', '  steps: ImageExampleGen failed',
                                  '  failed: ImageExampleGen', '    Nothing valid under /data',
                                  '      /data/a.png: not_an_image']
@@ -61,5 +62,5 @@ def test_the_anomalies_line_only_when_the_gate_ran():
     passed = summary_lib.RunSummary('r', {'AnomalyGate': 'CACHED'}, {})
     stopped = summary_lib.RunSummary('r', {'AnomalyGate': 'FAILED'}, {},
                                      failure=('AnomalyGate', 'anomalies in train'))
-    assert '  anomalies: none' in summary_lib.format_summary(passed).splitlines()
-    assert '  anomalies: found: the gate stopped the run' in summary_lib.format_summary(stopped)
+    assert '  anomalies: none' in summary_text.format_summary(passed).splitlines()
+    assert '  anomalies: found: the gate stopped the run' in summary_text.format_summary(stopped)

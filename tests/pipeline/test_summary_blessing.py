@@ -7,6 +7,7 @@ from ml_metadata.proto import metadata_store_pb2
 from components.evaluate import checks
 from components.push import versions
 from pipeline import summary as summary_lib
+from pipeline import summary_text
 
 DIGITS_VS_FOUR = ("served model predicts classes ['0', '1', '2']; "
                   "this model predicts ['a', 'b', 'c', 'd']")
@@ -39,7 +40,7 @@ def test_not_blessed_says_exactly_why_and_the_push_repeats_it():
     reason = 'sparse_categorical_accuracy 0.8712 < 0.90'
     pushed = _artifact(pushed=0, **{versions.NOT_PUSHED_REASON_PROPERTY: f'not blessed: {reason}',
                                     versions.INCOMPATIBLE_PROPERTY: 0})
-    text = summary_lib.format_summary(_summary(_blessing(False, [reason]), pushed))
+    text = summary_text.format_summary(_summary(_blessing(False, [reason]), pushed))
     assert text.splitlines()[-2:] == [
         '  blessed: no (sparse_categorical_accuracy 0.8712 < 0.90)',
         '  pushed: no (not blessed: sparse_categorical_accuracy 0.8712 < 0.90)']
@@ -48,7 +49,7 @@ def test_not_blessed_says_exactly_why_and_the_push_repeats_it():
 def test_several_failed_checks_are_all_listed():
     reasons = ['label_name=cat: sparse_categorical_accuracy 0.8930 < 0.95',
                'sparse_categorical_accuracy change vs served version 3 -0.0120 < 0.00']
-    assert summary_lib.blessing_text(_blessing(False, reasons, version=3)) == (
+    assert summary_text.blessing_text(_blessing(False, reasons, version=3)) == (
         'no (label_name=cat: sparse_categorical_accuracy 0.8930 < 0.95; '
         'sparse_categorical_accuracy change vs served version 3 -0.0120 < 0.00)')
 
@@ -57,22 +58,22 @@ def test_an_incompatible_served_model_is_named_in_both_lines_with_the_fix():
     blessing = _blessing(True, not_compared=f'served version 1: {DIGITS_VS_FOUR}')
     pushed = _artifact(pushed=0, **{versions.NOT_PUSHED_REASON_PROPERTY: DIGITS_VS_FOUR,
                                     versions.INCOMPATIBLE_PROPERTY: 1})
-    assert summary_lib.blessing_text(blessing) == (
+    assert summary_text.blessing_text(blessing) == (
         f'yes (not compared with served version 1: {DIGITS_VS_FOUR})')
-    assert summary_lib.pushed_text(pushed) == f'no ({DIGITS_VS_FOUR}; use another --output)'
-    assert summary_lib.comparison_text(blessing).startswith('Not compared with served version 1')
+    assert summary_text.pushed_text(pushed) == f'no ({DIGITS_VS_FOUR}; use another --output)'
+    assert summary_text.comparison_text(blessing).startswith('Not compared with served version 1')
 
 
 def test_a_blessed_and_pushed_model_reads_as_before():
     pushed = _artifact(pushed=1, pushed_version='2', pushed_destination='/s/2',
                        **{versions.REUSED_PROPERTY: 0})
-    assert summary_lib.blessing_text(_blessing(True, version=1)) == 'yes'
-    assert summary_lib.pushed_text(pushed) == 'version 2 at /s/2'
-    assert summary_lib.comparison_text(_blessing(True, version=1)) == (
+    assert summary_text.blessing_text(_blessing(True, version=1)) == 'yes'
+    assert summary_text.pushed_text(pushed) == 'version 2 at /s/2'
+    assert summary_text.comparison_text(_blessing(True, version=1)) == (
         'Compared with served version 1.')
-    assert summary_lib.comparison_text(_blessing(True)).startswith('Nothing was served yet')
+    assert summary_text.comparison_text(_blessing(True)).startswith('Nothing was served yet')
 
 
 def test_artifacts_recorded_before_reasons_existed_still_read():
-    assert summary_lib.blessing_text(_artifact(blessed=0)) == 'no'
-    assert summary_lib.pushed_text(_artifact(pushed=0)) == 'no (not blessed)'
+    assert summary_text.blessing_text(_artifact(blessed=0)) == 'no'
+    assert summary_text.pushed_text(_artifact(pushed=0)) == 'no (not blessed)'

@@ -1,0 +1,140 @@
+"""The run summary in words: what `runner.py --local` prints at the end, one line per fact.
+
+It reads only the RunSummary (pipeline/summary.py), that is what ML Metadata recorded, and says
+every decision with its reason: what was ingested or rejected, the input the model was trained
+on and how it was chosen (or what was imputed in a table), which served model it was compared
+with, and why it was or was not blessed and pushed. The run report uses the same sentences.
+"""
+import json
+import os
+from typing import List, Optional, Tuple
+
+from ml_metadata.proto import metadata_store_pb2
+
+from components.evaluate import checks
+from components.push import versions
+from pipeline.summary import RunSummary, custom_property as _custom
+
+
+def format_summary(summary: RunSummary) -> str:
+    """The end-of-run report: counts per split, anomalies, accuracy, blessing, pushed version."""
+    lines = [f'Run {summary.run_id}']
+    lines.append('  steps: ' + ', '.join(f'{n} {s.lower()}' for n, s in summary.states.items()))
+    for examples in summary.outputs.get('Examples', []):
+        counts = {s: _custom(examples, f'num_written_{s}') for s in ('train', 'eval')}
+        reasons = ', '.join(f'{k[len("num_rejected_"):]} {v.int_value}' for k, v in sorted(
+            examples.custom_properties.items()) if k.startswith('num_rejected_') and v.int_value)
+        lines.append(f'  examples: train {counts["train"]}, eval {counts["eval"]}, rejected '
+                     f'{_custom(examples, "num_rejected")}{f" ({reasons})" if reasons else ""} '
+                     f'of {_custom(examples, "num_found")} records '
+                     f'(span {_custom(examples, "span")})')
+    gate = summary.states.get('AnomalyGate')
+    if gate is not None:  # nothing is said about a stage that never ran
+        lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
+                                        'found: the gate stopped the run'))
+    model, baseline = summary.trained_model(), summary.baseline_model()
+    if model is not None:
+        lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
+            _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
+        statement = _custom(model, 'input_statement') or table_input_text(summary)
+        if statement:  # the input the model takes, and how it was chosen or filled in
+            lines.append(f'  input: {statement}')
+    if baseline is not None:
+        lines.append(f'  baseline: {baseline_text(summary)}')
+    for blessing in summary.outputs.get('ModelBlessing', []):
+        lines.append(f'  blessed: {blessing_text(blessing)}')
+    for pushed in summary.outputs.get('PushedModel', []):
+        lines.append(f'  pushed: {pushed_text(pushed)}')
+    if summary.failure is not None:
+        stage, error = summary.failure
+        lines.append(f'  failed: {stage}')
+        lines.extend(f'    {line}' for line in error.splitlines())
+    return '\n'.join(lines)
+
+
+def failed_checks(blessing: metadata_store_pb2.Artifact) -> List[str]:
+    """The checks that failed, as our Evaluator put TFMA's validation result into words."""
+    return json.loads(_custom(blessing, checks.REASONS_PROPERTY) or '[]')
+
+
+def comparison_text(blessing: metadata_store_pb2.Artifact) -> str:
+    """Which served model the candidate was compared with, as a sentence."""
+    version = _custom(blessing, checks.COMPARED_VERSION_PROPERTY)
+    not_compared = _custom(blessing, checks.NOT_COMPARED_PROPERTY)
+    if not_compared:
+        return f'Not compared with {not_compared}. Only checks that need no baseline applied.'
+    if version is not None and version >= 0:
+        return f'Compared with served version {version}.'
+    return 'Nothing was served yet: the checks against a baseline did not apply.'
+
+
+def blessing_reasons(blessing: metadata_store_pb2.Artifact) -> List[str]:
+    """The failed checks, then which served model was not compared and why."""
+    not_compared = _custom(blessing, checks.NOT_COMPARED_PROPERTY)
+    return failed_checks(blessing) + ([f'not compared with {not_compared}'] if not_compared
+                                      else [])
+
+
+def blessing_text(blessing: metadata_store_pb2.Artifact) -> str:
+    """'yes' or 'no', with the reasons in brackets when there are any."""
+    reasons = blessing_reasons(blessing)
+    verdict = 'yes' if _custom(blessing, 'blessed') else 'no'
+    return verdict + (f' ({"; ".join(reasons)})' if reasons else '')
+
+
+def not_pushed_reason(pushed: metadata_store_pb2.Artifact) -> str:
+    """Why the Pusher did not push, with what to do when the served model is another kind."""
+    reason = _custom(pushed, versions.NOT_PUSHED_REASON_PROPERTY) or 'not blessed'
+    if _custom(pushed, versions.INCOMPATIBLE_PROPERTY):
+        reason += '; use another --output'  # the one fix: a serving folder of its own
+    return reason
+
+
+def pushed_text(pushed: metadata_store_pb2.Artifact) -> str:
+    """'version N at PATH', or 'no (<why>)'."""
+    if not _custom(pushed, 'pushed'):
+        return f'no ({not_pushed_reason(pushed)})'
+    reused = ' (already served: no new copy)' if _custom(pushed, versions.REUSED_PROPERTY) else ''
+    return (f'version {_custom(pushed, "pushed_version")} at '
+            f'{_custom(pushed, "pushed_destination")}{reused}')
+
+
+def table_input_text(summary: RunSummary) -> Optional[str]:
+    """A CSV run's input: its columns, and which empty values were imputed (None for images)."""
+    examples = (summary.outputs.get('Examples') or [None])[0]
+    spec = examples is not None and json.loads(_custom(examples, 'input_spec') or '{}')
+    if not spec or spec.get('kind') != 'tabular':
+        return None
+    text = (f'table of {len(spec["numeric"])} numeric and {len(spec["categorical"])} '
+            'categorical columns')
+    missing = json.loads(_custom(examples, 'missing_values') or '{}')
+    if missing:
+        counts = ', '.join(f'{column} {count}' for column, count in sorted(
+            missing.items(), key=lambda item: -item[1]))
+        text += (f'; empty numeric values imputed with the train mean, with a missing-value '
+                 f'indicator: {counts}')
+    return text
+
+
+def served_now(summary: RunSummary) -> Optional[Tuple[int, str]]:
+    """(version, path) served in the run's serving folder when this is read, or None."""
+    serving_dir = summary.execution_properties.get('ServedModelBaseline', {}).get('serving_dir')
+    version = versions.served_version(serving_dir) if serving_dir else None
+    return None if version is None else (version, os.path.join(serving_dir, str(version)))
+
+
+def baseline_text(summary: RunSummary) -> str:
+    """The served model the candidate was compared with, and what is served now if that changed
+    (a cached rerun reuses the baseline chosen when its model was first evaluated)."""
+    served = _custom(summary.baseline_model(), 'served_version')
+    text = ('none (nothing served yet)' if served is None or served < 0
+            else f'served version {served}')
+    if summary.states.get('ServedModelBaseline') != 'CACHED':
+        return text
+    text += ', chosen when this model was first evaluated'
+    now = served_now(summary)
+    if now is not None and now[0] != served:
+        pushed = (summary.outputs.get('PushedModel') or [None])[0]
+        ours = pushed is not None and _custom(pushed, 'pushed_version') == str(now[0])
+        text += f'; served now: version {now[0]}' + (", this run's model" if ours else '')
+    return text

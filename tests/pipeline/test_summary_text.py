@@ -1,0 +1,89 @@
+"""The run summary in words (pipeline/summary_text.py): input, table imputation, baseline lines."""
+import json
+import os
+
+from ml_metadata.proto import metadata_store_pb2
+
+from pipeline import summary as summary_lib
+from pipeline import summary_text
+
+
+def _model(**properties):
+    model = metadata_store_pb2.Artifact()
+    for name, value in properties.items():
+        if isinstance(value, str):
+            model.custom_properties[name].string_value = value
+        else:
+            model.custom_properties[name].double_value = value
+    return model
+
+
+def _summary(model):
+    return summary_lib.RunSummary(run_id='r', states={'ImageTrainer': 'COMPLETE'},
+                                  outputs={'Model': [model]})
+
+
+def test_the_input_line_follows_the_accuracy_line():
+    statement = 'trained at 28×28×3; 85% of images 28×28, 15% resized'
+    lines = summary_text.format_summary(_summary(_model(
+        train_accuracy=1.0, eval_accuracy=0.9, input_statement=statement))).splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith('  accuracy:'))
+    assert lines[index + 1] == f'  input: {statement}'
+
+
+def test_a_model_without_a_statement_has_no_input_line():
+    text = summary_text.format_summary(_summary(_model(train_accuracy=1.0, eval_accuracy=0.9)))
+    assert 'input:' not in text
+
+
+def _table_examples(missing):
+    examples = _model(input_spec=json.dumps({
+        'kind': 'tabular', 'storage': 'encoded', 'channels': 0, 'categorical': ['zone'],
+        'numeric': [['fare', 9.5, 3.0], ['tips', 1.0, 0.5]], 'missing': list(missing)}),
+        missing_values=json.dumps(missing))
+    return examples
+
+
+def test_a_table_run_says_its_columns_and_what_was_imputed():
+    summary = _summary(_model(train_accuracy=1.0, eval_accuracy=0.9))
+    summary.outputs['Examples'] = [_table_examples({'tips': 40, 'fare': 3})]
+    lines = summary_text.format_summary(summary).splitlines()
+    assert ('  input: table of 2 numeric and 1 categorical columns; empty numeric values imputed '
+            'with the train mean, with a missing-value indicator: tips 40, fare 3') in lines
+    summary.outputs['Examples'] = [_table_examples({})]
+    assert ('  input: table of 2 numeric and 1 categorical columns'
+            in summary_text.format_summary(summary).splitlines())
+
+
+def _served(tmp_path, versions_present):
+    serving = tmp_path / 'serving'
+    for version in versions_present:
+        (serving / str(version)).mkdir(parents=True)
+        (serving / str(version) / 'saved_model.pb').write_bytes(b'x')
+    return str(serving)
+
+
+def _baseline_summary(serving_dir, state, served_version, pushed_version):
+    baseline = metadata_store_pb2.Artifact()
+    baseline.custom_properties['served_version'].int_value = served_version
+    pushed = metadata_store_pb2.Artifact()
+    pushed.custom_properties['pushed'].int_value = 1
+    pushed.custom_properties['pushed_version'].string_value = str(pushed_version)
+    return summary_lib.RunSummary(
+        run_id='r', states={'ServedModelBaseline': state},
+        outputs={'Model': [baseline], 'PushedModel': [pushed]},
+        execution_properties={'ServedModelBaseline': {'serving_dir': serving_dir}})
+
+
+def test_a_cached_rerun_names_the_model_served_now(tmp_path):
+    serving = _served(tmp_path, [1])
+    cached = _baseline_summary(serving, 'CACHED', -1, 1)
+    assert summary_text.baseline_text(cached) == (
+        "none (nothing served yet), chosen when this model was first evaluated; "
+        "served now: version 1, this run's model")
+    assert summary_text.served_now(cached) == (1, os.path.join(serving, '1'))
+
+
+def test_a_fresh_run_names_only_the_baseline_it_was_compared_with(tmp_path):
+    fresh = _baseline_summary(_served(tmp_path, [1, 2]), 'COMPLETE', 1, 2)
+    assert summary_text.baseline_text(fresh) == 'served version 1'
