@@ -16,7 +16,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from components.common import inputs
+from components.common import inputs, model_signature
 from components.trainer import data, distribute, export, loop, precision, steps as steps_lib
 from components.trainer import warm_start
 
@@ -110,8 +110,10 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
     scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')
     try:
         steps = build_steps(job, strategy, policy)
-        warm_version = (warm_start.warm_start(steps.model, job.warm_start_from)
-                        if job.warm_start_from else None)
+        warm_version = (warm_start.warm_start(
+            steps.model, job.warm_start_from, model_signature.describe(
+                job.class_names, job.image_shape, job.input_spec))
+            if job.warm_start_from else None)
         options = job.options
         eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size,
                                       job.image_shape, spec=job.input_spec)

@@ -4,6 +4,7 @@ import os
 import keras
 import numpy as np
 
+from components.common import inputs, model_signature
 from components.trainer import export, warm_start
 from models import resnet
 
@@ -41,3 +42,15 @@ def test_changed_architecture_trains_from_scratch(tmp_path):
 
 def test_nothing_served_yet(tmp_path):
     assert warm_start.warm_start(_model(3, seed=1), str(tmp_path / 'serving')) is None
+
+
+def test_a_served_model_for_other_classes_is_not_used_even_when_shapes_match(tmp_path):
+    _serve(str(tmp_path), _model(3, seed=1))   # classes '0', '1', '2'
+    fresh = _model(3, seed=3)
+    before = [v.numpy().copy() for v in fresh.variables]
+    other_task = model_signature.describe(['cat', 'dog', 'fox'], (8, 8, 1), inputs.InputSpec())
+    assert warm_start.warm_start(fresh, str(tmp_path), other_task) is None
+    for a, b in zip(before, fresh.variables):
+        np.testing.assert_array_equal(a, b.numpy())
+    same_task = model_signature.describe(['0', '1', '2'], (8, 8, 1), inputs.InputSpec())
+    assert warm_start.warm_start(fresh, str(tmp_path), same_task) == 1
