@@ -1,10 +1,11 @@
 """End-to-end: a user's own image folders, run without any shape setting (marked e2e).
 
 Three classes cut from real photos (tests/photo_folders.py): PNG and JPEG, 28x28 (most),
-32x32 and 40x40, a few RGB among grayscale. The real pipeline with the smoke config and an
-inferred schema must train at the most common size with 3 channels, record it on the Model,
+32x32 and 40x40, a few RGB among grayscale. The real pipeline with the smoke config (trained
+longer, with a bar on overall accuracy) and an inferred schema must train at the most common size with 3 channels, record it on the Model,
 say so in the summary, and serve images of every size and mode.
 """
+import dataclasses
 import json
 import os
 
@@ -19,6 +20,7 @@ import photo_folders
 from helpers import run_pipeline
 
 pytestmark = pytest.mark.e2e
+MIN_ACCURACY = 0.8
 
 
 @pytest.fixture(scope='module')
@@ -27,6 +29,9 @@ def run(tmp_path_factory):
     written = photo_folders.make_folders(str(base / 'data'), per_class=30)
     cfg = config_lib.smoke_config(str(base / 'data'), str(base / 'out'), schema_path=None)
     assert cfg.train.image_size is None and cfg.train.channels is None  # nothing configured
+    # A real bar on overall accuracy (the smoke config has none), met by training long enough.
+    cfg = dataclasses.replace(cfg, eval=config_lib.EvalConfig(min_accuracy=MIN_ACCURACY),
+                              train=dataclasses.replace(cfg.train, train_steps=150))
     return cfg, written, run_pipeline(cfg)
 
 
@@ -52,6 +57,7 @@ def test_the_pushed_model_is_blessed_and_serves_every_size_and_mode(run):
     cfg, written, summary = run
     (blessing,) = summary.outputs['ModelBlessing']
     assert summary_lib.custom_property(blessing, 'blessed') == 1
+    assert summary_lib.custom_property(summary.trained_model(), 'eval_accuracy') >= MIN_ACCURACY
     [version] = os.listdir(cfg.serving_dir)
     served = tf.saved_model.load(os.path.join(cfg.serving_dir, version))
     picks = {}

@@ -15,6 +15,8 @@ import glob
 import json
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -27,7 +29,7 @@ from components.trainer import export
 from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 
-from helpers import run_pipeline
+from helpers import IN_MEMORY_BEAM, REPO_ROOT, run_pipeline
 
 pytestmark = pytest.mark.e2e
 
@@ -161,3 +163,24 @@ def test_too_many_structural_faults_fail_and_the_quarantine_outlives_the_artifac
     # TFX removed the failed execution's Examples (and the quarantine inside them).
     examples_dir = os.path.join(cfg.pipeline_root, 'ImageExampleGen', 'examples')
     assert not glob.glob(os.path.join(examples_dir, '*', 'Quarantine'))
+
+
+def test_a_user_runs_it_with_flags_alone(tmp_path):
+    """The same kind of table through `runner.py`: the label column named by a flag, nothing
+    dropped, no Python edited. The console says what was rejected and what was imputed."""
+    os.makedirs(tmp_path / 'data')
+    empties, good = _messy_table(str(tmp_path / 'data' / 'tumours.csv'))
+    result = subprocess.run(
+        [sys.executable, 'runner.py', '--local', '--source', 'csv', '--data',
+         str(tmp_path / 'data'), '--label-column', 'diagnosis', '--output', str(tmp_path / 'o'),
+         '--config', 'smoke', '--steps', '120', '--min-accuracy', '0.85', IN_MEMORY_BEAM],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert f'rejected {BAD_ROWS} (' in next(l for l in lines if l.startswith('  examples:'))
+    imputed = next(l for l in lines if l.startswith('  input: table of '))
+    assert 'imputed with the train mean' in imputed
+    for column, count in empties.items():
+        assert f'{column} {count}' in imputed
+    assert '  blessed: yes' in lines
+    assert lines[-2].startswith('  pushed: version 1 at ')
