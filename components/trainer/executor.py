@@ -41,9 +41,14 @@ def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
     """The image input: configured values win, 0 = from the data. None for a table."""
     if spec.kind != 'image':
         return None
-    recorded = {name: examples.get_custom_property(name) for name in (
-        image_shape.SIZES_PROPERTY, image_shape.COLOR_PROPERTY, image_shape.RESIZED_PROPERTY,
+    # Typed getters: under Kubeflow, properties arrive as JSON, and TFX's untyped getter
+    # returns None for a JSON 0 (it tests the value's truth), e.g. no colour image at all.
+    recorded = {name: examples.get_int_custom_property(name) for name in (
+        image_shape.COLOR_PROPERTY, image_shape.RESIZED_PROPERTY,
         image_shape.GRAYSCALED_PROPERTY) if examples.has_custom_property(name)}
+    if examples.has_custom_property(image_shape.SIZES_PROPERTY):
+        recorded[image_shape.SIZES_PROPERTY] = examples.get_string_custom_property(
+            image_shape.SIZES_PROPERTY)
     return image_shape.resolve(
         image_shape.Recorded.from_properties(recorded),
         height=int(exec_properties['image_height']), width=int(exec_properties['image_width']),

@@ -75,7 +75,7 @@ def test_rejections_within_the_threshold_are_logged_not_fatal(small_images, tmp_
     with open(os.path.join(small_images, '0', 'empty.png'), 'wb'):
         pass
     properties = {}
-    with caplog.at_level('INFO'):
+    with caplog.at_level('INFO', logger='absl'):
         examples = _do(small_images, str(tmp_path / 'examples'), max_rejected_fraction=0.5,
                        properties=properties)
     assert examples.get_int_custom_property('num_rejected') == 1
