@@ -42,7 +42,8 @@ class Table:
     def __post_init__(self):
         if self.label_column not in self.columns:
             raise ValueError(f'label column {self.label_column!r} is not in the header '
-                             f'{list(self.columns)}')
+                             f'{list(self.columns)}; name the class column with '
+                             '--label-column (or [ingest] label_column in a config file)')
         reserved = features.RESERVED_KEYS & {c for c, _ in self.types}
         if reserved:
             raise ValueError(f'CSV columns {sorted(reserved)} clash with the Example keys the '
