@@ -129,6 +129,8 @@ def baseline_text(summary: RunSummary) -> str:
     served = _custom(summary.baseline_model(), 'served_version')
     text = ('none (nothing served yet)' if served is None or served < 0
             else f'served version {served}')
+    if _custom(summary.baseline_model(), 'incompatible_reason'):
+        text += ' (a model for another task: not compared, see below)'
     if summary.states.get('ServedModelBaseline') != 'CACHED':
         return text
     text += ', chosen when this model was first evaluated'

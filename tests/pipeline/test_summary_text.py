@@ -87,3 +87,10 @@ def test_a_cached_rerun_names_the_model_served_now(tmp_path):
 def test_a_fresh_run_names_only_the_baseline_it_was_compared_with(tmp_path):
     fresh = _baseline_summary(_served(tmp_path, [1, 2]), 'COMPLETE', 1, 2)
     assert summary_text.baseline_text(fresh) == 'served version 1'
+
+
+def test_a_served_model_for_another_task_is_named_as_such(tmp_path):
+    other = _baseline_summary(_served(tmp_path, [1]), 'COMPLETE', 1, 1)
+    other.baseline_model().custom_properties['incompatible_reason'].string_value = 'classes'
+    assert summary_text.baseline_text(other) == (
+        'served version 1 (a model for another task: not compared, see below)')
