@@ -49,3 +49,15 @@ def run_log(console: str) -> str:
     assert '; log: ' in first, console
     with open(first.split('; log: ', 1)[1]) as log:
         return log.read()
+
+
+def mlmd_artifact(**custom):
+    """An ML Metadata Artifact with these custom properties: str as string, int (and bool) as
+    int, float as double values, as TFX records them."""
+    from ml_metadata.proto import metadata_store_pb2
+    artifact = metadata_store_pb2.Artifact()
+    for key, value in custom.items():
+        field = ('string_value' if isinstance(value, str) else
+                 'double_value' if isinstance(value, float) else 'int_value')
+        setattr(artifact.custom_properties[key], field, value)
+    return artifact

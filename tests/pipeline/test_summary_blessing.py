@@ -2,25 +2,19 @@
 Evaluator and Pusher record them."""
 import json
 
-from ml_metadata.proto import metadata_store_pb2
 
 from components.evaluate import checks
 from components.push import versions
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
+from helpers import mlmd_artifact
+
 DIGITS_VS_FOUR = ("served model predicts classes ['0', '1', '2']; "
                   "this model predicts ['a', 'b', 'c', 'd']")
 
 
-def _artifact(**custom):
-    artifact = metadata_store_pb2.Artifact()
-    for key, value in custom.items():
-        if isinstance(value, int):
-            artifact.custom_properties[key].int_value = value
-        else:
-            artifact.custom_properties[key].string_value = value
-    return artifact
+_artifact = mlmd_artifact
 
 
 def _blessing(blessed, reasons=(), version=-1, not_compared=None):

@@ -7,15 +7,9 @@ from ml_metadata.proto import metadata_store_pb2
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
+from helpers import mlmd_artifact
 
-def _model(**properties):
-    model = metadata_store_pb2.Artifact()
-    for name, value in properties.items():
-        if isinstance(value, str):
-            model.custom_properties[name].string_value = value
-        else:
-            model.custom_properties[name].double_value = value
-    return model
+_model = mlmd_artifact
 
 
 def _summary(model):
