@@ -2,7 +2,6 @@
 Evaluator and Pusher record them."""
 import json
 
-
 from components.evaluate import checks
 from components.push import versions
 from pipeline import summary as summary_lib
