@@ -4,35 +4,14 @@ import os
 
 from PIL import Image
 import pytest
-from tfx.dsl.components.base import base_beam_executor
-from tfx.proto import example_gen_pb2
-from tfx.types import artifact_utils, standard_artifacts
-from tfx.utils import proto_utils
+from tfx.types import artifact_utils
 
 import tensorflow as tf
 
 from components.common import features, inputs
 from components.ingest import executor
 import photo_folders
-
-
-def _do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*', properties=None,
-        **extra):
-    examples = standard_artifacts.Examples()
-    # Laid out as TFX lays out a run: <pipeline root>/<node>/examples/<execution id>.
-    examples.uri = os.path.join(output_uri, 'ImageExampleGen', 'examples', '1')
-    input_config = example_gen_pb2.Input(splits=[
-        example_gen_pb2.Input.Split(name='images', pattern=pattern)])
-    exec_properties = {
-        'input_base': input_base, 'input_config': proto_utils.proto_to_json(input_config),
-        'train_percent': 60, 'num_shards': 2, 'max_rejected_fraction': max_rejected_fraction,
-        **extra}
-    context = base_beam_executor.BaseBeamExecutor.Context(
-        beam_pipeline_args=['--direct_running_mode=in_memory', '--setup_file=setup.py'])
-    executor.Executor(context).Do({}, {'examples': [examples]}, exec_properties)
-    if properties is not None:
-        properties.update(exec_properties)
-    return examples
+from ingest_helpers import ingest_do as _do
 
 
 def test_do_writes_a_standard_examples_artifact(small_images, tmp_path):
@@ -98,80 +77,6 @@ def test_nothing_valid_is_a_clear_error(small_images, tmp_path):
                 handle.write(b'garbage')
     with pytest.raises(executor.IngestionError, match='Nothing valid under .*not_an_image 15'):
         _do(small_images, str(tmp_path / 'examples'), max_rejected_fraction=0.99)
-
-
-def test_csv_source_records_classes_and_a_tabular_input_spec(tmp_path):
-    os.makedirs(tmp_path / 'table')
-    rows = ['size,kind,target'] + [f'{i}.5,{"ab"[i % 2]},{"xyz"[i % 3]}' for i in range(30)]
-    (tmp_path / 'table' / 'rows.csv').write_text('\n'.join(rows) + '\n')
-    examples = _do(str(tmp_path / 'table'), str(tmp_path / 'examples'), pattern='*.csv',
-                   source='csv', label_column='target', feature_types='{}')
-    assert json.loads(examples.get_string_custom_property('class_names')) == ['x', 'y', 'z']
-    spec = inputs.InputSpec.from_json(examples.get_string_custom_property('input_spec'))
-    assert spec.kind == 'tabular' and spec.categorical == ('kind',)
-    assert [name for name, _, _ in spec.numeric] == ['size']
-    assert examples.get_int_custom_property('num_found') == 30
-
-
-def _messy_table(tmp_path, rows=60, bad=0):
-    """A table with an ID-like column that is mostly empty, empty values in a measurement, a
-    free-text column to drop, and `bad` rows with a non-numeric value."""
-    os.makedirs(tmp_path / 'table')
-    lines = ['record_id,size,notes,target']
-    for i in range(rows):
-        record_id = str(70000 + i) if i % 4 == 0 else ''
-        size = '' if i % 6 == 0 else f'{i % 7}.5'
-        lines.append(f'{record_id},{size},"free, text {i}",{"xy"[i % 2]}')
-    lines += [f',{("?", "n/a", "-")[i % 3]},t,x' for i in range(bad)]
-    (tmp_path / 'table' / 'rows.csv').write_text('\n'.join(lines) + '\n')
-    return str(tmp_path / 'table')
-
-
-def test_csv_empty_values_are_imputed_and_recorded_and_a_column_is_dropped(tmp_path):
-    properties = {}
-    examples = _do(_messy_table(tmp_path), str(tmp_path / 'out'), pattern='*.csv', source='csv',
-                   label_column='target', feature_types='{}', drop_columns='["notes"]',
-                   properties=properties)
-    assert examples.get_int_custom_property('num_rejected') == 0
-    assert examples.get_int_custom_property('num_written_train') + \
-        examples.get_int_custom_property('num_written_eval') == 60
-    assert json.loads(examples.get_string_custom_property('missing_values')) == {
-        'record_id': 45, 'size': 10}
-    spec = inputs.InputSpec.from_json(examples.get_string_custom_property('input_spec'))
-    assert [name for name, _, _ in spec.numeric] == ['record_id', 'size']
-    assert spec.categorical == () and spec.missing == ('record_id', 'size')
-    train = os.path.join(examples.uri, 'Split-train', '*')
-    sizes = [tf.train.Example.FromString(r.numpy()).features.feature['size'].float_list.value
-             for r in tf.data.TFRecordDataset(tf.io.gfile.glob(train), compression_type='GZIP')]
-    present = [v[0] for v in sizes if v]
-    assert len(present) < len(sizes)  # some train rows have no size
-    assert dict((n, m) for n, m, _ in spec.numeric)['size'] == pytest.approx(
-        sum(present) / len(present))
-
-
-def test_csv_rejection_failure_keeps_the_quarantine_where_the_message_says(tmp_path):
-    with pytest.raises(executor.IngestionError) as raised:
-        # 'size' is given: with 12 bad values in 72 rows, inference would make it categorical.
-        _do(_messy_table(tmp_path, bad=12), str(tmp_path / 'out'), pattern='*.csv',
-            source='csv', label_column='target', feature_types='{"size": "numeric"}',
-            drop_columns='[]')
-    message = str(raised.value)
-    assert message.startswith('Rejected 12 of 72 records')
-    assert "non_numeric 12 (by column: 'size' 12)" in message
-    kept = str(tmp_path / 'out' / 'ImageExampleGen' / 'quarantine' / '1.jsonl')
-    assert message.endswith(kept)
-    with open(kept) as handle:
-        entries = [json.loads(line) for line in handle]
-    assert len(entries) == 12 and {e['column'] for e in entries} == {'size'}
-    # Three different bad values: each shown once, not twelve near-identical lines.
-    shown = [line for line in message.splitlines() if line.startswith('  rows.csv:')]
-    assert len(shown) == 3 and len(set(shown)) == 3
-
-
-def test_an_unknown_dropped_column_is_named(tmp_path):
-    with pytest.raises(executor.IngestionError, match="drop_columns names 'note'"):
-        _do(_messy_table(tmp_path), str(tmp_path / 'out'), pattern='*.csv', source='csv',
-            label_column='target', feature_types='{}', drop_columns='["note"]')
 
 
 def test_automatic_shards_uncompressed_raw_resized_images(small_images, tmp_path):

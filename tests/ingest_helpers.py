@@ -1,0 +1,30 @@
+"""A helper shared by the ingestion executor tests: one ImageExampleGen `Do` on a folder."""
+import os
+
+from tfx.dsl.components.base import base_beam_executor
+from tfx.proto import example_gen_pb2
+from tfx.types import standard_artifacts
+from tfx.utils import proto_utils
+
+from components.ingest import executor
+
+
+def ingest_do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*', properties=None,
+        **extra):
+    """Runs the executor in-process on input_base; returns the Examples artifact (and fills
+    `properties` with the execution properties, as TFX would record them)."""
+    examples = standard_artifacts.Examples()
+    # Laid out as TFX lays out a run: <pipeline root>/<node>/examples/<execution id>.
+    examples.uri = os.path.join(output_uri, 'ImageExampleGen', 'examples', '1')
+    input_config = example_gen_pb2.Input(splits=[
+        example_gen_pb2.Input.Split(name='images', pattern=pattern)])
+    exec_properties = {
+        'input_base': input_base, 'input_config': proto_utils.proto_to_json(input_config),
+        'train_percent': 60, 'num_shards': 2, 'max_rejected_fraction': max_rejected_fraction,
+        **extra}
+    context = base_beam_executor.BaseBeamExecutor.Context(
+        beam_pipeline_args=['--direct_running_mode=in_memory', '--setup_file=setup.py'])
+    executor.Executor(context).Do({}, {'examples': [examples]}, exec_properties)
+    if properties is not None:
+        properties.update(exec_properties)
+    return examples
