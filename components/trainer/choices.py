@@ -5,3 +5,4 @@ flag errors at once); the loop and the precision module use the same tuples.
 """
 OPTIMIZERS = ('adam', 'adamw', 'sgd')
 POLICIES = ('auto', 'float32', 'mixed_float16', 'mixed_bfloat16')
+AUGMENTS = ('none', 'light', 'standard')

@@ -6,6 +6,7 @@ first and parsed together (tf.io.parse_example on a batch is far cheaper than pe
 import tensorflow as tf
 
 from components.common import features, inputs
+from components.trainer import augment as augment_lib
 
 _LABEL_SPEC = {features.LABEL_KEY: features.PARSE_SPEC[features.LABEL_KEY]}
 
@@ -57,7 +58,8 @@ def _shard_by_data(dataset: tf.data.Dataset) -> tf.data.Dataset:
 def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: int,
                   skip_examples: int = 0, cache_decoded: bool = False,
                   shuffle_buffer: int = 10_000,
-                  spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
+                  spec: inputs.InputSpec = inputs.InputSpec(),
+                  augment: str = 'none', flip: bool = False) -> tf.data.Dataset:
     """An endless, shuffled stream of (features, label) batches of exactly global_batch_size.
 
     drop_remainder keeps every micro-batch at the global batch, which the loss normalisation
@@ -65,10 +67,17 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
     which is how a resumed run continues where the interrupted one stopped. cache_decoded keeps
     the split in memory after the first pass (decoded images; table rows as read, since they
     are parsed per batch), so later epochs spend no CPU on decoding: on a small machine that
-    CPU is taken from the model's compute.
+    CPU is taken from the model's compute. augment and flip (images only; augment.py) transform
+    each decoded image after the cache, keyed by its position in the endless stream, counted
+    before the skip: a resumed run sees the same transformed examples as an uninterrupted one.
     """
     records = _records(file_pattern)
     decode_first = cache_decoded and spec.kind != 'tabular'
+    if spec.kind != 'tabular' and augment_lib.is_active(augment, flip):
+        return _shard_by_data(_augmented(records, decode_first, global_batch_size, image_shape,
+                                         seed, skip_examples, shuffle_buffer, spec,
+                                         augment_lib.make_augment_fn(augment, flip, seed,
+                                                                     image_shape)))
     if decode_first:
         stream = records.map(_parse_image_fn(image_shape, spec),
                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).cache()
@@ -82,6 +91,25 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
     else:
         batched = _batched(stream, global_batch_size, image_shape, spec, drop_remainder=True)
     return _shard_by_data(batched.prefetch(tf.data.AUTOTUNE))
+
+
+def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip_examples,
+               shuffle_buffer, spec, augment_fn) -> tf.data.Dataset:
+    # The same shuffled stream as train_dataset's; enumerate numbers it before the skip.
+    parse = _parse_image_fn(image_shape, spec)
+    if decode_first:
+        stream = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
+                             deterministic=True).cache()
+    else:
+        stream = records
+    stream = stream.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
+    stream = stream.enumerate().skip(skip_examples)
+    if decode_first:
+        transform = lambda position, example: augment_fn(position, *example)
+    else:
+        transform = lambda position, record: augment_fn(position, *parse(record))
+    return (stream.map(transform, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            .batch(global_batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
 
 
 def eval_dataset(file_pattern: str, batch_size: int, image_shape,
