@@ -12,7 +12,7 @@ import argparse
 import shlex
 import sys
 
-from components.trainer.choices import POLICIES
+from components.trainer.choices import AUGMENTS, POLICIES
 from pipeline import config as config_lib
 from pipeline import presets
 
@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
         'on a bf16 CPU, else float32 (default: auto)')
     add('--warm-start', action='store_true', default=None,
         help='start from the served model\'s weights (when the shapes match)')
+    add('--augment', choices=AUGMENTS, help='random changes to train images: light = small '
+        'shifts; standard = shifts, crops and contrast (default: %s)' % t.augment)
+    add('--flip', action='store_true', default=None, help='random horizontal flips of train '
+        'images too (not for digits or text)')
     add('--min-accuracy', type=float, help='overall eval accuracy needed to push (default: %s)'
         % config_lib.EvalConfig.min_accuracy)
     add('--beam-args', type=shlex.split, help='Beam pipeline args as one quoted string, e.g. '

@@ -7,7 +7,7 @@ import dataclasses
 import os
 from typing import Optional, Tuple
 
-from components.trainer.choices import OPTIMIZERS, POLICIES
+from components.trainer.choices import AUGMENTS, OPTIMIZERS, POLICIES
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, 'data', 'digits')
@@ -97,6 +97,8 @@ class TrainConfig:
     seed: int = 42
     devices: Tuple[str, ...] = ()    # MirroredStrategy devices; () = every visible GPU, or CPU
     warm_start: bool = False         # start from the served model's weights when shapes match
+    augment: str = 'light'           # images, train split: none | light | standard (README)
+    flip: bool = False               # random horizontal flips too (wrong for digits and text)
 
     def __post_init__(self):
         _check(self.image_size is None or (len(self.image_size) == 2
@@ -121,6 +123,8 @@ class TrainConfig:
                f'checkpoint_interval must be >= 1, got {self.checkpoint_interval}')
         _check(self.eval_steps >= 0, f'eval_steps must be >= 0, got {self.eval_steps}')
         _check(self.train_epochs >= 0, f'train_epochs must be >= 0, got {self.train_epochs}')
+        _check(self.augment in AUGMENTS,
+               f'augment must be one of {AUGMENTS}, got {self.augment!r}')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -92,7 +92,7 @@ def create_components(config: PipelineConfig) -> List:
         accumulation_steps=train.accumulation_steps, mixed_precision=train.mixed_precision,
         optimizer=train.optimizer, learning_rate=train.learning_rate,
         warmup_steps=train.warmup_steps, checkpoint_interval=train.checkpoint_interval,
-        eval_steps=train.eval_steps, seed=train.seed,
+        eval_steps=train.eval_steps, seed=train.seed, augment=train.augment, flip=train.flip,
         warm_start_from=config.serving_dir if train.warm_start else '')
     trainer.add_upstream_node(gate)  # no training on data that failed validation
 

@@ -53,6 +53,7 @@ def test_missing_data_folder_is_a_clear_error_without_traceback(tmp_path):
     (['--channels', '2'], 'argument --channels: invalid choice'),
     (['--config-file', '/no/such.toml'], '--config-file /no/such.toml: No such file'),
     (['--mixed-precision', 'float16'], "argument --mixed-precision: invalid choice"),
+    (['--augment', 'heavy'], "argument --augment: invalid choice: 'heavy'"),
 ])
 def test_bad_values_are_clear_errors_before_anything_runs(tmp_path, flags, message):
     result = _cli('--local', *flags, '--output', str(tmp_path / 'o'))
@@ -89,8 +90,9 @@ def test_flags_reach_the_config(tmp_path):
     cfg, kubeflow = _configs('--local', '--steps', '7', '--output', str(tmp_path),
                              '--beam-args=--direct_num_workers=1 --foo=bar', '--no-cache',
                              '--accumulation-steps', '4', '--mixed-precision', 'mixed_float16',
-                             '--warm-start')
+                             '--warm-start', '--augment', 'standard', '--flip')
     assert kubeflow is None and cfg.train.warm_start is True
+    assert cfg.train.augment == 'standard' and cfg.train.flip is True
     assert cfg.train.train_steps == 7 and cfg.train.warmup_steps < 7
     assert cfg.train.accumulation_steps == 4 and cfg.train.mixed_precision == 'mixed_float16'
     assert cfg.beam_args == ('--direct_num_workers=1', '--foo=bar')

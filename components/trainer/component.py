@@ -15,7 +15,7 @@ from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
-from components.trainer import executor, loop, precision
+from components.trainer import choices, executor, loop, precision
 
 
 class ImageTrainerSpec(ComponentSpec):
@@ -37,6 +37,8 @@ class ImageTrainerSpec(ComponentSpec):
         'seed': ExecutionParameter(type=int),
         'devices': ExecutionParameter(type=str),        # JSON list; [] = every visible GPU/CPU
         'warm_start_from': ExecutionParameter(type=str),  # serving folder, or '' for no warm start
+        'augment': ExecutionParameter(type=str),        # none | light | standard (images, train)
+        'flip': ExecutionParameter(type=int),           # 1 = random horizontal flips too
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
     OUTPUTS = {
@@ -56,11 +58,13 @@ class ImageTrainer(base_component.BaseComponent):
                  train_epochs: float = 0.0, eval_steps: int = 0, accumulation_steps: int = 1,
                  mixed_precision: str = 'auto', optimizer: str = 'adam', warmup_steps: int = 0,
                  checkpoint_interval: int = 100, seed: int = 0, devices: Sequence[str] = (),
-                 warm_start_from: str = ''):
+                 warm_start_from: str = '', augment: str = 'none', flip: bool = False):
         if (train_steps > 0) == (train_epochs > 0):
             raise ValueError('Give exactly one of train_steps and train_epochs (> 0), got '
                              f'{train_steps} and {train_epochs}')
         precision.resolve_policy(mixed_precision, num_gpus=0, bf16_cpu=False)  # validates name
+        if augment not in choices.AUGMENTS:
+            raise ValueError(f'augment must be one of {choices.AUGMENTS}, got {augment!r}')
         loop.LoopOptions(  # validates the rest; warm-up is checked against steps when known
             train_steps=max(train_steps, warmup_steps + 1), global_batch_size=global_batch_size,
             learning_rate=learning_rate, accumulation_steps=accumulation_steps,
@@ -79,5 +83,6 @@ class ImageTrainer(base_component.BaseComponent):
             mixed_precision=mixed_precision, optimizer=optimizer, learning_rate=learning_rate,
             warmup_steps=warmup_steps, checkpoint_interval=checkpoint_interval, seed=seed,
             devices=json.dumps(list(devices)), warm_start_from=warm_start_from,
+            augment=augment, flip=int(bool(flip)),
             model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))

@@ -96,6 +96,8 @@ class Executor(base_executor.BaseExecutor):
             devices=tuple(json.loads(props.get('devices') or '[]')),
             warm_start_from=props.get('warm_start_from') or '',
             input_spec=spec,
+            # Absent on executions recorded before augmentation existed: none.
+            augment=props.get('augment') or 'none', flip=bool(int(props.get('flip') or 0)),
             options=loop.LoopOptions(
                 train_steps=resolve_train_steps(props, num_train),
                 global_batch_size=int(props['global_batch_size']),
@@ -114,6 +116,8 @@ class Executor(base_executor.BaseExecutor):
                                    shape.shape):
                 model.set_int_custom_property(name, value)
             model.set_string_custom_property('input_statement', shape.statement)
+            model.set_string_custom_property('augment', job.augment)
+            model.set_int_custom_property('flip', int(job.flip))
         for name, value in metrics.items():
             if isinstance(value, str):
                 model.set_string_custom_property(name, value)

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from components.common import inputs, model_signature
 from components.trainer import data, distribute, export, loop, precision, steps as steps_lib
-from components.trainer import warm_start
+from components.trainer import augment as augment_lib, warm_start
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +38,8 @@ class TrainJob:
     # is image_shape for images and {'numeric': (n,), 'categorical': (m,)} for a table.
     input_spec: inputs.InputSpec = inputs.InputSpec()
     input_statement: str = ''          # how image_shape was chosen, for people (the log line)
+    augment: str = 'none'              # train images only: none | light | standard (augment.py)
+    flip: bool = False                 # random horizontal flips of train images too
 
 
 # Decoded float32 pixels of a train split up to this size are cached in memory.
@@ -102,9 +104,11 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                          f'evenly over {replicas} replicas')
     is_chief, task = distribute.chief_and_task(strategy)
     policy = precision.resolve_policy(job.mixed_precision)
-    logging.info('Training %s on %d replica(s), policy %s (asked: %s)%s: %s', job.model_builder,
+    logging.info('Training %s on %d replica(s), policy %s (asked: %s)%s%s: %s', job.model_builder,
                  strategy.num_replicas_in_sync, policy, job.mixed_precision,
-                 f', input {job.input_statement}' if job.input_statement else '', job.options)
+                 f', input {job.input_statement}' if job.input_statement else '',
+                 '' if job.input_spec.kind == 'tabular' else
+                 f', augment {augment_lib.describe(job.augment, job.flip)}', job.options)
     previous_policy = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(policy)  # global in Keras: restored below
     scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')
@@ -121,7 +125,8 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
             steps, lambda skip: data.train_dataset(job.train_pattern, options.global_batch_size,
                                                    job.image_shape, job.seed, skip_examples=skip,
                                                    cache_decoded=job.cache_decoded,
-                                                   spec=job.input_spec),
+                                                   spec=job.input_spec, augment=job.augment,
+                                                   flip=job.flip),
             options, log_dir=log_dir, checkpoint_dir=checkpoint_dir, is_chief=is_chief,
             checkpoint_write_dir=scratch,
             eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps))

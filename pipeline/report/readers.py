@@ -195,6 +195,9 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
     for key, label in (('optimizer', 'optimizer'), ('model_builder', 'model')):
         if properties.get(key):
             rows.append((label, str(properties[key])))
+    if spec.kind != 'tabular' and properties.get('augment'):
+        flip = ' + flip' if int(properties.get('flip') or 0) else ''
+        rows.append(('augmentation', f'{properties["augment"]}{flip} (train images only)'))
     warm = recorded('warm_start_version')
     if warm is not None and warm >= 0:
         rows.append(('warm start', f'from served version {int(warm)}'))

@@ -32,6 +32,7 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
     (lambda: config.TrainConfig(image_size=(8,)), 'image_size'),
     (lambda: config.TrainConfig(channels=2), 'channels'),
     (lambda: config.TrainConfig(model_builder='build_model'), 'model_builder'),
+    (lambda: config.TrainConfig(augment='heavy'), 'augment must be one of'),
     (lambda: config.EvalConfig(min_accuracy=1.5), 'min_accuracy'),
     (lambda: config.PushConfig(keep_versions=0), 'keep_versions'),
     (lambda: presets.named_config('large', '/data', '/out'), 'config must be one of'),

@@ -17,8 +17,12 @@ def _trainer(**overrides):
 
 def test_parameters_become_execution_properties():
     trainer = _trainer(accumulation_steps=4, mixed_precision='mixed_bfloat16',
-                       optimizer='sgd', checkpoint_interval=25, devices=['/cpu:0'])
+                       optimizer='sgd', checkpoint_interval=25, devices=['/cpu:0'],
+                       augment='standard', flip=True)
     props = trainer.exec_properties
+    assert (props['augment'], props['flip']) == ('standard', 1)
+    assert (_trainer().exec_properties['augment'], _trainer().exec_properties['flip']) == (
+        'none', 0)
     assert (props['accumulation_steps'], props['mixed_precision'], props['optimizer']) == (
         4, 'mixed_bfloat16', 'sgd')
     assert props['checkpoint_interval'] == 25 and json.loads(props['devices']) == ['/cpu:0']
@@ -31,6 +35,7 @@ def test_parameters_become_execution_properties():
     (dict(mixed_precision='float16'), 'mixed_precision must be one of'),
     (dict(accumulation_steps=0), 'accumulation_steps must be >= 1'),
     (dict(optimizer='lamb'), 'optimizer must be one of'),
+    (dict(augment='heavy'), 'augment must be one of'),
     (dict(global_batch_size=0), 'global_batch_size must be >= 1'),
     (dict(image_shape=(28, 0, 3)), 'both set or both 0'),
     (dict(image_shape=(8, 8, 2)), 'channels 1 or 3'),

@@ -51,7 +51,7 @@ def test_do_trains_exports_and_records_how(tmp_path):
     model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '7')
     model_run = standard_artifacts.ModelRun()
     model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '7')
-    props = _properties()
+    props = _properties(augment='standard', flip=1)
     executor.Executor().Do({'examples': [examples]},
                            {'model': [model], 'model_run': [model_run]}, props)
 
@@ -61,6 +61,8 @@ def test_do_trains_exports_and_records_how(tmp_path):
         metrics = json.load(handle)
     assert metrics['mixed_precision'] == 'float32' and metrics['start_step'] == 0
     assert model.get_string_custom_property('mixed_precision') == 'float32'
+    assert model.get_string_custom_property('augment') == 'standard'
+    assert model.get_int_custom_property('flip') == 1
     # Configured shape, on Examples that record no sizes (as before ingestion recorded them).
     assert [model.get_int_custom_property(f'input_{n}') for n in (
         'height', 'width', 'channels')] == [8, 8, 1]
@@ -140,6 +142,8 @@ def test_do_with_zero_shape_trains_at_the_datas_shape_and_records_it(tmp_path, c
     assert f'{100 * sizes["28x28"] / total:.0f}% of images 28×28' in statement
     assert '3 channels from the data' in statement
     assert f'input {statement}' in caplog.text  # the training log line states it
+    assert 'augment none' in caplog.text  # properties recorded before augmentation: none
+    assert model.get_string_custom_property('augment') == 'none'
     # The exported model takes that shape, and serves an image of any size and mode.
     loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))
     path = next(p for p, w in sorted(written.items()) if w['size'] == (40, 40))

@@ -118,7 +118,7 @@ def _trainer_properties(**overrides):
                   'train_epochs': 2.0, 'global_batch_size': 32, 'accumulation_steps': 4,
                   'mixed_precision': 'auto', 'optimizer': 'adamw', 'learning_rate': 0.003,
                   'warmup_steps': 20, 'model_builder': 'models.resnet.build_model',
-                  'warm_start_from': ''}
+                  'warm_start_from': '', 'augment': 'standard', 'flip': 1}
     properties.update(overrides)
     return properties
 
@@ -163,6 +163,7 @@ def test_settings_section_states_how_the_model_was_trained(tmp_path):
     assert rows['steps'] == '16 updates (2 epochs over 1000 train examples)'
     assert rows['learning rate'] == '0.003, cosine decay to 0 after 20 warm-up steps'
     assert rows['optimizer'] == 'adamw' and rows['model'] == 'models.resnet.build_model'
+    assert rows['augmentation'] == 'standard + flip (train images only)'
     assert 'warm start' not in rows
 
 
@@ -193,6 +194,7 @@ def test_a_csv_run_has_no_image_size_table_and_its_input_is_a_table(tmp_path):
     assert '<td>input</td><td>table: 2 numeric, 0 categorical columns</td>' in text
     # The trainer failed before it recorded anything: what it was asked is still shown.
     assert '<td>precision policy</td><td>auto (asked; no policy recorded)</td>' in text
+    assert 'augmentation' not in text  # images only
 
 
 def test_each_run_keeps_its_report_and_report_html_is_the_newest(tmp_path):
