@@ -94,3 +94,38 @@ def test_cache_rule_keeps_small_splits_only():
     table = inputs.InputSpec(kind='tabular', numeric=(('a', 0.0, 1.0),), categorical=('b',))
     assert job_lib.fits_in_cache(100_000, (0, 0, 0), table)
     assert not job_lib.fits_in_cache(100_000_000, (0, 0, 0), table)
+
+
+def test_augmented_training_exports_a_serving_graph_without_randomness(tmp_path):
+    classes = ('0', '1', '2')
+    _write_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=40)
+    eval_examples = _write_examples(str(tmp_path / 'eval' / 'part.gz'), classes, per_class=10,
+                                    offset=40)
+    job = job_lib.TrainJob(
+        train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'eval' / '*'),
+        class_names=classes, image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
+        options=loop.LoopOptions(train_steps=60, global_batch_size=32, learning_rate=3e-3,
+                                 log_every=20), seed=1, augment='standard', flip=True,
+        cache_decoded=True)
+    serving_dir = str(tmp_path / 'model' / 'Format-Serving')
+    metrics = job_lib.train_and_export(job, serving_dir, str(tmp_path / 'logs'))
+    assert metrics['eval_accuracy'] >= 0.6  # it learns through the transformations
+
+    loaded = tf.saved_model.load(serving_dir)
+    batch = tf.constant([e.SerializeToString() for e in eval_examples])
+    first, second = (loaded.signatures['serving_default'](examples=batch)['probabilities']
+                     for _ in range(2))
+    np.testing.assert_array_equal(first.numpy(), second.numpy())
+    # Exported accuracy is the evaluated accuracy: eval and serving saw the plain images.
+    labels = [e.features.feature[features.LABEL_KEY].int64_list.value[0] for e in eval_examples]
+    assert np.mean(first.numpy().argmax(axis=1) == labels) == pytest.approx(
+        metrics['eval_accuracy'])
+    from tensorflow.core.protobuf import saved_model_pb2
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(serving_dir, 'saved_model.pb'), 'rb') as handle:
+        saved.ParseFromString(handle.read())
+    graph = saved.meta_graphs[0].graph_def
+    ops = {node.op for function in graph.library.function for node in function.node_def}
+    ops |= {node.op for node in graph.node}
+    assert 'ParseExample' in ops or 'ParseExampleV2' in ops  # the serving graph was read
+    assert not [op for op in ops if 'Random' in op or 'DistortedBoundingBox' in op], ops
