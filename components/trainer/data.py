@@ -73,7 +73,7 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
     """
     records = _records(file_pattern)
     decode_first = cache_decoded and spec.kind != 'tabular'
-    if spec.kind != 'tabular' and augment_lib.is_active(augment, flip):
+    if spec.kind != 'tabular' and augment_lib.is_active(augment, flip, image_shape):
         return _shard_by_data(_augmented(records, decode_first, global_batch_size, image_shape,
                                          seed, skip_examples, shuffle_buffer, spec,
                                          augment_lib.make_augment_fn(augment, flip, seed,

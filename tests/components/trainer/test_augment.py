@@ -11,6 +11,8 @@ from sklearn.datasets import load_sample_images
 from components.common import features
 from components.trainer import augment, data
 
+from helpers import DIGITS
+
 SHAPE = (24, 24, 3)
 
 
@@ -74,6 +76,25 @@ def test_none_is_the_unaugmented_pipeline_bit_for_bit(pattern):
     plain = [(i.numpy(), l.numpy()) for i, l in
              data.train_dataset(pattern, 4, SHAPE, seed=3).take(6)]
     _assert_same(_stream(pattern, 6, augment='none', flip=False), plain)
+
+
+def test_light_leaves_images_under_10_pixels_and_their_stream_as_they_are(tmp_path):
+    with tf.io.TFRecordWriter(str(tmp_path / 'part.gz'), options='GZIP') as writer:
+        for label in range(3):  # the embedded 8x8 digits
+            for name in sorted(os.listdir(os.path.join(DIGITS, str(label))))[:10]:
+                with open(os.path.join(DIGITS, str(label), name), 'rb') as handle:
+                    writer.write(features.make_example(handle.read(), label, str(label), 8, 8,
+                                                       name).SerializeToString())
+    pattern = str(tmp_path / '*')
+    assert (augment.max_shift(8), augment.max_shift(24), augment.max_shift(224)) == (0, 2, 22)
+    assert not augment.is_active('light', False, (8, 8, 1))
+    assert augment.is_active('light', True, (8, 8, 1))
+    assert augment.is_active('standard', False, (8, 8, 1))
+    streams = [[(i.numpy(), l.numpy()) for i, l in data.train_dataset(
+        pattern, 4, (8, 8, 1), seed=3, cache_decoded=True, augment=mode).take(8)]
+        for mode in ('none', 'light', 'standard')]
+    _assert_same(streams[0], streams[1])
+    assert not all(np.array_equal(a[0], b[0]) for a, b in zip(streams[0], streams[2]))
 
 
 def test_augmentation_changes_images_differently_each_epoch_in_range_and_shape(pattern):
