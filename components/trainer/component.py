@@ -37,6 +37,7 @@ class ImageTrainerSpec(ComponentSpec):
         'seed': ExecutionParameter(type=int),
         'devices': ExecutionParameter(type=str),        # JSON list; [] = every visible GPU/CPU
         'warm_start_from': ExecutionParameter(type=str),  # serving folder, or '' for no warm start
+        'model_weights': ExecutionParameter(type=str),  # file the builder loads; '' = none
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
     OUTPUTS = {
@@ -56,7 +57,7 @@ class ImageTrainer(base_component.BaseComponent):
                  train_epochs: float = 0.0, eval_steps: int = 0, accumulation_steps: int = 1,
                  mixed_precision: str = 'auto', optimizer: str = 'adam', warmup_steps: int = 0,
                  checkpoint_interval: int = 100, seed: int = 0, devices: Sequence[str] = (),
-                 warm_start_from: str = ''):
+                 warm_start_from: str = '', model_weights: str = ''):
         if (train_steps > 0) == (train_epochs > 0):
             raise ValueError('Give exactly one of train_steps and train_epochs (> 0), got '
                              f'{train_steps} and {train_epochs}')
@@ -79,5 +80,6 @@ class ImageTrainer(base_component.BaseComponent):
             mixed_precision=mixed_precision, optimizer=optimizer, learning_rate=learning_rate,
             warmup_steps=warmup_steps, checkpoint_interval=checkpoint_interval, seed=seed,
             devices=json.dumps(list(devices)), warm_start_from=warm_start_from,
+            model_weights=model_weights,
             model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))
