@@ -119,8 +119,11 @@ class TrainConfig:
         _check(self.model_builder is None or '.' in self.model_builder, 'model_builder must be '
                f'one of {", ".join(NAMED_MODELS)} or an import path like '
                f'"package.module.function", got {self.model_builder!r}')
-        _check(self.model_weights is None or bool(self.model_weights),
-               'model_weights must be a file path or None, got an empty string')
+        # Keras reads a .weights.h5 from local disk only (no gs://): in a cluster, a file of
+        # the container image (pipeline/kubeflow.py maps a file of this checkout into it).
+        _check(self.model_weights is None or (bool(self.model_weights)
+                                              and not is_uri(self.model_weights)),
+               f'model_weights must be a local file path, got {self.model_weights!r}')
         _check(self.accumulation_steps >= 1,
                f'accumulation_steps must be >= 1, got {self.accumulation_steps}')
         _check(self.mixed_precision in POLICIES, f'mixed_precision must be one of '
