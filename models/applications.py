@@ -13,8 +13,8 @@ models/resnet.py - `(input_shape, num_classes) -> keras.Model` of float32 logits
 - Inputs smaller than the application's minimum (32 px) are upsampled (bilinear) to it inside
   the model rather than refused: 8x8 digits then train on any of them, and serving still takes
   the original size.
-- The backbone is one nested layer named `backbone` (include_top=False, global average pooling),
-  followed by a float32 Dense head named `logits`, so logits stay float32 under mixed precision.
+- The backbone is one nested layer named `backbone` (include_top=False, global average pooling;
+  BatchNorm momentum 0.9 as in models/resnet.py, instead of the applications' 0.99), followed by a float32 Dense head named `logits`, so logits stay float32 under mixed precision.
 - `weights` is None (random initialisation) or a local Keras weights file of the backbone:
   a `.weights.h5` written by `backbone.save_weights(...)` of the same application built with
   `include_top=False, pooling='avg'` and 3 channels (any input size: the weights do not depend
@@ -25,6 +25,8 @@ from typing import Callable, Optional, Sequence
 
 import keras
 from keras import layers
+
+from models.resnet import _BN_MOMENTUM
 
 BACKBONE = 'backbone'
 MIN_SIZE = 32   # keras.applications' minimum height and width for these three models
@@ -45,6 +47,11 @@ def _backbone(name: str, input_shape: Sequence[int]) -> keras.Model:
     model = apps[name](include_top=False, weights=None, input_shape=tuple(input_shape),
                        pooling='avg')
     model.name = BACKBONE
+    # The applications' BatchNorm momentum is 0.99; our runs are a few hundred updates, for
+    # which that evaluates with stale statistics (see models/resnet.py): track faster.
+    for layer in model.layers:
+        if isinstance(layer, layers.BatchNormalization):
+            layer.momentum = _BN_MOMENTUM
     return model
 
 
