@@ -14,7 +14,8 @@ models/resnet.py - `(input_shape, num_classes) -> keras.Model` of float32 logits
   the model rather than refused: 8x8 digits then train on any of them, and serving still takes
   the original size.
 - The backbone is one nested layer named `backbone` (include_top=False, global average pooling;
-  BatchNorm momentum 0.9 as in models/resnet.py, instead of the applications' 0.99), followed by a float32 Dense head named `logits`, so logits stay float32 under mixed precision.
+  BatchNorm momentum 0.9 as in models/resnet.py, instead of the applications' 0.99), followed
+  by a float32 Dense head named `logits`, so logits stay float32 under mixed precision.
 - `weights` is None (random initialisation) or a local Keras weights file of the backbone:
   a `.weights.h5` written by `backbone.save_weights(...)` of the same application built with
   `include_top=False, pooling='avg'` and 3 channels (any input size: the weights do not depend
@@ -85,17 +86,17 @@ def build_application(name: str, input_shape: Sequence[int], num_classes: int,
 
 def resnet50(input_shape: Sequence[int], num_classes: int,
              weights: Optional[str] = None) -> keras.Model:
-    """ResNet50 (23.6M parameters without its top) with caffe-style preprocessing (BGR, ImageNet means)."""
+    """ResNet50 (23.6M parameters without its top); caffe preprocessing: BGR, ImageNet means."""
     return build_application('resnet50', input_shape, num_classes, weights, _preprocess_resnet)
 
 
 def efficientnet_b0(input_shape: Sequence[int], num_classes: int,
                     weights: Optional[str] = None) -> keras.Model:
-    """EfficientNetB0 (4.0M parameters without its top); it rescales 0..255 and normalises by itself."""
+    """EfficientNetB0 (4.0M parameters without its top); rescales and normalises 0..255 itself."""
     return build_application('efficientnet_b0', input_shape, num_classes, weights)
 
 
 def mobilenet_v3_small(input_shape: Sequence[int], num_classes: int,
                        weights: Optional[str] = None) -> keras.Model:
-    """MobileNetV3Small (0.9M parameters without its top); its built-in Rescaling maps 0..255 to [-1, 1]."""
+    """MobileNetV3Small (0.9M parameters without its top); its Rescaling maps 0..255 to [-1, 1]."""
     return build_application('mobilenet_v3_small', input_shape, num_classes, weights)

@@ -184,7 +184,7 @@ class PipelineConfig:
         if self.schema_path is not None and self.check_paths and not is_uri(self.schema_path):
             _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
         weights = self.train.model_weights
-        if weights and self.check_paths and not is_uri(weights):
+        if weights and self.check_paths:  # a local file (TrainConfig refuses URIs)
             _check(os.path.isfile(weights), f'model weights file not found: {weights}')
 
     @property

@@ -23,8 +23,8 @@ FLAG_FIELDS = {
     'steps': 'train.train_steps', 'epochs': 'train.train_epochs',
     'batch_size': 'train.global_batch_size', 'accumulation_steps': 'train.accumulation_steps',
     'learning_rate': 'train.learning_rate', 'mixed_precision': 'train.mixed_precision',
-    'warm_start': 'train.warm_start', 'weights': 'train.model_weights', 'min_accuracy': 'eval.min_accuracy',
-    'beam_args': 'beam_args'}
+    'warm_start': 'train.warm_start', 'min_accuracy': 'eval.min_accuracy',
+    'beam_args': 'beam_args', 'weights': 'train.model_weights'}
 
 
 def default_schema(source: str, data_dir: str) -> Optional[str]:
