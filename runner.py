@@ -40,8 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     add('--max-rejected-fraction', type=float, metavar='F', help='stop when more than this share '
         'of records is rejected (default: %s)' % config_lib.IngestConfig.max_rejected_fraction)
     add('--schema', help='curated schema file, or "infer" (default: curated for embedded data)')
-    add('--model', metavar='IMPORT.PATH', help='model builder (input_shape, num_classes) -> '
-        'keras.Model (default: models.resnet.build_model; csv: models.mlp.build_model)')
+    add('--model', metavar='NAME|IMPORT.PATH', help=f'{"|".join(config_lib.NAMED_MODELS)} '
+        '(keras.applications), or a builder (input_shape, num_classes) -> keras.Model '
+        '(default: models.resnet.build_model; csv: models.mlp.build_model)')
+    add('--weights', metavar='FILE', help='local weights file the model builder loads, e.g. '
+        'a backbone .weights.h5 for --model resnet50 (default: none, random init)')
     add('--image-size', type=presets.parse_size, metavar='HxW', help='model input size '
         '(default: the most common size among the train images)')
     add('--channels', type=int, choices=(1, 3), help='model input channels (default: 3 when any '

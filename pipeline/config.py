@@ -21,6 +21,9 @@ SOURCE_DEFAULTS = {
     'images': (DEFAULT_DATA, DIGITS_SCHEMA, 'models.resnet.build_model'),
     'csv': (DEFAULT_CSV_DATA, WINE_SCHEMA, 'models.mlp.build_model'),
 }
+# --model short names: standard architectures (keras.applications, see models/applications.py).
+NAMED_MODELS = {name: 'models.applications.' + name
+                for name in ('resnet50', 'efficientnet_b0', 'mobilenet_v3_small')}
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
 SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
@@ -99,8 +102,12 @@ class TrainConfig:
     warm_start: bool = False         # start from the served model's weights when shapes match
     augment: str = 'light'           # images, train split: none | light | standard (README)
     flip: bool = False               # random horizontal flips too (wrong for digits and text)
+    # A local weights file the builder loads (models/applications.py: a backbone .weights.h5).
+    model_weights: Optional[str] = None
 
     def __post_init__(self):
+        if self.model_builder in NAMED_MODELS:  # recorded (and trained) as the full import path
+            object.__setattr__(self, 'model_builder', NAMED_MODELS[self.model_builder])
         _check(self.image_size is None or (len(self.image_size) == 2
                                            and min(self.image_size) >= 1),
                f'image_size must be (height, width) >= 1, got {self.image_size}')
@@ -112,7 +119,13 @@ class TrainConfig:
         _check(0 <= self.warmup_steps < self.train_steps,
                f'warmup_steps must be in [0, train_steps), got {self.warmup_steps}')
         _check(self.model_builder is None or '.' in self.model_builder, 'model_builder must be '
-               f'an import path like "package.module.function", got {self.model_builder!r}')
+               f'one of {", ".join(NAMED_MODELS)} or an import path like '
+               f'"package.module.function", got {self.model_builder!r}')
+        # Keras reads a .weights.h5 from local disk only (no gs://): in a cluster, a file of
+        # the container image (pipeline/kubeflow.py maps a file of this checkout into it).
+        _check(self.model_weights is None or (bool(self.model_weights)
+                                              and not is_uri(self.model_weights)),
+               f'model_weights must be a local file path, got {self.model_weights!r}')
         _check(self.accumulation_steps >= 1,
                f'accumulation_steps must be >= 1, got {self.accumulation_steps}')
         _check(self.mixed_precision in POLICIES, f'mixed_precision must be one of '
@@ -174,6 +187,9 @@ class PipelineConfig:
         _check(bool(self.output_dir), 'output_dir must not be empty')
         if self.schema_path is not None and self.check_paths and not is_uri(self.schema_path):
             _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
+        weights = self.train.model_weights
+        if weights and self.check_paths:  # a local file (TrainConfig refuses URIs)
+            _check(os.path.isfile(weights), f'model weights file not found: {weights}')
 
     @property
     def model_builder(self) -> str:

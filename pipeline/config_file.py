@@ -25,7 +25,7 @@ SECTIONS = {'ingest': IngestConfig, 'train': TrainConfig, 'eval': EvalConfig,
             'push': PushConfig}
 # PipelineConfig fields a file may set; check_paths is internal (Kubeflow compilation).
 TOP_LEVEL = ('name', 'output_dir', 'schema_path', 'beam_args', 'enable_cache')
-PATH_KEYS = ('output_dir', 'schema_path', 'ingest.data_dir')
+PATH_KEYS = ('output_dir', 'schema_path', 'ingest.data_dir', 'train.model_weights')
 _TYPE_NAMES = {int: 'an integer', float: 'a number', str: 'a string', bool: 'true or false'}
 
 

@@ -47,7 +47,9 @@ def for_image(config: config_lib.PipelineConfig, workdir: str) -> config_lib.Pip
         schema_path=config.schema_path and to_image_path(config.schema_path, workdir),
         beam_args=tuple(rewrite_arg(a) for a in config.beam_args),
         ingest=dataclasses.replace(config.ingest,
-                                   data_dir=to_image_path(config.ingest.data_dir, workdir)))
+                                   data_dir=to_image_path(config.ingest.data_dir, workdir)),
+        train=dataclasses.replace(config.train, model_weights=config.train.model_weights
+                                  and to_image_path(config.train.model_weights, workdir)))
 
 
 def trainer_resources(kubeflow: config_lib.KubeflowConfig) -> _ResourceSpec:

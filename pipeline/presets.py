@@ -24,7 +24,7 @@ FLAG_FIELDS = {
     'batch_size': 'train.global_batch_size', 'accumulation_steps': 'train.accumulation_steps',
     'learning_rate': 'train.learning_rate', 'mixed_precision': 'train.mixed_precision',
     'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
-    'min_accuracy': 'eval.min_accuracy',
+    'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
     'beam_args': 'beam_args'}
 
 
@@ -81,6 +81,8 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
     if schema is None:
         schema = None if is_uri(data) else default_schema(source, data)
     overrides['schema_path'] = None if schema == 'infer' else schema and _absolute(schema)
+    if overrides.get('train.model_weights'):
+        overrides['train.model_weights'] = _absolute(overrides['train.model_weights'])
     base = named_config(name, data, output, source)
     if 'train.train_steps' in overrides:
         overrides.setdefault('train.warmup_steps', max(0, min(

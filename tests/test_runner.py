@@ -48,7 +48,9 @@ def test_missing_data_folder_is_a_clear_error_without_traceback(tmp_path):
     (['--learning-rate', '0'], '--learning-rate must be > 0'),
     (['--min-accuracy', '1.5'], '--min-accuracy must be in [0, 1]'),
     (['--max-rejected-fraction', '1'], '--max-rejected-fraction must be in [0, 1)'),
-    (['--model', 'build'], '--model must be an import path'),
+    (['--model', 'build'], '--model must be one of resnet50, efficientnet_b0, '
+     'mobilenet_v3_small or an import path'),
+    (['--weights', '/no/such.weights.h5'], 'model weights file not found: /no/such.weights.h5'),
     (['--image-size', '28'], 'argument --image-size: expected HEIGHTxWIDTH'),
     (['--channels', '2'], 'argument --channels: invalid choice'),
     (['--config-file', '/no/such.toml'], '--config-file /no/such.toml: No such file'),
@@ -77,6 +79,16 @@ def test_what_users_change_has_a_flag(tmp_path):
     assert cfg.train.image_size == (28, 32) and cfg.train.channels == 3
     assert cfg.model_builder == 'my.models.build' and cfg.ingest.label_column == 'species'
     assert cfg.eval.min_accuracy == 0.8 and cfg.ingest.max_rejected_fraction == 0.1
+
+
+def test_a_named_architecture_and_its_weights_reach_the_config_as_path_and_file(tmp_path,
+                                                                              monkeypatch):
+    (tmp_path / 'backbone.weights.h5').write_bytes(b'not read here')
+    monkeypatch.chdir(tmp_path)  # --weights relative to the current folder, recorded absolute
+    cfg, _ = _configs('--local', '--output', str(tmp_path / 'o'), '--model', 'resnet50',
+                      '--weights', 'backbone.weights.h5')
+    assert cfg.model_builder == 'models.applications.resnet50'
+    assert cfg.train.model_weights == str(tmp_path / 'backbone.weights.h5')
 
 
 def test_default_data_uses_the_curated_schema_and_other_data_infers(tmp_path):

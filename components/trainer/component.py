@@ -39,6 +39,7 @@ class ImageTrainerSpec(ComponentSpec):
         'warm_start_from': ExecutionParameter(type=str),  # serving folder, or '' for no warm start
         'augment': ExecutionParameter(type=str),        # none | light | standard (images, train)
         'flip': ExecutionParameter(type=int),           # 1 = random horizontal flips too
+        'model_weights': ExecutionParameter(type=str),  # file the builder loads; '' = none
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
     OUTPUTS = {
@@ -58,7 +59,8 @@ class ImageTrainer(base_component.BaseComponent):
                  train_epochs: float = 0.0, eval_steps: int = 0, accumulation_steps: int = 1,
                  mixed_precision: str = 'auto', optimizer: str = 'adam', warmup_steps: int = 0,
                  checkpoint_interval: int = 100, seed: int = 0, devices: Sequence[str] = (),
-                 warm_start_from: str = '', augment: str = 'none', flip: bool = False):
+                 warm_start_from: str = '', augment: str = 'none', flip: bool = False,
+                 model_weights: str = ''):
         if (train_steps > 0) == (train_epochs > 0):
             raise ValueError('Give exactly one of train_steps and train_epochs (> 0), got '
                              f'{train_steps} and {train_epochs}')
@@ -84,5 +86,6 @@ class ImageTrainer(base_component.BaseComponent):
             warmup_steps=warmup_steps, checkpoint_interval=checkpoint_interval, seed=seed,
             devices=json.dumps(list(devices)), warm_start_from=warm_start_from,
             augment=augment, flip=int(bool(flip)),
+            model_weights=model_weights,
             model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))

@@ -95,6 +95,7 @@ class Executor(base_executor.BaseExecutor):
             seed=int(props['seed']),
             devices=tuple(json.loads(props.get('devices') or '[]')),
             warm_start_from=props.get('warm_start_from') or '',
+            model_weights=props.get('model_weights') or '',
             input_spec=spec,
             # Absent on executions recorded before augmentation existed: none.
             augment=props.get('augment') or 'none', flip=bool(int(props.get('flip') or 0)),

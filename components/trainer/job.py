@@ -2,11 +2,13 @@
 
 No TFX imports: the executor maps TFX artifacts to the paths of a `TrainJob` and calls
 `train_and_export`; tests call it directly. The model architecture is user code, named by
-import path. Checkpoints are deleted once the model is exported (the SavedModel is the durable
-result); a run that does not finish keeps them, and the next attempt resumes from them.
+import path; a local weights file, when given, is passed to the builder as `weights=`.
+Checkpoints are deleted once the model is exported (the SavedModel is the durable result); a
+run that does not finish keeps them, and the next attempt resumes from them.
 """
 import dataclasses
 import importlib
+import inspect
 import json
 import os
 import tempfile
@@ -34,6 +36,7 @@ class TrainJob:
     devices: Tuple[str, ...] = ()      # MirroredStrategy devices; () = all visible GPUs, or CPU
     cache_decoded: bool = False        # keep the decoded train split in memory (small splits)
     warm_start_from: str = ''          # serving folder: start from the served model's weights
+    model_weights: str = ''            # a file the builder loads (its `weights` argument)
     # What ingestion stored: images (encoded or raw) or a table. The builder's `input_shape`
     # is image_shape for images and {'numeric': (n,), 'categorical': (m,)} for a table.
     input_spec: inputs.InputSpec = inputs.InputSpec()
@@ -80,9 +83,14 @@ def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
                 policy: str) -> steps_lib.StepFunctions:
     """Model, optimizer and loss scale under the strategy, with the policy already set."""
     builder = import_builder(job.model_builder)
+    if job.model_weights and 'weights' not in inspect.signature(builder).parameters:
+        raise ValueError(f'{job.model_builder} takes no `weights` argument, so it cannot load '
+                         f'{job.model_weights} (the models.applications builders do)')
     with strategy.scope():
+        # Builders without weights keep the plain (input_shape, num_classes) contract.
+        kwargs = {'weights': job.model_weights} if job.model_weights else {}
         model = builder(inputs.builder_input_shape(job.input_spec, job.image_shape),
-                        len(job.class_names))
+                        len(job.class_names), **kwargs)
         optimizer = loop.make_optimizer(job.options)
         loss_scale = precision.DynamicLossScale(enabled=policy == 'mixed_float16')
     if model.outputs and model.outputs[0].dtype != 'float32':

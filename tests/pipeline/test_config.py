@@ -68,3 +68,23 @@ def test_the_source_chooses_data_schema_and_model_builder(tmp_path):
     assert presets.default_schema('csv', str(tmp_path)) is None
     mine = dataclasses.replace(table, train=config.TrainConfig(model_builder='my.models.build'))
     assert mine.model_builder == 'my.models.build'
+
+
+def test_short_model_names_resolve_to_the_applications_import_path():
+    for name in ('resnet50', 'efficientnet_b0', 'mobilenet_v3_small'):
+        assert config.TrainConfig(model_builder=name).model_builder == (
+            f'models.applications.{name}')
+    assert config.TrainConfig(model_builder='my.models.build').model_builder == 'my.models.build'
+    with pytest.raises(ValueError, match='one of resnet50, efficientnet_b0, mobilenet_v3_small '
+                       "or an import path .*got 'resnet18'"):
+        config.TrainConfig(model_builder='resnet18')
+
+
+def test_model_weights_must_be_an_existing_file_unless_on_a_cluster(tmp_path):
+    missing = str(tmp_path / 'backbone.weights.h5')
+    with pytest.raises(ValueError, match='model weights file not found'):
+        config.PipelineConfig(train=config.TrainConfig(model_weights=missing))
+    config.PipelineConfig(train=config.TrainConfig(model_weights=missing), check_paths=False)
+    for bad in ('', 'gs://bucket/b.weights.h5'):  # Keras reads weights from local disk only
+        with pytest.raises(ValueError, match='model_weights must be a local file path'):
+            config.TrainConfig(model_weights=bad)

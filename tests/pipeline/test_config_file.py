@@ -60,6 +60,14 @@ keep_versions = 2
     assert cfg.model_builder == 'models.mlp.build_model'
 
 
+def test_a_named_model_and_weights_in_a_file_resolve_and_are_relative_to_it(tmp_path):
+    (tmp_path / 'backbone.weights.h5').write_bytes(b'not read here')
+    cfg = _build(_write(tmp_path, '[train]\nmodel_builder = "mobilenet_v3_small"\n'
+                                  'model_weights = "backbone.weights.h5"\n'))
+    assert cfg.model_builder == 'models.applications.mobilenet_v3_small'
+    assert cfg.train.model_weights == str(tmp_path / 'backbone.weights.h5')
+
+
 def test_flags_override_the_file_and_steps_on_the_command_line_beat_epochs_in_it(tmp_path):
     path = _write(tmp_path, '[train]\ntrain_epochs = 4\nlearning_rate = 0.1\n'
                             'global_batch_size = 32\n')

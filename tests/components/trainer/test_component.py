@@ -27,6 +27,9 @@ def test_parameters_become_execution_properties():
         4, 'mixed_bfloat16', 'sgd')
     assert props['checkpoint_interval'] == 25 and json.loads(props['devices']) == ['/cpu:0']
     assert props['train_steps'] == 100 and props['train_epochs'] == 0.0
+    assert props['model_weights'] == ''
+    assert _trainer(model_weights='/w/b.weights.h5').exec_properties['model_weights'] == (
+        '/w/b.weights.h5')
 
 
 @pytest.mark.parametrize('overrides, message', [

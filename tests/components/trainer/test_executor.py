@@ -76,6 +76,19 @@ def test_do_trains_exports_and_records_how(tmp_path):
     assert not os.path.exists(executor.checkpoint_dir(model.uri, [examples], props))
 
 
+def test_do_passes_the_weights_file_to_the_builder(tmp_path):
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '7')
+    model_run = standard_artifacts.ModelRun()
+    model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '7')
+    missing = str(tmp_path / 'missing.weights.h5')
+    with pytest.raises(ValueError, match='mobilenet_v3_small: weights file not found'):
+        executor.Executor().Do({'examples': [_examples(tmp_path)]},
+                               {'model': [model], 'model_run': [model_run]},
+                               _properties(model_builder='models.applications.mobilenet_v3_small',
+                                           model_weights=missing))
+
+
 def test_checkpoint_folder_is_stable_per_training_and_differs_otherwise(tmp_path):
     examples = _examples(tmp_path)
     first = executor.checkpoint_dir('/root/ImageTrainer/model/7', [examples], _properties())

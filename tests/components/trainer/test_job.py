@@ -129,3 +129,54 @@ def test_augmented_training_exports_a_serving_graph_without_randomness(tmp_path)
     ops |= {node.op for node in graph.node}
     assert 'ParseExample' in ops or 'ParseExampleV2' in ops  # the serving graph was read
     assert not [op for op in ops if 'Random' in op or 'DistortedBoundingBox' in op], ops
+
+
+def _mobilenet_job(tmp_path, **overrides):
+    classes = ('0', '1', '2')
+    _write_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=8)
+    args = dict(
+        train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'train' / '*'),
+        class_names=classes, image_shape=(8, 8, 1),
+        model_builder='models.applications.mobilenet_v3_small',
+        options=loop.LoopOptions(train_steps=2, global_batch_size=8, learning_rate=1e-3,
+                                 warmup_steps=0, eval_steps=1), seed=1)
+    args.update(overrides)
+    return job_lib.TrainJob(**args)
+
+
+def test_a_named_architecture_trains_loads_local_weights_and_exports_a_serving_model(tmp_path):
+    import keras
+    from models import applications
+    # A backbone weights file as a user would bring it: saved from the same application.
+    weights = str(tmp_path / 'backbone.weights.h5')
+    applications.mobilenet_v3_small((32, 32, 3), 10).get_layer(
+        applications.BACKBONE).save_weights(weights)
+    job = _mobilenet_job(tmp_path, model_weights=weights)
+    serving_dir = str(tmp_path / 'model' / 'Format-Serving')
+    metrics = job_lib.train_and_export(job, serving_dir, str(tmp_path / 'logs'))
+    assert 0.0 <= metrics['eval_accuracy'] <= 1.0 and np.isfinite(metrics['train_loss'])
+
+    serve = tf.saved_model.load(serving_dir).signatures['predict_images']
+    with open(os.path.join(DIGITS, '1', sorted(os.listdir(os.path.join(DIGITS, '1')))[0]),
+              'rb') as handle:
+        out = serve(images=tf.constant([handle.read()]))
+    assert out['probabilities'].shape == (1, 3) and out['probabilities'].dtype == tf.float32
+    np.testing.assert_allclose(out['probabilities'].numpy().sum(), 1.0, rtol=1e-5)
+    assert keras.mixed_precision.global_policy().name == 'float32'
+
+
+def test_weights_reach_the_builder_and_a_builder_without_them_is_named(tmp_path):
+    missing = str(tmp_path / 'missing.weights.h5')
+    with pytest.raises(ValueError, match='weights file not found: .*missing.weights.h5'):
+        job_lib.train_and_export(_mobilenet_job(tmp_path, model_weights=missing),
+                                 str(tmp_path / 'm'), str(tmp_path / 'l'))
+    with pytest.raises(ValueError, match='models.resnet.build_model takes no `weights`'):
+        job_lib.train_and_export(
+            _mobilenet_job(tmp_path, model_builder='models.resnet.build_model',
+                           model_weights=missing), str(tmp_path / 'm'), str(tmp_path / 'l'))
+
+
+def test_every_named_model_resolves_to_a_builder():
+    from pipeline import config
+    for name, path in config.NAMED_MODELS.items():
+        assert job_lib.import_builder(path).__name__ == name
