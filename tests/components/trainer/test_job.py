@@ -41,7 +41,8 @@ def test_import_builder_resolves_both_spellings_and_explains_errors():
         job_lib.import_builder('build_model')
 
 
-def test_train_export_and_serve_on_real_digits(tmp_path):
+def _digits_job(tmp_path, **overrides):
+    """A 60-update job on 3 classes of real digits (40 train, 10 eval each); (job, eval)."""
     classes = ('0', '1', '2')
     _write_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=40)
     eval_examples = _write_examples(str(tmp_path / 'eval' / 'part.gz'), classes, per_class=10,
@@ -50,7 +51,12 @@ def test_train_export_and_serve_on_real_digits(tmp_path):
         train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'eval' / '*'),
         class_names=classes, image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
         options=loop.LoopOptions(train_steps=60, global_batch_size=32, learning_rate=3e-3,
-                                 log_every=20), seed=1)
+                                 log_every=20), seed=1, **overrides)
+    return job, eval_examples
+
+
+def test_train_export_and_serve_on_real_digits(tmp_path):
+    job, eval_examples = _digits_job(tmp_path)
     serving_dir = str(tmp_path / 'model' / 'Format-Serving')
     metrics = job_lib.train_and_export(job, serving_dir, str(tmp_path / 'logs'))
 
@@ -69,7 +75,7 @@ def test_train_export_and_serve_on_real_digits(tmp_path):
     assert out['probabilities'].dtype == tf.float32
     assert list(out['class_ids'].numpy()) == list(out['probabilities'].numpy().argmax(axis=1))
     names = [n.decode() for n in out['class_names'].numpy()]
-    assert names == [classes[i] for i in out['class_ids'].numpy()]
+    assert names == [job.class_names[i] for i in out['class_ids'].numpy()]
     # The exported accuracy is the evaluated accuracy: same preprocessing in both graphs.
     assert np.mean(out['class_ids'].numpy() == labels) == pytest.approx(metrics['eval_accuracy'])
 
@@ -97,16 +103,8 @@ def test_cache_rule_keeps_small_splits_only():
 
 
 def test_augmented_training_exports_a_serving_graph_without_randomness(tmp_path):
-    classes = ('0', '1', '2')
-    _write_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=40)
-    eval_examples = _write_examples(str(tmp_path / 'eval' / 'part.gz'), classes, per_class=10,
-                                    offset=40)
-    job = job_lib.TrainJob(
-        train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'eval' / '*'),
-        class_names=classes, image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
-        options=loop.LoopOptions(train_steps=60, global_batch_size=32, learning_rate=3e-3,
-                                 log_every=20), seed=1, augment='standard', flip=True,
-        cache_decoded=True)
+    job, eval_examples = _digits_job(tmp_path, augment='standard', flip=True,
+                                     cache_decoded=True)
     serving_dir = str(tmp_path / 'model' / 'Format-Serving')
     metrics = job_lib.train_and_export(job, serving_dir, str(tmp_path / 'logs'))
     assert metrics['eval_accuracy'] >= 0.6  # it learns through the transformations
