@@ -27,7 +27,7 @@ from typing import Callable, Optional, Sequence
 import keras
 from keras import layers
 
-from models.resnet import _BN_MOMENTUM
+from models.resnet import BN_MOMENTUM
 
 BACKBONE = 'backbone'
 MIN_SIZE = 32   # keras.applications' minimum height and width for these three models
@@ -52,7 +52,7 @@ def _backbone(name: str, input_shape: Sequence[int]) -> keras.Model:
     # which that evaluates with stale statistics (see models/resnet.py): track faster.
     for layer in model.layers:
         if isinstance(layer, layers.BatchNormalization):
-            layer.momentum = _BN_MOMENTUM
+            layer.momentum = BN_MOMENTUM
     return model
 
 

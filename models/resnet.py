@@ -11,20 +11,20 @@ from keras import layers
 
 # Keras' default 0.99 averages over ~100 steps of fast-moving early weights: runs of a few hundred
 # steps then evaluate with stale statistics (measured: eval accuracy near chance). 0.9 tracks.
-_BN_MOMENTUM = 0.9
+BN_MOMENTUM = 0.9
 
 
 def _residual_block(x, filters: int, stride: int):
     shortcut = x
     y = layers.Conv2D(filters, 3, strides=stride, padding='same', use_bias=False)(x)
-    y = layers.BatchNormalization(momentum=_BN_MOMENTUM)(y)
+    y = layers.BatchNormalization(momentum=BN_MOMENTUM)(y)
     y = layers.ReLU()(y)
     y = layers.Conv2D(filters, 3, padding='same', use_bias=False)(y)
-    y = layers.BatchNormalization(momentum=_BN_MOMENTUM)(y)
+    y = layers.BatchNormalization(momentum=BN_MOMENTUM)(y)
     if stride != 1 or shortcut.shape[-1] != filters:
         # Project the shortcut when the shape changes, as in the original ResNet "option B".
         shortcut = layers.Conv2D(filters, 1, strides=stride, use_bias=False)(shortcut)
-        shortcut = layers.BatchNormalization(momentum=_BN_MOMENTUM)(shortcut)
+        shortcut = layers.BatchNormalization(momentum=BN_MOMENTUM)(shortcut)
     return layers.ReLU()(layers.Add()([y, shortcut]))
 
 
@@ -33,7 +33,7 @@ def build_model(input_shape: Sequence[int], num_classes: int,
     """Stem conv, one residual block per width (downsampling after the first), then a classifier."""
     inputs = keras.Input(shape=tuple(input_shape), name='image')
     x = layers.Conv2D(widths[0], 3, padding='same', use_bias=False)(inputs)
-    x = layers.BatchNormalization(momentum=_BN_MOMENTUM)(x)
+    x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
     x = layers.ReLU()(x)
     for i, width in enumerate(widths):
         x = _residual_block(x, width, stride=1 if i == 0 else 2)
