@@ -13,6 +13,11 @@ No TFX imports. One call of `train_step` is one optimizer update:
 
 The optimizer is applied outside strategy.run with already-reduced gradients, so Keras does not
 reduce them a second time (its all-reduce only runs in replica context).
+
+A frozen-backbone warm-up (`set_frozen(True)`) trains only what is outside the model's layer
+named `backbone` (models/applications.py): Keras' `trainable = False` leaves its weights and its
+BatchNorm statistics alone, and its backward pass is not computed. The step is compiled once per
+state; the optimizer was built over every weight, so unfreezing keeps its slots.
 """
 import keras
 import tensorflow as tf
@@ -21,6 +26,7 @@ from tensorflow.python.framework import config as tf_config  # no public getter 
 from components.trainer.precision import DynamicLossScale
 
 _SUM = tf.distribute.ReduceOp.SUM
+BACKBONE = 'backbone'  # the layer a frozen-backbone warm-up freezes (models/applications.py)
 
 
 def _replica_local(initial, name: str) -> tf.Variable:
@@ -58,10 +64,25 @@ class StepFunctions:
             # ON_READ variables are replica-local: each replica accumulates its own gradients,
             # and its loss and correct-count sums, which travel in the same all-reduce.
             # (Not needed, so not created, without accumulation.)
-            self._accumulators = [] if accumulation_steps == 1 else [
-                _replica_local(tf.zeros_like(v), 'grad_acc') for v in model.trainable_variables]
+            self._accumulators = {} if accumulation_steps == 1 else {
+                id(v): _replica_local(tf.zeros_like(v), 'grad_acc')
+                for v in model.trainable_variables}
             self._loss_acc = _replica_local(tf.constant(0.0), 'loss_acc')
             self._correct_acc = _replica_local(tf.constant(0.0), 'correct_acc')
+        self.frozen = False
+
+    def set_frozen(self, frozen: bool) -> None:
+        """Trains only the layers outside `backbone` (True), or every layer again (False)."""
+        if frozen == self.frozen:
+            return
+        try:
+            backbone = self.model.get_layer(BACKBONE)
+        except ValueError:
+            raise ValueError(f'a frozen-backbone warm-up needs a model with a layer named '
+                             f'{BACKBONE!r} (the models.applications builders have one); '
+                             f'{self.model.name} has none') from None
+        backbone.trainable = not frozen
+        self.frozen = frozen
 
     def checkpoint_items(self) -> dict:
         """What a checkpoint must hold to resume this loop exactly."""
@@ -80,8 +101,11 @@ class StepFunctions:
         predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
 
-    def _replica_gradients(self, images, labels):
-        """(scaled gradients, loss, correct count) of one micro-batch on this replica."""
+    def _replica_gradients(self, images, labels, frozen):
+        """(scaled gradients, loss, correct count) of one micro-batch on this replica.
+
+        `frozen` is not read: as a Python value it gives each backbone state its own trace,
+        which captures that state's trainable variables."""
         k = self.accumulation_steps
         with tf.GradientTape() as tape:
             logits = self.model(images, training=True)
@@ -98,9 +122,9 @@ class StepFunctions:
                  for g, v in zip(grads, self.model.trainable_variables)]
         return grads, loss, self._correct(labels, logits)
 
-    def _replica_accumulate(self, images, labels):
-        grads, loss, correct = self._gradients_fn(images, labels)
-        for accumulator, grad in zip(self._accumulators, grads):
+    def _replica_accumulate(self, images, labels, frozen):
+        grads, loss, correct = self._gradients_fn(images, labels, frozen)
+        for accumulator, grad in zip(self._current_accumulators(), grads):
             accumulator.assign_add(grad)
         self._loss_acc.assign_add(loss)
         self._correct_acc.assign_add(correct)
@@ -112,7 +136,7 @@ class StepFunctions:
         accumulators are skipped altogether), or None to reduce the accumulators.
         """
         if local is None:
-            accumulators = self._accumulators + [self._loss_acc, self._correct_acc]
+            accumulators = self._current_accumulators() + [self._loss_acc, self._correct_acc]
             local = [tf.identity(a) for a in accumulators]
             for accumulator in accumulators:
                 accumulator.assign(tf.zeros_like(accumulator))
@@ -121,8 +145,11 @@ class StepFunctions:
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
         return grads, finite, reduced[-2], reduced[-1]
 
-    def _replica_single(self, images, labels):
-        grads, loss, correct = self._gradients_fn(images, labels)
+    def _current_accumulators(self):
+        return [self._accumulators[id(v)] for v in self.model.trainable_variables]
+
+    def _replica_single(self, images, labels, frozen):
+        grads, loss, correct = self._gradients_fn(images, labels, frozen)
         return self._replica_reduce(grads + [loss, correct])
 
     def _timed_next(self, iterator):
@@ -137,18 +164,21 @@ class StepFunctions:
         with tf.control_dependencies(ready):
             return batch, tf.timestamp() - start
 
-    @tf.function
     def train_step(self, iterator):
         """One optimizer update; returns (loss, correct count, input wait seconds, applied)."""
+        return self._train_step(iterator, self.frozen)
+
+    @tf.function
+    def _train_step(self, iterator, frozen):
         if self.accumulation_steps == 1:
             # No loop and no accumulators: the plain step, as fast as an un-accumulated loop.
             (images, labels), wait = self._timed_next(iterator)
-            reduced = self.strategy.run(self._replica_single, args=(images, labels))
+            reduced = self.strategy.run(self._replica_single, args=(images, labels, frozen))
         else:
             wait = tf.constant(0.0, tf.float64)
             for _ in tf.range(self.accumulation_steps):
                 (images, labels), waited = self._timed_next(iterator)
-                self.strategy.run(self._replica_accumulate, args=(images, labels))
+                self.strategy.run(self._replica_accumulate, args=(images, labels, frozen))
                 wait += waited
             reduced = self.strategy.run(self._replica_reduce)
         grads, finite, loss_sum, correct_sum = reduced
