@@ -53,7 +53,8 @@ def stop_reason(code: int, *, steps: int, steps_per_epoch: int = 0, max_epochs: 
     best = (f'best {best_accuracy:.4f} at epoch {best_epoch}' if best_epoch else '')
     restore = f"; restored epoch {best_epoch}'s weights" if restored else ''
     if code == PATIENCE:
-        return (f'early stopping: held-out accuracy did not improve for {patience} epochs after '
+        return (f'early stopping: held-out accuracy did not improve for {patience} '
+                f'epoch{"s" if patience != 1 else ""} after '
                 f'epoch {best_epoch} (best {best_accuracy:.4f}){restore}')
     if code == BUDGET:
         where = f'in epoch {epoch}' if steps_per_epoch else f'after {steps} steps'
@@ -147,10 +148,10 @@ def after_update(state, options, step, held_out_fn, clock):
     (and where the time budget stops training mid-epoch), then the stop rules."""
     per_epoch = options.steps_per_epoch
     epoch_end = bool(per_epoch) and (step % per_epoch == 0 or step == options.train_steps)
-    over = options.time_budget_seconds > 0 and stopping.budget_spent(
+    over = options.time_budget_seconds > 0 and budget_spent(
         clock(), options.time_budget_seconds)
     if per_epoch and held_out_fn is not None and (epoch_end or over):
-        epoch = stopping.epoch_of(step, per_epoch)
+        epoch = epoch_of(step, per_epoch)
         metrics = held_out_fn()
         state.record(epoch, metrics['accuracy'], metrics['loss'])
         best = state.summary()
@@ -159,10 +160,10 @@ def after_update(state, options, step, held_out_fn, clock):
         logging.info('epoch %d/%g  held-out acc %.4f loss %.4f (best %.4f at epoch %d)', epoch,
                      options.max_epochs, metrics['accuracy'], metrics['loss'],
                      best['best_accuracy'], best['best_epoch'])
-        if stopping.patience_ran_out(epoch, best['best_epoch'], options.patience):
-            state.stop(stopping.PATIENCE, step)
+        if patience_ran_out(epoch, best['best_epoch'], options.patience):
+            state.stop(PATIENCE, step)
             return epoch_end, True
     if over:
-        state.stop(stopping.BUDGET, step)
+        state.stop(BUDGET, step)
         return epoch_end, True
     return epoch_end, False
