@@ -137,10 +137,11 @@ def describe(state: StoppingState, options, step: int, restored: bool,
 
 
 def agreed_seconds(strategy: tf.distribute.Strategy, seconds: float) -> float:
-    """The largest of the workers' clocks, so every worker takes the same budget decision."""
+    """The workers' clocks averaged by one all-reduce: the same number on every worker, so all
+    take the same budget decision (ReduceOp has no MAX)."""
     per_replica = strategy.experimental_distribute_values_from_function(
         lambda _: tf.constant(seconds, tf.float64))
-    return float(strategy.reduce(tf.distribute.ReduceOp.MAX, per_replica, axis=None))
+    return float(strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None))
 
 
 def after_update(state, options, step, held_out_fn, clock):
