@@ -91,7 +91,10 @@ class Executor(base_executor.BaseExecutor):
                                           if source.has_custom_property('input_spec') else '')
         shape = resolve_input(source, spec, props)
         image = shape.shape if shape else (0, 0, 0)  # a table has no image shape
-        steps = resolve_train_steps(props, num_train)
+        steps, epochs = resolve_train_steps(props, num_train), 0.0
+        if int(props['train_steps']) <= 0:  # the job plans the length (and warm-up) from the data
+            epochs = float(props['train_epochs'])
+            steps = max(steps, int(props['warmup_steps']) + 1)
         job = job_lib.TrainJob(
             train_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'train'), '*'),
             eval_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'eval'), '*'),
@@ -108,15 +111,13 @@ class Executor(base_executor.BaseExecutor):
             input_spec=spec,
             # Absent on executions recorded before augmentation existed: none.
             augment=props.get('augment') or 'none', flip=bool(int(props.get('flip') or 0)),
-            # With epochs the job plans the length from the data (job.plan_epochs).
-            epochs=0.0 if int(props['train_steps']) > 0 else float(props['train_epochs']),
-            held_out_percent=int(props.get('validation_percent') or 0),
+            epochs=epochs, held_out_percent=int(props.get('validation_percent') or 0),
             options=loop.LoopOptions(
                 train_steps=steps,
                 global_batch_size=int(props['global_batch_size']),
                 accumulation_steps=int(props['accumulation_steps']),
                 learning_rate=float(props['learning_rate']),
-                warmup_steps=min(int(props['warmup_steps']), steps - 1),
+                warmup_steps=int(props['warmup_steps']),
                 optimizer=props['optimizer'],
                 checkpoint_interval=int(props['checkpoint_interval']),
                 eval_steps=int(props['eval_steps']),
