@@ -180,8 +180,10 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             if step % options.log_every == 0 or step == options.train_steps:
                 result = _log_window(steps, options, step, window, start_step, run_start)
                 window = _Window()
-            epoch_end, stopped = stopping.after_update(state, options, step, held_out_fn, clock)
-            if manager and (step % options.checkpoint_interval == 0 or epoch_end or stopped
+            # Not saved at every epoch end: a resumed run replays the steps since the last
+            # checkpoint and judges their epoch ends again, the same way (saves cost time).
+            stopped = stopping.after_update(state, options, step, held_out_fn, clock)
+            if manager and (step % options.checkpoint_interval == 0 or stopped
                             or step == options.train_steps):
                 state.seconds.assign(spent_before + time.perf_counter() - run_start)
                 manager.save(checkpoint_number=step)

@@ -145,7 +145,7 @@ def agreed_seconds(strategy: tf.distribute.Strategy, seconds: float) -> float:
 
 
 def after_update(state, options, step, held_out_fn, clock):
-    """(an epoch ended?, stop now?) after an update: the held-out evaluation at epoch ends
+    """Whether to stop after this update: the held-out evaluation at epoch ends
     (and where the time budget stops training mid-epoch), then the stop rules."""
     per_epoch = options.steps_per_epoch
     epoch_end = bool(per_epoch) and (step % per_epoch == 0 or step == options.train_steps)
@@ -163,8 +163,8 @@ def after_update(state, options, step, held_out_fn, clock):
                      best['best_accuracy'], best['best_epoch'])
         if patience_ran_out(epoch, best['best_epoch'], options.patience):
             state.stop(PATIENCE, step)
-            return epoch_end, True
+            return True
     if over:
         state.stop(BUDGET, step)
-        return epoch_end, True
-    return epoch_end, False
+        return True
+    return False

@@ -136,7 +136,7 @@ def test_early_stopping_fires_and_restores_the_best_epochs_weights():
 def test_a_run_killed_mid_epoch_stops_like_an_uninterrupted_one(tmp_path):
     straight, straight_weights, _ = _run()
     ckpt = str(tmp_path / 'ckpt')
-    # Killed during step 8 (epoch 4 of 2 steps each): checkpoints at 3, 4 (epoch end), 6, ...
+    # Killed during step 8 (epoch 4 of 2 steps each), after the checkpoints at steps 3 and 6.
     with pytest.raises(tf.errors.OutOfRangeError):
         _run(ckpt, stream_limit=7)
     assert tf.train.latest_checkpoint(ckpt).endswith('ckpt-6')
