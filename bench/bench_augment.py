@@ -5,8 +5,8 @@
 Ingests the embedded digits once (the real Beam ingestion graph, the pipeline's split), then
 trains each mode with the default TrainConfig's settings (epochs with early stopping, batch,
 learning rate, warm-up, seed, cached decoded images) in its own fresh process, interleaved over
-the repeats so machine noise hits every mode alike. Prints one table: mean eval accuracy, best training time, and
-their ratios to `none`. Nothing here is asserted.
+the repeats so machine noise hits every mode alike. Prints one table: mean eval accuracy, best
+training time, and their ratios to `none`. Nothing here is asserted.
 """
 import argparse
 import json

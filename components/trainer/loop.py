@@ -171,18 +171,19 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     window, run_start, result = _Window(), time.perf_counter(), {}
     # Training seconds: those of earlier attempts (checkpointed) plus this process's.
     spent_before = float(state.seconds.numpy())
-    clock = lambda: stopping.agreed_seconds(steps.strategy, spent_before + time.perf_counter() - run_start)
+    clock = lambda: stopping.agreed_seconds(steps.strategy,
+                                            spent_before + time.perf_counter() - run_start)
     with writer.as_default():
         while not stopped and step < options.train_steps:
             step += 1
             window.add(*steps.train_step(iterator)[:3])
             PROGRESS.update(step=step)
-            if step % options.log_every == 0 or step == options.train_steps:
+            stopped = stopping.after_update(state, options, step, held_out_fn, clock)
+            if step % options.log_every == 0 or step == options.train_steps or stopped:
                 result = _log_window(steps, options, step, window, start_step, run_start)
                 window = _Window()
             # Not saved at every epoch end: a resumed run replays the steps since the last
             # checkpoint and judges their epoch ends again, the same way (saves cost time).
-            stopped = stopping.after_update(state, options, step, held_out_fn, clock)
             if manager and (step % options.checkpoint_interval == 0 or stopped
                             or step == options.train_steps):
                 state.seconds.assign(spent_before + time.perf_counter() - run_start)
