@@ -49,8 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
         '(default: the most common size among the train images)')
     add('--channels', type=int, choices=(1, 3), help='model input channels (default: 3 when any '
         'image is colour, else 1)')
-    add('--steps', type=int, help=f'training steps, optimizer updates (default: {t.train_steps})')
-    add('--epochs', type=float, help='passes over the train split instead of --steps')
+    add('--epochs', type=float, help='most passes over the train split; early stopping still '
+        f'applies (default: {t.train_epochs:g})')
+    add('--steps', type=int, help='exactly N optimizer updates instead: no epochs, no early '
+        'stopping')
+    add('--patience', type=int, help='stop after N epochs without held-out improvement; 0 = '
+        f'run every epoch (default: {t.patience})')
+    add('--validation-percent', type=int, metavar='P', help='share of the train split held out '
+        f'for early stopping; 0 = none (default: {t.validation_percent})')
+    add('--time-budget', type=presets.parse_minutes, metavar='MIN', help='stop training once '
+        'this much time is spent, keeping the best epoch: 30, 30m, 1.5h (default: none)')
     add('--batch-size', type=int, help=f'global batch over all replicas (default: '
         f'{t.global_batch_size})')
     add('--accumulation-steps', type=int, help='micro-batches per optimizer update (default: 1)')

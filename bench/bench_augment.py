@@ -3,10 +3,10 @@
     python -m bench.bench_augment [--repeats 2] [--modes none light standard]
 
 Ingests the embedded digits once (the real Beam ingestion graph, the pipeline's split), then
-trains each mode with the default TrainConfig's settings (steps, batch, learning rate, warm-up,
-seed, cached decoded images) in its own fresh process, interleaved over the repeats so machine
-noise hits every mode alike. Prints one table: mean eval accuracy, best training time, and
-their ratios to `none`. Nothing here is asserted.
+trains each mode with the default TrainConfig's settings (epochs with early stopping, batch,
+learning rate, warm-up, seed, cached decoded images) in its own fresh process, interleaved over
+the repeats so machine noise hits every mode alike. Prints one table: mean eval accuracy, best
+training time, and their ratios to `none`. Nothing here is asserted.
 """
 import argparse
 import json
@@ -30,15 +30,19 @@ def train_once(data_dir: str, mode: str, seed: int) -> dict:
         class_names=tuple(str(i) for i in range(10)), image_shape=(8, 8, 1),
         model_builder='models.resnet.build_model', mixed_precision=t.mixed_precision,
         seed=seed, cache_decoded=True, augment=mode,
-        options=loop.LoopOptions(train_steps=t.train_steps, global_batch_size=t.global_batch_size,
+        # The default length: epochs with early stopping (the job plans the steps from the data).
+        epochs=t.train_epochs, held_out_percent=t.validation_percent,
+        options=loop.LoopOptions(train_steps=t.warmup_steps + 1,
+                                 global_batch_size=t.global_batch_size,
                                  learning_rate=t.learning_rate, warmup_steps=t.warmup_steps,
-                                 optimizer=t.optimizer, log_every=t.train_steps))
+                                 optimizer=t.optimizer, log_every=10_000, patience=t.patience))
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         metrics = job_lib.train_and_export(job, os.path.join(out, 'serving'),
                                            os.path.join(out, 'logs'))
         seconds = time.perf_counter() - start
-    return {'accuracy': metrics['eval_accuracy'], 'seconds': seconds}
+    return {'accuracy': metrics['eval_accuracy'], 'seconds': seconds,
+            'epochs': metrics.get('epochs_run')}
 
 
 def run(data_dir: str, mode: str, seed: int) -> dict:

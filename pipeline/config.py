@@ -26,6 +26,8 @@ NAMED_MODELS = {name: 'models.applications.' + name
                 for name in ('resnet50', 'efficientnet_b0', 'mobilenet_v3_small')}
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
+# The most epochs a default run trains for (early stopping usually ends it sooner).
+DEFAULT_EPOCHS = 20.0
 SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
 
 
@@ -87,8 +89,14 @@ class TrainConfig:
     # train images, and 3 channels when any valid image is colour, else 1.
     image_size: Optional[Tuple[int, int]] = None
     channels: Optional[int] = None
-    train_steps: int = 400           # optimizer updates (ignored when train_epochs > 0)
-    train_epochs: float = 0.0        # > 0: train this many passes over the train split instead
+    # The length: train_steps > 0 is exactly that many optimizer updates (no early stopping);
+    # 0 = up to train_epochs passes over the train split, stopping early when the held-out
+    # slice's accuracy stops improving (README, "Training length").
+    train_steps: int = 0
+    train_epochs: float = DEFAULT_EPOCHS
+    patience: int = 3                # epochs without held-out improvement; 0 = run them all
+    validation_percent: int = 10     # share of the train split held out; 0 = none, no stopping
+    time_budget_minutes: float = 0.0  # stop after the step that spends it; 0 = no budget
     global_batch_size: int = 64      # one micro-batch over all replicas
     accumulation_steps: int = 1      # micro-batches per update
     mixed_precision: str = 'auto'    # auto | float32 | mixed_float16 | mixed_bfloat16
@@ -112,11 +120,16 @@ class TrainConfig:
                                            and min(self.image_size) >= 1),
                f'image_size must be (height, width) >= 1, got {self.image_size}')
         _check(self.channels in (None, 1, 3), f'channels must be 1 or 3, got {self.channels}')
-        _check(self.train_steps >= 1, f'train_steps must be >= 1, got {self.train_steps}')
+        _check(self.train_steps >= 0,
+               f'train_steps must be >= 0 (0 = from train_epochs), got {self.train_steps}')
+        _check(self.train_steps > 0 or self.train_epochs > 0,
+               'train_epochs must be > 0 unless a fixed number of steps is set, got '
+               f'{self.train_epochs}')
         _check(self.global_batch_size >= 1,
                f'global_batch_size must be >= 1, got {self.global_batch_size}')
         _check(self.learning_rate > 0, f'learning_rate must be > 0, got {self.learning_rate}')
-        _check(0 <= self.warmup_steps < self.train_steps,
+        _check(self.warmup_steps >= 0 and (not self.train_steps
+                                           or self.warmup_steps < self.train_steps),
                f'warmup_steps must be in [0, train_steps), got {self.warmup_steps}')
         _check(self.model_builder is None or '.' in self.model_builder, 'model_builder must be '
                f'one of {", ".join(NAMED_MODELS)} or an import path like '
@@ -136,6 +149,11 @@ class TrainConfig:
                f'checkpoint_interval must be >= 1, got {self.checkpoint_interval}')
         _check(self.eval_steps >= 0, f'eval_steps must be >= 0, got {self.eval_steps}')
         _check(self.train_epochs >= 0, f'train_epochs must be >= 0, got {self.train_epochs}')
+        _check(self.patience >= 0, f'patience must be >= 0, got {self.patience}')
+        _check(0 <= self.validation_percent <= 50,
+               f'validation_percent must be in 0..50, got {self.validation_percent}')
+        _check(self.time_budget_minutes >= 0,
+               f'time_budget_minutes must be >= 0 (0 = none), got {self.time_budget_minutes}')
         _check(self.augment in AUGMENTS,
                f'augment must be one of {AUGMENTS}, got {self.augment!r}')
 

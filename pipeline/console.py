@@ -132,7 +132,7 @@ class TrainingProgress:
     def __init__(self, console: Console):
         self._console = console
         self._bar: Optional[tqdm] = None
-        self._begin, self._begin_step = 0.0, 0
+        self._begin, self._begin_step, self._total = 0.0, 0, 0
         self._marks: List[int] = []
 
     def __call__(self, progress: loop.Progress) -> None:
@@ -140,6 +140,10 @@ class TrainingProgress:
             self.close()
         elif self._begin == 0:
             self._start(progress)
+        elif progress.total != self._total:  # early stopping ended it before the planned total
+            self.close()
+            self._console.line(f'  training: stopped early at step {progress.step:,} of '
+                               f'{self._total:,}')
         elif self._bar is not None:
             self._bar.update(progress.step - self._bar.n)
         elif self._marks and progress.step >= self._marks[0]:
@@ -152,6 +156,7 @@ class TrainingProgress:
 
     def _start(self, progress: loop.Progress) -> None:
         self._begin, self._begin_step = time.monotonic(), progress.start_step
+        self._total = progress.total
         # Lines at a quarter, half and three quarters (the stage's own line says when it ends).
         self._marks = [m for m in (progress.total * k // 4 for k in (1, 2, 3))
                        if m > progress.start_step]

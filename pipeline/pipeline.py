@@ -86,8 +86,11 @@ def create_components(config: PipelineConfig) -> List:
         examples=example_gen.outputs['examples'], model_builder=config.model_builder,
         # 0 = from the data: the trainer's executor reads what ingestion recorded.
         image_shape=tuple(train.image_size or (0, 0)) + (train.channels or 0,),
-        train_steps=0 if train.train_epochs else train.train_steps,
-        train_epochs=train.train_epochs, devices=train.devices,
+        # train_steps > 0 is a fixed length; else up to train_epochs with early stopping.
+        train_steps=train.train_steps,
+        train_epochs=0.0 if train.train_steps else train.train_epochs, devices=train.devices,
+        patience=train.patience, validation_percent=train.validation_percent,
+        time_budget_minutes=train.time_budget_minutes,
         global_batch_size=train.global_batch_size,
         accumulation_steps=train.accumulation_steps, mixed_precision=train.mixed_precision,
         optimizer=train.optimizer, learning_rate=train.learning_rate,

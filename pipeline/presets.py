@@ -23,7 +23,8 @@ FLAG_FIELDS = {
     'steps': 'train.train_steps', 'epochs': 'train.train_epochs',
     'batch_size': 'train.global_batch_size', 'accumulation_steps': 'train.accumulation_steps',
     'learning_rate': 'train.learning_rate', 'mixed_precision': 'train.mixed_precision',
-    'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
+    'patience': 'train.patience', 'validation_percent': 'train.validation_percent',
+    'time_budget': 'train.time_budget_minutes', 'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
     'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
     'beam_args': 'beam_args'}
 
@@ -52,6 +53,15 @@ def parse_size(text: str) -> Tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
+def parse_minutes(text: str) -> float:
+    """'10' or '10m' (minutes), '90s', '1.5h' as minutes; argparse shows the message as is."""
+    match = re.fullmatch(r'\s*(\d+(?:\.\d*)?|\.\d+)\s*(s|m|min|h)?\s*', text.lower())
+    if not match:
+        raise argparse.ArgumentTypeError(f'expected minutes, e.g. 10, 10m, 90s or 1.5h, got '
+                                         f'{text!r}')
+    return float(match.group(1)) * {'s': 1 / 60, 'h': 60.0}.get(match.group(2), 1.0)
+
+
 def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, Any],
                       names: Dict[str, str]) -> PipelineConfig:
     """The config for runner.py: a named preset, then the config file, then the flags given.
@@ -66,9 +76,15 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
     overrides = config_file_lib.read(config_file) if config_file else {}
     names = dict({k: f'{config_file}: {config_file_lib.display_name(k)}' for k in overrides},
                  **names)
-    if 'train.train_steps' in flags and 'train.train_epochs' not in flags:
-        overrides['train.train_epochs'] = 0.0
+    # The length: train_steps > 0 is fixed and wins; 0 = up to train_epochs with early
+    # stopping. --epochs (or epochs in the file, over the preset) means the epoch length.
+    in_file = set(overrides)
+    if flags.get('train.train_steps') and 'train.train_epochs' not in flags:
+        overrides['train.train_epochs'] = 0.0  # irrelevant with steps; not shown as set
     overrides.update(config_file_lib.typed(flags, names))
+    if 'train.train_steps' not in flags and ('train.train_epochs' in flags or (
+            'train.train_epochs' in in_file and 'train.train_steps' not in in_file)):
+        overrides['train.train_steps'] = 0
     source = overrides.pop('ingest.source', 'images')
     _check(source in SOURCE_DEFAULTS, f'source must be one of {tuple(SOURCE_DEFAULTS)}')
     data = _absolute(overrides.pop('ingest.data_dir', None) or SOURCE_DEFAULTS[source][0])
@@ -84,7 +100,7 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
     if overrides.get('train.model_weights'):
         overrides['train.model_weights'] = _absolute(overrides['train.model_weights'])
     base = named_config(name, data, output, source)
-    if 'train.train_steps' in overrides:
+    if overrides.get('train.train_steps'):
         overrides.setdefault('train.warmup_steps', max(0, min(
             base.train.warmup_steps, overrides['train.train_steps'] - 1)))
     return config_file_lib.apply(base, overrides, names)

@@ -36,6 +36,9 @@ def format_summary(summary: RunSummary) -> str:
     if model is not None:
         lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
             _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
+        training = training_text(model)
+        if training:  # how long it trained, and why it stopped
+            lines.append(f'  training: {training}')
         statement = _custom(model, 'input_statement') or table_input_text(summary)
         if statement:  # the input the model takes, and how it was chosen or filled in
             lines.append(f'  input: {statement}')
@@ -50,6 +53,21 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(f'  failed: {stage}')
         lines.extend(f'    {line}' for line in error.splitlines())
     return '\n'.join(lines)
+
+
+def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
+    """How long the model trained and why it stopped, as the trainer recorded on the Model:
+    e.g. '14 epochs, early stopping: ... (held-out 4,812 examples of train)'. None for a
+    model recorded before the trainer said why it stopped."""
+    reason = _custom(model, 'stop_reason')
+    if not reason:
+        return None
+    epochs = _custom(model, 'epochs_run')
+    if epochs is None:  # a fixed length: the reason says how many steps
+        return reason
+    held_out = int(_custom(model, 'held_out_examples') or 0)
+    return (f'{epochs:g} epoch{"" if epochs == 1 else "s"}, {reason}'
+            + (f' (held-out {held_out:,} examples of train)' if held_out else ''))
 
 
 def failed_checks(blessing: metadata_store_pb2.Artifact) -> List[str]:

@@ -61,3 +61,16 @@ def mlmd_artifact(**custom):
                  'double_value' if isinstance(value, float) else 'int_value')
         setattr(artifact.custom_properties[key], field, value)
     return artifact
+
+
+def unlearnable_model(input_shape, num_classes):
+    """A model builder (for ImageTrainer tests) whose predictions training cannot change: its
+    one trainable layer is multiplied by 0, so every held-out evaluation is identical and early
+    stopping's patience decides alone, whatever the default model is."""
+    import keras
+    inputs = keras.Input(input_shape)
+    flat = keras.layers.Flatten()(inputs)
+    learned = keras.layers.Dense(num_classes)(flat)
+    fixed = keras.layers.Dense(num_classes, trainable=False, name='fixed')(flat)
+    outputs = keras.layers.Add()([fixed, keras.layers.Lambda(lambda t: t * 0.0)(learned)])
+    return keras.Model(inputs, outputs)

@@ -40,7 +40,9 @@ def test_missing_data_folder_is_a_clear_error_without_traceback(tmp_path):
 
 
 @pytest.mark.parametrize('flags, message', [
-    (['--steps', '0'], '--steps must be >= 1'),
+    (['--steps', '-1'], '--steps must be >= 0'),
+    (['--validation-percent', '80'], '--validation-percent must be in 0..50'),
+    (['--patience', '-1'], '--patience must be >= 0'),
     (['--config', 'large'], "argument --config: invalid choice: 'large'"),
     (['--batch-size', 'many'], "argument --batch-size: invalid int value: 'many'"),
     (['--batch-size', '0'], '--batch-size must be >= 1'),
@@ -79,6 +81,20 @@ def test_what_users_change_has_a_flag(tmp_path):
     assert cfg.train.image_size == (28, 32) and cfg.train.channels == 3
     assert cfg.model_builder == 'my.models.build' and cfg.ingest.label_column == 'species'
     assert cfg.eval.min_accuracy == 0.8 and cfg.ingest.max_rejected_fraction == 0.1
+
+
+def test_training_length_flags_reach_the_config(tmp_path):
+    cfg, _ = _configs('--local', '--output', str(tmp_path), '--patience', '5',
+                      '--validation-percent', '15', '--time-budget', '1.5h')
+    assert (cfg.train.patience, cfg.train.validation_percent) == (5, 15)
+    assert cfg.train.time_budget_minutes == 90.0 and cfg.train.train_steps == 0
+    for text, minutes in (('10', 10.0), ('10m', 10.0), ('90s', 1.5), (' 2 min ', 2.0)):
+        assert _configs('--local', '--output', str(tmp_path), '--time-budget',
+                        text)[0].train.time_budget_minutes == minutes
+    fixed, _ = _configs('--local', '--output', str(tmp_path), '--steps', '200')
+    assert fixed.train.train_steps == 200  # a fixed length: epochs no longer apply
+    result = _cli('--local', '--time-budget', 'soon')
+    assert result.returncode == 2 and 'expected minutes' in result.stderr
 
 
 def test_a_named_architecture_and_its_weights_reach_the_config_as_path_and_file(tmp_path,

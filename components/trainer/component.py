@@ -24,8 +24,11 @@ class ImageTrainerSpec(ComponentSpec):
         'image_height': ExecutionParameter(type=int),   # 0 = the most common in the data
         'image_width': ExecutionParameter(type=int),    # 0 with image_height
         'channels': ExecutionParameter(type=int),       # 1 | 3; 0 = 3 if any image is colour
-        'train_steps': ExecutionParameter(type=int),    # updates; 0 when train_epochs is set
-        'train_epochs': ExecutionParameter(type=float),  # passes over the train split; 0 = off
+        'train_steps': ExecutionParameter(type=int),    # > 0: exactly this many updates
+        'train_epochs': ExecutionParameter(type=float),  # else up to this many epochs
+        'patience': ExecutionParameter(type=int),       # epochs without improvement; 0 = off
+        'validation_percent': ExecutionParameter(type=int),  # train split held out, 0-50
+        'time_budget_minutes': ExecutionParameter(type=float),  # 0 = none
         'eval_steps': ExecutionParameter(type=int),     # eval batches; 0 = whole eval split
         'global_batch_size': ExecutionParameter(type=int),
         'accumulation_steps': ExecutionParameter(type=int),
@@ -60,7 +63,8 @@ class ImageTrainer(base_component.BaseComponent):
                  mixed_precision: str = 'auto', optimizer: str = 'adam', warmup_steps: int = 0,
                  checkpoint_interval: int = 100, seed: int = 0, devices: Sequence[str] = (),
                  warm_start_from: str = '', augment: str = 'none', flip: bool = False,
-                 model_weights: str = ''):
+                 model_weights: str = '', patience: int = 0, validation_percent: int = 0,
+                 time_budget_minutes: float = 0.0):
         if (train_steps > 0) == (train_epochs > 0):
             raise ValueError('Give exactly one of train_steps and train_epochs (> 0), got '
                              f'{train_steps} and {train_epochs}')
@@ -71,7 +75,10 @@ class ImageTrainer(base_component.BaseComponent):
             train_steps=max(train_steps, warmup_steps + 1), global_batch_size=global_batch_size,
             learning_rate=learning_rate, accumulation_steps=accumulation_steps,
             warmup_steps=warmup_steps, optimizer=optimizer,
-            checkpoint_interval=checkpoint_interval, eval_steps=eval_steps)
+            checkpoint_interval=checkpoint_interval, eval_steps=eval_steps, patience=patience,
+            time_budget_seconds=60 * time_budget_minutes)
+        if not 0 <= validation_percent <= 50:
+            raise ValueError(f'validation_percent must be in 0..50, got {validation_percent}')
         height, width, channels = image_shape
         if (height > 0) != (width > 0) or min(image_shape) < 0 or channels not in (0, 1, 3):
             raise ValueError('image_shape is (height, width, channels), 0 = from the data, '
@@ -86,6 +93,8 @@ class ImageTrainer(base_component.BaseComponent):
             warmup_steps=warmup_steps, checkpoint_interval=checkpoint_interval, seed=seed,
             devices=json.dumps(list(devices)), warm_start_from=warm_start_from,
             augment=augment, flip=int(bool(flip)),
-            model_weights=model_weights,
+            model_weights=model_weights, patience=patience,
+            validation_percent=validation_percent,
+            time_budget_minutes=float(time_budget_minutes),
             model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))

@@ -2,6 +2,11 @@
 
 Images are parsed and decoded one example at a time, then batched; table rows are batched
 first and parsed together (tf.io.parse_example on a batch is far cheaper than per row).
+
+Early stopping holds out a slice of the train split: each record falls in one of 100 buckets by
+a hash of its serialized bytes, and buckets below `held_out_percent` are held out. The split is
+deterministic (the same records on every run, worker and resume), disjoint and complete, and
+the eval split, which blesses the model, is never part of it.
 """
 import tensorflow as tf
 
@@ -47,6 +52,26 @@ def _records(file_pattern: str) -> tf.data.Dataset:
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
+def _held_out(record: tf.Tensor, held_out_percent: int) -> tf.Tensor:
+    return tf.strings.to_hash_bucket_fast(record, 100) < held_out_percent
+
+
+def _train_records(file_pattern: str, held_out_percent: int) -> tf.data.Dataset:
+    records = _records(file_pattern)
+    if held_out_percent:
+        records = records.filter(lambda r: tf.logical_not(_held_out(r, held_out_percent)))
+    return records
+
+
+def count_split(file_pattern: str, held_out_percent: int) -> tuple:
+    """(held-in, held-out) record counts of the train split: one pass, nothing decoded."""
+    flags = _records(file_pattern).map(lambda r: tf.cast(_held_out(r, held_out_percent),
+                                                         tf.int64))
+    total, held_out = flags.reduce((tf.constant(0, tf.int64), tf.constant(0, tf.int64)),
+                                   lambda acc, f: (acc[0] + 1, acc[1] + f))
+    return int(total) - int(held_out), int(held_out)
+
+
 def _shard_by_data(dataset: tf.data.Dataset) -> tf.data.Dataset:
     # Under multi-worker training each worker keeps its slice of every global batch, so the
     # global batches are the same as on one machine (file sharding would change them).
@@ -59,7 +84,8 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
                   skip_examples: int = 0, cache_decoded: bool = False,
                   shuffle_buffer: int = 10_000,
                   spec: inputs.InputSpec = inputs.InputSpec(),
-                  augment: str = 'none', flip: bool = False) -> tf.data.Dataset:
+                  augment: str = 'none', flip: bool = False,
+                  held_out_percent: int = 0) -> tf.data.Dataset:
     """An endless, shuffled stream of (features, label) batches of exactly global_batch_size.
 
     drop_remainder keeps every micro-batch at the global batch, which the loss normalisation
@@ -70,8 +96,9 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
     CPU is taken from the model's compute. augment and flip (images only; augment.py) transform
     each decoded image after the cache, keyed by its position in the endless stream, counted
     before the skip: a resumed run sees the same transformed examples as an uninterrupted one.
+    held_out_percent leaves out the held-out slice (see the module docstring), before all that.
     """
-    records = _records(file_pattern)
+    records = _train_records(file_pattern, held_out_percent)
     decode_first = cache_decoded and spec.kind != 'tabular'
     if spec.kind != 'tabular' and augment_lib.is_active(augment, flip, image_shape):
         return _shard_by_data(_augmented(records, decode_first, global_batch_size, image_shape,
@@ -118,3 +145,11 @@ def eval_dataset(file_pattern: str, batch_size: int, image_shape,
     return _shard_by_data(
         _batched(_records(file_pattern), batch_size, image_shape, spec, drop_remainder=False)
         .prefetch(tf.data.AUTOTUNE))
+
+
+def held_out_dataset(file_pattern: str, held_out_percent: int, batch_size: int, image_shape,
+                     spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
+    """One pass over the train split's held-out slice, like eval_dataset (never augmented)."""
+    records = _records(file_pattern).filter(lambda r: _held_out(r, held_out_percent))
+    return _shard_by_data(_batched(records, batch_size, image_shape, spec, drop_remainder=False)
+                          .prefetch(tf.data.AUTOTUNE))

@@ -2,7 +2,10 @@
 
 The image input shape is resolved here: configured values, or 0 = from what ingestion recorded
 on the Examples (components/common/image_shape.py). The Model records the result as
-`input_height`, `input_width`, `input_channels` and a sentence, `input_statement`.
+`input_height`, `input_width`, `input_channels` and a sentence, `input_statement`. It also
+records how long training ran and why it stopped (the loop's metrics): `steps_run`,
+`stop_reason`, and with epochs `epochs_run`, `best_epoch`, `held_out_accuracy`,
+`held_out_examples`.
 
 Crash safety: TFX gives every execution a fresh output folder, so checkpoints cannot live
 there. They go to `<pipeline_root>/<trainer node>/checkpoints/<key>/`, where the key hashes the
@@ -56,14 +59,19 @@ def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
 
 
 def resolve_train_steps(exec_properties: Dict[str, Any], num_train_examples: int) -> int:
-    """train_steps as given, or enough updates for train_epochs passes over the train split."""
+    """train_steps as given, or an estimate of the most updates train_epochs can take.
+
+    With epochs the trainer counts the held-in part of the train split itself and stops
+    early; this estimate (the whole split, less the held-out share) is for people.
+    """
     steps = int(exec_properties['train_steps'])
     epochs = float(exec_properties['train_epochs'])
-    if epochs > 0:
+    if steps <= 0 and epochs > 0:
         per_update = (int(exec_properties['global_batch_size'])
                       * int(exec_properties['accumulation_steps']))
-        steps = max(1, math.ceil(epochs * num_train_examples / per_update))
-    return steps
+        held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
+        steps = max(1, math.ceil(epochs * max(1, held_in // 100 // per_update)))
+    return max(1, steps)
 
 
 class Executor(base_executor.BaseExecutor):
@@ -83,6 +91,10 @@ class Executor(base_executor.BaseExecutor):
                                           if source.has_custom_property('input_spec') else '')
         shape = resolve_input(source, spec, props)
         image = shape.shape if shape else (0, 0, 0)  # a table has no image shape
+        steps, epochs = resolve_train_steps(props, num_train), 0.0
+        if int(props['train_steps']) <= 0:  # the job plans the length (and warm-up) from the data
+            epochs = float(props['train_epochs'])
+            steps = max(steps, int(props['warmup_steps']) + 1)
         job = job_lib.TrainJob(
             train_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'train'), '*'),
             eval_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'eval'), '*'),
@@ -99,15 +111,19 @@ class Executor(base_executor.BaseExecutor):
             input_spec=spec,
             # Absent on executions recorded before augmentation existed: none.
             augment=props.get('augment') or 'none', flip=bool(int(props.get('flip') or 0)),
+            epochs=epochs, held_out_percent=int(props.get('validation_percent') or 0),
             options=loop.LoopOptions(
-                train_steps=resolve_train_steps(props, num_train),
+                train_steps=steps,
                 global_batch_size=int(props['global_batch_size']),
                 accumulation_steps=int(props['accumulation_steps']),
                 learning_rate=float(props['learning_rate']),
                 warmup_steps=int(props['warmup_steps']),
                 optimizer=props['optimizer'],
                 checkpoint_interval=int(props['checkpoint_interval']),
-                eval_steps=int(props['eval_steps'])))
+                eval_steps=int(props['eval_steps']),
+                # Absent on executions recorded before early stopping existed: none.
+                patience=int(props.get('patience') or 0),
+                time_budget_seconds=60 * float(props.get('time_budget_minutes') or 0)))
         metrics = job_lib.train_and_export(
             job, serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
             checkpoint_dir=checkpoint_dir(model.uri, examples, exec_properties))

@@ -10,6 +10,7 @@ import dataclasses
 import importlib
 import inspect
 import json
+import math
 import os
 import tempfile
 from typing import Callable, Dict, Optional, Tuple
@@ -43,6 +44,10 @@ class TrainJob:
     input_statement: str = ''          # how image_shape was chosen, for people (the log line)
     augment: str = 'none'              # train images only: none | light | standard (augment.py)
     flip: bool = False                 # random horizontal flips of train images too
+    # > 0: train up to this many epochs with early stopping (plan_epochs sets the options'
+    # train_steps and steps_per_epoch from the data); 0: options.train_steps, fixed.
+    epochs: float = 0.0
+    held_out_percent: int = 0          # share of the train split held out for early stopping
 
 
 # Decoded float32 pixels of a train split up to this size are cached in memory.
@@ -62,6 +67,36 @@ def fits_in_cache(num_examples: int, image_shape: Tuple[int, int, int],
         height, width, channels = image_shape
         per_example = height * width * channels * 4
     return 0 < num_examples * per_example <= CACHE_BUDGET_BYTES
+
+
+# Fewer held-out examples than this cannot rank epochs: they go back into training instead.
+MIN_HELD_OUT = 20
+
+
+def plan_epochs(job: TrainJob) -> Tuple[TrainJob, int, str]:
+    """(the job with its length planned, held-out examples, why there is no early stopping).
+
+    Counts the train split's held-in and held-out records once (no decoding); an epoch is one
+    pass over the held-in part, and the learning rate decays over the maximum of epochs.
+    """
+    if job.epochs <= 0:  # a fixed length trains on the whole train split
+        return dataclasses.replace(job, held_out_percent=0), 0, ''
+    percent = job.held_out_percent
+    held_in, held_out = data.count_split(job.train_pattern, percent)
+    note = '' if percent else 'no held-out slice (validation_percent is 0)'
+    if percent and held_out < MIN_HELD_OUT:
+        note = (f'only {held_out} held-out examples (fewer than {MIN_HELD_OUT}), so they were '
+                f'trained on')
+        held_in, held_out, percent = held_in + held_out, 0, 0
+    options = job.options
+    per_epoch = max(1, held_in // options.examples_per_update)
+    total = max(1, math.ceil(job.epochs * per_epoch))
+    options = dataclasses.replace(
+        options, train_steps=total, steps_per_epoch=per_epoch, max_epochs=job.epochs,
+        warmup_steps=min(options.warmup_steps, total - 1))
+    logging.info('Epochs: %d held-in and %d held-out train examples; %d updates per epoch, up '
+                 'to %g epochs (%d updates)', held_in, held_out, per_epoch, job.epochs, total)
+    return dataclasses.replace(job, options=options, held_out_percent=percent), held_out, note
 
 
 def import_builder(path: str) -> Callable[..., keras.Model]:
@@ -105,6 +140,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                      strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, float]:
     """Trains (resuming from checkpoint_dir), evaluates, exports, and writes metrics.json."""
     keras.utils.set_random_seed(job.seed)
+    job, held_out, note = plan_epochs(job)
     strategy = strategy or distribute.make_strategy(job.devices)
     replicas = strategy.num_replicas_in_sync
     if job.options.global_batch_size % replicas:
@@ -129,15 +165,23 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         options = job.options
         eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size,
                                       job.image_shape, spec=job.input_spec)
+        held_out_data = data.held_out_dataset(
+            job.train_pattern, job.held_out_percent, options.global_batch_size, job.image_shape,
+            spec=job.input_spec) if job.held_out_percent else None
         metrics = loop.run_training(
             steps, lambda skip: data.train_dataset(job.train_pattern, options.global_batch_size,
                                                    job.image_shape, job.seed, skip_examples=skip,
                                                    cache_decoded=job.cache_decoded,
                                                    spec=job.input_spec, augment=job.augment,
-                                                   flip=job.flip),
+                                                   flip=job.flip,
+                                                   held_out_percent=job.held_out_percent),
             options, log_dir=log_dir, checkpoint_dir=checkpoint_dir, is_chief=is_chief,
             checkpoint_write_dir=scratch,
-            eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps))
+            eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps),
+            held_out_fn=None if held_out_data is None else lambda: steps.evaluate(held_out_data),
+            note=note)
+        if job.epochs > 0:
+            metrics['held_out_examples'] = held_out
         metrics['mixed_precision'] = policy
         metrics['replicas'] = strategy.num_replicas_in_sync
         metrics['warm_start_version'] = -1 if warm_version is None else warm_version

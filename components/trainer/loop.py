@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from components.trainer.choices import OPTIMIZERS
+from components.trainer import stopping
 from components.trainer.steps import StepFunctions
 
 
@@ -55,7 +56,11 @@ class LoopOptions:
     """Hyper-parameters of one training run, validated at construction.
 
     global_batch_size is one micro-batch over all replicas; an update sees
-    global_batch_size x accumulation_steps examples. train_steps counts updates.
+    global_batch_size x accumulation_steps examples. train_steps counts updates: the fixed
+    length, or with steps_per_epoch > 0 the planned maximum (max_epochs x steps_per_epoch,
+    rounded up), which the learning-rate schedule decays over. With epochs, the held-out slice
+    is evaluated at every epoch end; training stops after `patience` epochs without improvement
+    (0 = never), and with a time budget at the first step after it is spent.
     """
     train_steps: int
     global_batch_size: int
@@ -66,6 +71,10 @@ class LoopOptions:
     checkpoint_interval: int = 100
     eval_steps: int = 0          # eval batches; 0 = the whole eval split
     log_every: int = 50
+    steps_per_epoch: int = 0     # 0 = a fixed length, no epochs and no early stopping
+    max_epochs: float = 0.0      # with steps_per_epoch: the planned epochs
+    patience: int = 0            # epochs without held-out improvement before stopping
+    time_budget_seconds: float = 0.0   # 0 = none
 
     def __post_init__(self):
         checks = [
@@ -77,7 +86,11 @@ class LoopOptions:
             (self.optimizer in OPTIMIZERS, f'optimizer must be one of {OPTIMIZERS}'),
             (self.checkpoint_interval >= 1, 'checkpoint_interval must be >= 1'),
             (self.eval_steps >= 0, 'eval_steps must be >= 0'),
-            (self.log_every >= 1, 'log_every must be >= 1')]
+            (self.log_every >= 1, 'log_every must be >= 1'),
+            (self.steps_per_epoch >= 0, 'steps_per_epoch must be >= 0'),
+            (not self.steps_per_epoch or self.max_epochs > 0, 'max_epochs must be > 0'),
+            (self.patience >= 0, 'patience must be >= 0'),
+            (self.time_budget_seconds >= 0, 'time_budget_seconds must be >= 0')]
         for ok, message in checks:
             if not ok:
                 raise ValueError(f'{message}, got {self}')
@@ -121,18 +134,25 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                  checkpoint_dir: Optional[str] = None,
                  eval_fn: Optional[Callable[[], Dict[str, float]]] = None,
                  is_chief: bool = True,
-                 checkpoint_write_dir: Optional[str] = None) -> Dict[str, float]:
-    """Trains until options.train_steps updates are done, resuming from checkpoint_dir if any.
+                 checkpoint_write_dir: Optional[str] = None,
+                 held_out_fn: Optional[Callable[[], Dict[str, float]]] = None,
+                 note: str = '') -> Dict[str, float]:
+    """Trains for options.train_steps updates or until it stops early, resuming if it can.
 
     make_train_data(skip_examples) must return the training stream with that many examples
     skipped, so a resumed run sees exactly the data the interrupted one would have seen next.
-    Every worker restores from checkpoint_dir; under multi-worker training only the chief writes
-    there, and the others write to their own checkpoint_write_dir (saving is collective).
-    Returns the last window's train loss/accuracy, counters, and eval_fn's metrics ('eval_').
+    held_out_fn evaluates the held-out slice at epoch ends (options.steps_per_epoch > 0); the
+    best epoch's weights are restored before eval_fn and the return. Every worker restores from
+    checkpoint_dir; under multi-worker training only the chief writes there, and the others
+    write to their own checkpoint_write_dir (saving is collective). Returns the last window's
+    train loss/accuracy, counters, how training stopped and why (`stop_reason`, where `note`
+    says why there was no early stopping), and eval_fn's metrics ('eval_').
     """
+    with steps.strategy.scope():  # mirrored like the weights they copy
+        state = stopping.StoppingState(steps.model.variables)
     manager = None
     if checkpoint_dir:
-        checkpoint = tf.train.Checkpoint(**steps.checkpoint_items())
+        checkpoint = tf.train.Checkpoint(**steps.checkpoint_items(), stopping=state)
         latest = tf.train.latest_checkpoint(checkpoint_dir)
         if latest:
             checkpoint.restore(latest).assert_existing_objects_matched()
@@ -140,35 +160,57 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                          int(steps.step.numpy()), options.train_steps)
         manager = tf.train.CheckpointManager(
             checkpoint, checkpoint_write_dir or checkpoint_dir, max_to_keep=2)
-    start_step = int(steps.step.numpy())
+    step = start_step = int(steps.step.numpy())
     PROGRESS.update(step=start_step, total=options.train_steps, start_step=start_step,
                     checkpoint_dir=checkpoint_dir or '', running=True)
+    stopped = int(state.stop_code.numpy()) != stopping.RUNNING  # stopped before a crash
     iterator = iter(steps.strategy.experimental_distribute_dataset(
         make_train_data(start_step * options.examples_per_update)))
     writer = (tf.summary.create_file_writer(log_dir) if log_dir and is_chief
               else tf.summary.create_noop_writer())
     window, run_start, result = _Window(), time.perf_counter(), {}
+    # Training seconds: those of earlier attempts (checkpointed) plus this process's.
+    spent_before = float(state.seconds.numpy())
+    clock = lambda: stopping.agreed_seconds(steps.strategy,
+                                            spent_before + time.perf_counter() - run_start)
     with writer.as_default():
-        for step in range(start_step + 1, options.train_steps + 1):
+        while not stopped and step < options.train_steps:
+            step += 1
             window.add(*steps.train_step(iterator)[:3])
             PROGRESS.update(step=step)
-            if step % options.log_every == 0 or step == options.train_steps:
+            stopped = stopping.after_update(state, options, step, held_out_fn, clock)
+            if step % options.log_every == 0 or step == options.train_steps or stopped:
                 result = _log_window(steps, options, step, window, start_step, run_start)
                 window = _Window()
-            if manager and (step % options.checkpoint_interval == 0
+            # Not saved at every epoch end: a resumed run replays the steps since the last
+            # checkpoint and judges their epoch ends again, the same way (saves cost time).
+            if manager and (step % options.checkpoint_interval == 0 or stopped
                             or step == options.train_steps):
+                state.seconds.assign(spent_before + time.perf_counter() - run_start)
                 manager.save(checkpoint_number=step)
+        if step < options.train_steps:
+            PROGRESS.update(total=step)  # stopped early: the progress line ends complete
+        restored = state.restore_best()
+        reason = stopping.describe(state, options, step, restored, note)
+        logging.info('training stopped after %d steps: %s', step, reason)
         if eval_fn is not None:
             metrics = eval_fn()
             for name in ('loss', 'accuracy'):
-                tf.summary.scalar(f'eval/{name}', metrics[name], step=options.train_steps)
+                tf.summary.scalar(f'eval/{name}', metrics[name], step=step)
                 result[f'eval_{name}'] = metrics[name]
             logging.info('eval after %d steps: loss %.4f  accuracy %.4f on %d examples',
-                         options.train_steps, metrics['loss'], metrics['accuracy'],
-                         int(metrics['examples']))
+                         step, metrics['loss'], metrics['accuracy'], int(metrics['examples']))
     writer.flush()
     PROGRESS.update(running=False)
-    result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()))
+    result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()),
+                  steps_run=step, stop_reason=reason)
+    if options.steps_per_epoch:
+        best = state.summary()
+        result.update(epochs_run=round(step / options.steps_per_epoch, 3),
+                      best_epoch=best['best_epoch'])
+        if best['best_epoch']:
+            result.update(held_out_accuracy=best['best_accuracy'],
+                          held_out_loss=best['best_loss'])
     return result
 
 

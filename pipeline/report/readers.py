@@ -20,6 +20,7 @@ from components.common import features, inputs
 from components.evaluate import checks
 from components.gate import anomalies as anomalies_lib
 from components.trainer import executor as trainer_executor
+from pipeline import summary_text
 from pipeline.summary import custom_property
 
 Artifact = metadata_store_pb2.Artifact
@@ -184,10 +185,22 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
             properties):
         num_train = (custom_property(examples, 'num_written_train') if examples is not None
                      else None) or 0
-        steps = trainer_executor.resolve_train_steps(properties, num_train)
-        epochs = float(properties['train_epochs'])
-        rows.append(('steps', f'{steps} updates' + (
-            f' ({epochs:g} epochs over {num_train} train examples)' if epochs > 0 else '')))
+        epochs = float(properties['train_epochs']) if int(properties['train_steps']) <= 0 else 0
+        if recorded('steps_run') is not None:  # what the trainer did
+            rows.append(('steps', f'{int(recorded("steps_run"))} updates'))
+        else:  # what was asked: with epochs, the most the trainer could take
+            steps = trainer_executor.resolve_train_steps(properties, num_train)
+            rows.append(('steps', (f'up to {steps} updates ({epochs:g} epochs over about '
+                                   f'{num_train} train examples)') if epochs > 0
+                         else f'{steps} updates'))
+    if model is not None and summary_text.training_text(model):
+        rows.append(('training length', summary_text.training_text(model)))
+    if properties.get('validation_percent') is not None and float(
+            properties.get('train_epochs') or 0) > 0 and not int(properties['train_steps']):
+        rows.append(('early stopping', f'patience {properties.get("patience")} epochs on '
+                     f'{properties["validation_percent"]}% of the train split held out'
+                     + (f'; time budget {_number(properties["time_budget_minutes"])} min'
+                        if float(properties.get('time_budget_minutes') or 0) else '')))
     if properties.get('learning_rate') is not None:
         warmup = int(properties.get('warmup_steps') or 0)
         rows.append(('learning rate', f'{_number(properties["learning_rate"])}, cosine decay to 0'

@@ -25,7 +25,11 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
     (lambda: config.IngestConfig(feature_types=(('x', 'text'),)), 'feature_types'),
     (lambda: config.IngestConfig(split_key=''), 'split_key'),
     (lambda: config.IngestConfig(max_rejected_fraction=1.0), 'max_rejected_fraction'),
-    (lambda: config.TrainConfig(train_steps=0), 'train_steps'),
+    (lambda: config.TrainConfig(train_steps=-1), 'train_steps'),
+    (lambda: config.TrainConfig(train_steps=0, train_epochs=0.0), 'train_epochs'),
+    (lambda: config.TrainConfig(patience=-1), 'patience'),
+    (lambda: config.TrainConfig(validation_percent=60), 'validation_percent'),
+    (lambda: config.TrainConfig(time_budget_minutes=-1.0), 'time_budget_minutes'),
     (lambda: config.TrainConfig(global_batch_size=0), 'global_batch_size'),
     (lambda: config.TrainConfig(learning_rate=0.0), 'learning_rate'),
     (lambda: config.TrainConfig(train_steps=10, warmup_steps=10), 'warmup_steps'),
@@ -50,9 +54,19 @@ def test_configs_are_frozen():
         cfg.name = 'other'
 
 
+def test_the_default_length_is_epochs_with_early_stopping():
+    train = config.TrainConfig()
+    assert train.train_steps == 0 and train.train_epochs == config.DEFAULT_EPOCHS
+    assert (train.patience, train.validation_percent, train.time_budget_minutes) == (3, 10, 0.0)
+    # A fixed length bounds the warm-up; epochs do not (the trainer clamps it to the data).
+    assert config.TrainConfig(train_steps=0, warmup_steps=500).warmup_steps == 500
+    with pytest.raises(ValueError, match='warmup_steps'):
+        config.TrainConfig(train_steps=30, warmup_steps=30)
+
+
 def test_smoke_variant_is_small_and_in_process(tmp_path):
     cfg = config.smoke_config(str(tmp_path), str(tmp_path / 'out'))
-    assert cfg.train.train_steps < config.TrainConfig().train_steps
+    assert 0 < cfg.train.train_steps <= 30  # a fixed length, not the default's epochs
     assert '--direct_running_mode=in_memory' in cfg.beam_args
     assert cfg.ingest.data_dir == str(tmp_path)
 

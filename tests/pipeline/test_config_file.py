@@ -77,6 +77,24 @@ def test_flags_override_the_file_and_steps_on_the_command_line_beat_epochs_in_it
     assert cfg.train.warmup_steps < 50
 
 
+def test_epochs_on_the_command_line_beat_steps_in_the_file_and_the_preset(tmp_path):
+    path = _write(tmp_path, '[train]\ntrain_steps = 80\npatience = 0\n'
+                            'validation_percent = 20\ntime_budget_minutes = 1.5\n')
+    cfg = _build(path, output=str(tmp_path), epochs=3.0)
+    assert cfg.train.train_steps == 0 and cfg.train.train_epochs == 3.0
+    assert (cfg.train.patience, cfg.train.validation_percent) == (0, 20)
+    assert cfg.train.time_budget_minutes == 1.5
+    assert _build(path, output=str(tmp_path)).train.train_steps == 80  # the file's steps
+    smoke = presets.from_flags('smoke', _write(tmp_path, '[train]\ntrain_epochs = 2\n', 'e.toml'),
+                               {'output': str(tmp_path)})
+    assert smoke.train.train_steps == 0 and smoke.train.train_epochs == 2.0
+    flags = presets.from_flags('smoke', None, {'output': str(tmp_path), 'patience': 1,
+                                               'validation_percent': 5, 'time_budget': 0.5})
+    assert flags.train.train_steps == 30  # the preset's fixed length is kept
+    assert (flags.train.patience, flags.train.validation_percent,
+            flags.train.time_budget_minutes) == (1, 5, 0.5)
+
+
 @pytest.mark.parametrize('text, message', [
     ('[train]\nstepz = 3\n', 'unknown key [train] stepz'),
     ('[training]\ntrain_steps = 3\n', 'unknown table [training]'),
@@ -85,7 +103,11 @@ def test_flags_override_the_file_and_steps_on_the_command_line_beat_epochs_in_it
     ('[train]\ntrain_steps = 2.5\n', '[train] train_steps must be an integer'),
     ('[train]\nwarm_start = 1\n', '[train] warm_start must be true or false'),
     ('[train]\nimage_size = [28]\n', '[train] image_size must be a list of 2'),
-    ('[train]\ntrain_steps = 0\n', '[train] train_steps must be >= 1'),
+    ('[train]\ntrain_steps = -1\n', '[train] train_steps must be >= 0'),
+    ('[train]\ntrain_steps = 0\ntrain_epochs = 0\n',
+     '[train] train_epochs must be > 0 unless a fixed number of steps is set'),
+    ('[train]\npatience = 1.5\n', '[train] patience must be an integer'),
+    ('[train]\nvalidation_percent = 70\n', '[train] validation_percent must be in 0..50'),
     ('[eval]\nmin_accuracy = 2.0\n', '[eval] min_accuracy must be in [0, 1]'),
     ('[ingest\n', 'not valid TOML'),
 ])
@@ -97,8 +119,11 @@ def test_a_bad_file_is_an_error_naming_the_file_and_key(tmp_path, text, message)
 
 
 def test_a_flag_error_names_the_flag_not_the_field(tmp_path):
-    with pytest.raises(ValueError, match='^--steps must be >= 1, got 0$'):
-        _build(output=str(tmp_path), steps=0)
+    with pytest.raises(ValueError, match=r'^--steps must be >= 0 \(0 = from train_epochs\), '
+                       'got -1$'):
+        _build(output=str(tmp_path), steps=-1)
+    with pytest.raises(ValueError, match='^--time-budget must be >= 0'):
+        _build(output=str(tmp_path), time_budget=-2.0)
     with pytest.raises(ValueError, match='^--batch-size must be >= 1'):
         _build(output=str(tmp_path), batch_size=0)
 

@@ -68,6 +68,24 @@ def test_training_off_a_terminal_is_a_line_at_each_quarter_and_a_resume_says_so(
     assert all(re.search(r', ETA \d+ s$', line) for line in lines[1:])
 
 
+def test_training_stopped_early_says_so_and_ends_its_progress(progress):
+    stream = io.StringIO()
+    listener = console_lib.TrainingProgress(console_lib.Console(stream))
+    progress.listeners.append(listener)
+    try:
+        progress.update(step=0, total=400, start_step=0, running=True)
+        for step in range(1, 281):
+            progress.update(step=step)
+        progress.update(total=280)  # what loop.run_training does when it stops early
+        progress.update(running=False)
+    finally:
+        progress.listeners.remove(listener)
+    lines = stream.getvalue().splitlines()
+    assert [line.split(',')[0] for line in lines[:-1]] == [
+        '  training: step 100/400', '  training: step 200/400']  # no 300/400 line
+    assert lines[-1] == '  training: stopped early at step 280 of 400'
+
+
 def test_ctrl_c_names_the_step_in_training_and_the_stage_otherwise(progress, tmp_path):
     stages = console_lib.StageLines(console_lib.Console(io.StringIO()), lambda: None)
     assert stages.interrupted_message() == 'interrupted before any stage ran'

@@ -30,6 +30,21 @@ def test_a_model_without_a_statement_has_no_input_line():
     assert 'input:' not in text
 
 
+def test_the_training_line_says_how_long_and_why_it_stopped():
+    reason = ('early stopping: held-out accuracy did not improve for 3 epochs after epoch 11 '
+              "(best 0.9312); restored epoch 11's weights")
+    lines = summary_text.format_summary(_summary(_model(
+        train_accuracy=1.0, eval_accuracy=0.9, stop_reason=reason, epochs_run=14.0,
+        held_out_examples=4812.0, steps_run=280.0))).splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith('  accuracy:'))
+    assert lines[index + 1] == (f'  training: 14 epochs, {reason} (held-out 4,812 examples '
+                                'of train)')
+    fixed = summary_text.format_summary(_summary(_model(
+        stop_reason='fixed length: 30 steps (train_steps / --steps)', steps_run=30.0)))
+    assert '  training: fixed length: 30 steps (train_steps / --steps)' in fixed.splitlines()
+    assert 'training:' not in summary_text.format_summary(_summary(_model(eval_accuracy=0.9)))
+
+
 def _table_examples(missing):
     examples = _model(input_spec=json.dumps({
         'kind': 'tabular', 'storage': 'encoded', 'channels': 0, 'categorical': ['zone'],

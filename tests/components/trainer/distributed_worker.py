@@ -4,6 +4,10 @@ Run in a fresh process because logical CPU devices must be configured before Ten
 initialises. Under TF_CONFIG it joins a MultiWorkerMirroredStrategy cluster instead.
 
     python distributed_worker.py --replicas N --batch B --accum K --steps S --out W.npz
+
+With --early-stopping it runs the whole loop (loop.run_training) in epochs of 2 updates with a
+BatchNorm model, judging a held-out slice whose labels are noise, and also saves the weights
+each epoch was judged on and the loop's result.
 """
 import argparse
 import json
@@ -25,6 +29,8 @@ def parse():
     parser.add_argument('--optimizer', default='sgd')
     parser.add_argument('--overflow-step', type=int, default=0,
                         help='force a loss-scale overflow on this update (1-based)')
+    parser.add_argument('--early-stopping', action='store_true')
+    parser.add_argument('--budget', type=float, default=0.0, help='time budget, seconds')
     parser.add_argument('--out', required=True)
     return parser.parse_args()
 
@@ -62,6 +68,41 @@ def count_reductions(tf):
     return calls
 
 
+def early_stopping_run(args, tf, keras, strategy, loop, steps_lib):
+    """The loop with epochs, patience 2 and the held-out evaluation, under the strategy."""
+    global_batch = args.batch * strategy.num_replicas_in_sync
+    options = loop.LoopOptions(train_steps=40, global_batch_size=global_batch,
+                               learning_rate=0.5, optimizer='sgd', steps_per_epoch=2,
+                               max_epochs=20, patience=2, time_budget_seconds=args.budget)
+    rng = np.random.default_rng(0)
+    images, labels = rng.random((256, 8, 8, 1), dtype=np.float32), rng.integers(0, 5, 256)
+    held = (rng.random((64, 8, 8, 1), dtype=np.float32), rng.integers(0, 5, 64))
+    with strategy.scope():
+        keras.utils.set_random_seed(0)
+        inputs = keras.Input((8, 8, 1))
+        x = keras.layers.BatchNormalization()(keras.layers.Conv2D(4, 3)(inputs))
+        x = keras.layers.Dense(5)(keras.layers.Flatten()(keras.layers.ReLU()(x)))
+        model = keras.Model(inputs, x)
+        steps = steps_lib.StepFunctions(model, loop.make_optimizer(options), strategy,
+                                        global_batch)
+    held_out = tf.data.Dataset.from_tensor_slices(
+        (held[0], held[1].astype(np.int32))).batch(global_batch)
+    snapshots = {}
+
+    def held_out_fn():
+        snapshots[f's{int(steps.step.numpy())}'] = model.get_weights()
+        return steps.evaluate(held_out)
+    train = lambda skip: tf.data.Dataset.from_tensor_slices(
+        (images, labels.astype(np.int32))).repeat().skip(skip).batch(global_batch,
+                                                                     drop_remainder=True)
+    result = loop.run_training(steps, train, options, held_out_fn=held_out_fn)
+    np.savez(args.out, **{f'w{i}': w for i, w in enumerate(model.get_weights())})
+    np.savez(args.out + '.epochs.npz', **{f'{key}_{i}': w for key, weights in snapshots.items()
+                                          for i, w in enumerate(weights)})
+    with open(args.out + '.json', 'w') as handle:
+        json.dump({'replicas': strategy.num_replicas_in_sync, **result}, handle)
+
+
 def main():
     args = parse()
     import tensorflow as tf
@@ -78,6 +119,8 @@ def main():
     else:
         strategy = tf.distribute.MirroredStrategy(
             [f'/cpu:{i}' for i in range(args.replicas)])
+    if args.early_stopping:
+        return early_stopping_run(args, tf, keras, strategy, loop, steps_lib)
     replicas = strategy.num_replicas_in_sync
     global_batch = args.batch * replicas
     keras.mixed_precision.set_global_policy(args.policy)

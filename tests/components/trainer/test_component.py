@@ -28,6 +28,10 @@ def test_parameters_become_execution_properties():
     assert props['checkpoint_interval'] == 25 and json.loads(props['devices']) == ['/cpu:0']
     assert props['train_steps'] == 100 and props['train_epochs'] == 0.0
     assert props['model_weights'] == ''
+    epochs = _trainer(train_steps=0, train_epochs=20.0, patience=3, validation_percent=10,
+                      time_budget_minutes=15).exec_properties
+    assert (epochs['train_steps'], epochs['train_epochs'], epochs['patience'],
+            epochs['validation_percent'], epochs['time_budget_minutes']) == (0, 20.0, 3, 10, 15.0)
     assert _trainer(model_weights='/w/b.weights.h5').exec_properties['model_weights'] == (
         '/w/b.weights.h5')
 
@@ -36,6 +40,9 @@ def test_parameters_become_execution_properties():
     (dict(train_steps=0), 'exactly one of train_steps and train_epochs'),
     (dict(train_epochs=2.0), 'exactly one of train_steps and train_epochs'),
     (dict(mixed_precision='float16'), 'mixed_precision must be one of'),
+    (dict(patience=-1), 'patience must be >= 0'),
+    (dict(validation_percent=51), 'validation_percent must be in 0..50'),
+    (dict(time_budget_minutes=-1.0), 'time_budget_seconds must be >= 0'),
     (dict(accumulation_steps=0), 'accumulation_steps must be >= 1'),
     (dict(optimizer='lamb'), 'optimizer must be one of'),
     (dict(augment='heavy'), 'augment must be one of'),

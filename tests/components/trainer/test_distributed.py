@@ -100,3 +100,50 @@ def test_two_workers_agree_with_each_other_and_with_one_replica(tmp_path, refere
             assert json.load(handle)['replicas'] == 2
     assert _max_diff(results[0], results[1]) == 0.0
     assert _max_diff(results[0], reference) < TOLERANCE
+
+
+def _epoch_weights(out, key):
+    saved = np.load(out + '.epochs.npz')
+    names = sorted((n for n in saved.files if n.startswith(key + '_')),
+                   key=lambda n: int(n.rsplit('_', 1)[1]))
+    return [saved[n] for n in names]
+
+
+def test_early_stopping_on_two_replicas_restores_the_best_epochs_mirrored_weights(tmp_path):
+    weights, info = _train(tmp_path, 'es', '--replicas', '2', '--batch', '8',
+                           '--early-stopping')
+    assert info['replicas'] == 2 and info['epochs_run'] < 20  # stopped early
+    assert info['epochs_run'] == info['best_epoch'] + 2  # patience 2
+    assert info['stop_reason'].startswith('early stopping: held-out accuracy did not improve')
+    best = _epoch_weights(str(tmp_path / 'es.npz'), f's{2 * info["best_epoch"]}')
+    last = _epoch_weights(str(tmp_path / 'es.npz'), f's{info["steps_run"]}')
+    assert _max_diff(weights, best) == 0.0 and _max_diff(weights, last) > 0.0
+
+
+def test_two_workers_stop_early_at_the_same_epoch_with_the_same_weights(tmp_path):
+    ports = [portpicker.pick_unused_port() for _ in range(2)]
+    cluster = {'worker': [f'127.0.0.1:{p}' for p in ports]}
+    processes = []
+    for index in range(2):
+        tf_config = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
+        out = str(tmp_path / f'worker{index}.npz')
+        # A budget far away: each step still agrees on the clock with an all-reduce.
+        processes.append((out, subprocess.Popen(
+            [sys.executable, WORKER, '--batch', '8', '--early-stopping', '--budget', '3600',
+             '--out', out], cwd=REPO, env={**os.environ, 'TF_CONFIG': tf_config},
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
+    results = []
+    for out, process in processes:
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr.decode()[-2000:]
+        weights = np.load(out)
+        with open(out + '.json') as handle:
+            results.append(([weights[f'w{i}'] for i in range(len(weights.files))],
+                            json.load(handle)))
+    (first, info), (second, other) = results
+    assert info == other and info['replicas'] == 2 and info['epochs_run'] < 20
+    # Same restored weights; BatchNorm's moving statistics (4 and 5) are each worker's own
+    # batches' by design, so they are left out.
+    keep = [i for i in range(len(first)) if i not in (4, 5)]
+    assert len(first) == 8 and _max_diff([first[i] for i in keep],
+                                         [second[i] for i in keep]) == 0.0

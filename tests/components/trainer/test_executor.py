@@ -51,7 +51,7 @@ def test_do_trains_exports_and_records_how(tmp_path):
     model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '7')
     model_run = standard_artifacts.ModelRun()
     model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '7')
-    props = _properties(augment='standard', flip=1)
+    props = _properties(augment='standard', flip=1, validation_percent=20, patience=1)
     executor.Executor().Do({'examples': [examples]},
                            {'model': [model], 'model_run': [model_run]}, props)
 
@@ -70,8 +70,17 @@ def test_do_trains_exports_and_records_how(tmp_path):
         'trained at 8×8×1 (as configured)')
     assert 0.0 <= model.get_float_custom_property('eval_accuracy') <= 1.0
     assert any(name.startswith('events.out.tfevents') for name in os.listdir(model_run.uri))
-    # 2 epochs of 60 examples at 16 x 2 per update: 4 updates, logged as the last step.
-    assert executor.resolve_train_steps(props, 60) == 4
+    # 2 epochs of 60 examples at 16 x 2 per update: 1 update each (the remainder is dropped).
+    assert metrics['steps_run'] == 2 and metrics['epochs_run'] == 2.0
+    # 20% of 60 examples is too few to rank epochs: they are trained on, and the reason says so.
+    from components.trainer import data
+    held_in, held_out = data.count_split(os.path.join(examples.uri, 'Split-train', '*'), 20)
+    assert held_in + held_out == 60 and 0 < held_out < 20
+    assert model.get_float_custom_property('held_out_examples') == 0  # none were held out
+    assert metrics['best_epoch'] == 0 and 'held_out_accuracy' not in metrics
+    assert model.get_string_custom_property('stop_reason') == (
+        f'ran the maximum of 2 epochs; no early stopping: only {int(held_out)} held-out examples '
+        '(fewer than 20), so they were trained on')
     # Checkpoints were written every update, then removed once the model was exported.
     assert not os.path.exists(executor.checkpoint_dir(model.uri, [examples], props))
 
@@ -105,10 +114,34 @@ def test_checkpoint_folder_is_stable_per_training_and_differs_otherwise(tmp_path
 
 
 @pytest.mark.parametrize('steps, epochs, examples, expected', [
-    (100, 0.0, 1000, 100), (0, 1.0, 1000, 32), (0, 0.5, 10, 1)])
+    (100, 0.0, 1000, 100), (100, 3.0, 1000, 100), (0, 1.0, 1000, 31), (0, 0.5, 10, 1)])
 def test_train_steps_come_from_steps_or_epochs(steps, epochs, examples, expected):
     props = _properties(train_steps=steps, train_epochs=epochs)  # 32 examples per update
     assert executor.resolve_train_steps(props, examples) == expected
+
+
+def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path):
+    examples = _examples(tmp_path)
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '4')
+    model_run = standard_artifacts.ModelRun()
+    model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '4')
+    # Half of the train split held out, and a model training cannot change: epoch 1 stays the
+    # best, and patience 2 stops training after epoch 3.
+    props = _properties(train_epochs=12.0, validation_percent=50, patience=2,
+                        model_builder='helpers.unlearnable_model', accumulation_steps=1)
+    executor.Executor().Do({'examples': [examples]},
+                           {'model': [model], 'model_run': [model_run]}, props)
+    from components.trainer import data
+    held_in, held_out = data.count_split(os.path.join(examples.uri, 'Split-train', '*'), 50)
+    assert held_in + held_out == 60 and held_out >= 20
+    got = {name: model.get_float_custom_property(name) for name in (
+        'held_out_examples', 'best_epoch', 'epochs_run', 'held_out_accuracy')}
+    assert got['held_out_examples'] == held_out
+    assert (got['best_epoch'], got['epochs_run']) == (1, 3)  # stopped long before 12
+    assert model.get_string_custom_property('stop_reason') == (
+        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 1 (best '
+        f'{got["held_out_accuracy"]:.4f}); restored epoch 1\'s weights')
 
 
 def _ingested_photos(tmp_path):

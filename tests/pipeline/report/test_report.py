@@ -159,12 +159,26 @@ def test_settings_section_states_how_the_model_was_trained(tmp_path):
     assert rows['precision policy'] == 'mixed_bfloat16 (asked: auto)'
     assert rows['batch'] == '32 per micro-batch (all replicas together; 16 per replica)'
     assert rows['accumulation'] == '4 micro-batches per update, so 128 examples per update'
-    # 2 epochs over 1000 examples at 128 per update: ceil(15.6) updates, as the trainer did.
-    assert rows['steps'] == '16 updates (2 epochs over 1000 train examples)'
+    # Recorded before the trainer said what it did: the most 2 epochs could take over 1000
+    # examples at 128 per update (7 per epoch).
+    assert rows['steps'] == 'up to 14 updates (2 epochs over about 1000 train examples)'
     assert rows['learning rate'] == '0.003, cosine decay to 0 after 20 warm-up steps'
     assert rows['optimizer'] == 'adamw' and rows['model'] == 'models.resnet.build_model'
     assert rows['augmentation'] == 'standard + flip (train images only)'
     assert 'warm start' not in rows
+
+
+def test_settings_say_how_long_training_ran_and_why_it_stopped(tmp_path):
+    reason = "ran the maximum of 20 epochs (best 0.9000 at epoch 18); restored epoch 18's weights"
+    model = _artifact(tmp_path / 'model', steps_run=400.0, epochs_run=20.0,
+                      held_out_examples=130.0, stop_reason=reason)
+    rows = dict(readers.training_settings(
+        _trainer_properties(train_epochs=20.0, patience=3, validation_percent=10,
+                            time_budget_minutes=15.0), model, None))
+    assert rows['steps'] == '400 updates'
+    assert rows['training length'] == f'20 epochs, {reason} (held-out 130 examples of train)'
+    assert rows['early stopping'] == ('patience 3 epochs on 10% of the train split held out; '
+                                      'time budget 15 min')
 
 
 def test_settings_fall_back_to_the_execution_when_the_model_records_no_shape(tmp_path):

@@ -1,0 +1,170 @@
+"""Early stopping for the training loop: best-epoch tracking, the stop rules, and why it stopped.
+
+No TFX imports. The rules are pure functions (tested alone); `StoppingState` holds everything
+they need as variables (best held-out accuracy and loss, best epoch, the last epoch evaluated,
+training seconds spent, why training stopped) plus a copy of the best epoch's model variables,
+so the loop puts it in its tf.train.Checkpoint: a run killed mid-epoch and rerun stops at the
+same epoch with the same best weights as an uninterrupted one.
+"""
+import math
+from typing import Optional
+
+from absl import logging
+import tensorflow as tf
+
+# Why training stopped (StoppingState.stop_code): still running or ran its planned length,
+# patience ran out, the time budget was spent.
+RUNNING, PATIENCE, BUDGET = 0, 1, 2
+
+
+def improved(accuracy: float, loss: float, best_accuracy: float, best_loss: float) -> bool:
+    """Higher held-out accuracy is better; at equal accuracy, lower loss breaks the tie."""
+    return accuracy > best_accuracy or (accuracy == best_accuracy and loss < best_loss)
+
+
+def patience_ran_out(epoch: int, best_epoch: int, patience: int) -> bool:
+    """True after `patience` epochs without improvement (patience 0: never)."""
+    return patience > 0 and epoch - best_epoch >= patience
+
+
+def budget_spent(seconds: float, budget_seconds: float) -> bool:
+    return budget_seconds > 0 and seconds >= budget_seconds
+
+
+def epoch_of(step: int, steps_per_epoch: int) -> int:
+    """The (1-based) epoch a step belongs to; a partial last epoch counts as one."""
+    return math.ceil(step / steps_per_epoch)
+
+
+def _minutes(seconds: float) -> str:
+    minutes = seconds / 60
+    return f'{minutes:g} min' if minutes < 60 else f'{minutes / 60:g} h'
+
+
+def stop_reason(code: int, *, steps: int, steps_per_epoch: int = 0, max_epochs: float = 0.0,
+                epoch: int = 0, best_epoch: int = 0, best_accuracy: float = 0.0,
+                patience: int = 0, budget_seconds: float = 0.0, restored: bool = False,
+                note: str = '') -> str:
+    """Why training stopped, as one sentence for the log, the summary and the report.
+
+    steps_per_epoch 0 = a fixed length (train_steps); best_epoch 0 = no held-out evaluation.
+    `note` says why there was no early stopping, when there was none.
+    """
+    best = (f'best {best_accuracy:.4f} at epoch {best_epoch}' if best_epoch else '')
+    restore = f"; restored epoch {best_epoch}'s weights" if restored else ''
+    if code == PATIENCE:
+        return (f'early stopping: held-out accuracy did not improve for {patience} '
+                f'epoch{"s" if patience != 1 else ""} after '
+                f'epoch {best_epoch} (best {best_accuracy:.4f}){restore}')
+    if code == BUDGET:
+        where = f'in epoch {epoch}' if steps_per_epoch else f'after {steps} steps'
+        return (f'time budget of {_minutes(budget_seconds)} spent {where}'
+                + (f' ({best})' if best else '') + restore)
+    if not steps_per_epoch:
+        return f'fixed length: {steps} steps (train_steps / --steps)'
+    text = f'ran the maximum of {max_epochs:g} epochs'
+    if best:
+        text += f' ({best})'
+    return text + restore + (f'; no early stopping: {note}' if note else '')
+
+
+class StoppingState(tf.Module):
+    """The loop's early-stopping state as variables, checkpointed with the model.
+
+    Create it under the strategy's scope: the variables are then mirrored like the model's, and
+    assigning them in cross-replica context (where the loop runs) updates every copy.
+    """
+
+    def __init__(self, model_variables):
+        super().__init__(name='stopping')
+        scalar = lambda value, dtype, name: tf.Variable(value, dtype=dtype, trainable=False,
+                                                        name=name)
+        self.best_accuracy = scalar(-1.0, tf.float64, 'best_accuracy')
+        self.best_loss = scalar(math.inf, tf.float64, 'best_loss')
+        self.best_epoch = scalar(0, tf.int64, 'best_epoch')     # 0 = none evaluated yet
+        self.last_epoch = scalar(0, tf.int64, 'last_epoch')     # the last epoch evaluated
+        self.seconds = scalar(0.0, tf.float64, 'seconds')       # training time spent so far
+        self.stop_code = scalar(RUNNING, tf.int64, 'stop_code')
+        self.stop_step = scalar(0, tf.int64, 'stop_step')
+        self._model_variables = list(model_variables)
+        self.best_weights = [tf.Variable(tf.convert_to_tensor(v), trainable=False,
+                                         name='best_weights') for v in self._model_variables]
+
+    def record(self, epoch: int, accuracy: float, loss: float) -> bool:
+        """Notes one epoch's held-out metrics; copies the weights if they are the best so far."""
+        self.last_epoch.assign(epoch)
+        if not improved(accuracy, loss, float(self.best_accuracy.numpy()),
+                        float(self.best_loss.numpy())):
+            return False
+        self.best_accuracy.assign(accuracy)
+        self.best_loss.assign(loss)
+        self.best_epoch.assign(epoch)
+        for copy, variable in zip(self.best_weights, self._model_variables):
+            copy.assign(tf.convert_to_tensor(variable))
+        return True
+
+    def restore_best(self) -> bool:
+        """Puts the best epoch's weights back into the model, unless the last epoch was best."""
+        if not int(self.best_epoch.numpy()) or int(self.best_epoch.numpy()) == int(
+                self.last_epoch.numpy()):
+            return False
+        for copy, variable in zip(self.best_weights, self._model_variables):
+            variable.assign(tf.convert_to_tensor(copy))
+        return True
+
+    def stop(self, code: int, step: int) -> None:
+        self.stop_code.assign(code)
+        self.stop_step.assign(step)
+
+    def summary(self) -> dict:
+        return {'best_epoch': int(self.best_epoch.numpy()),
+                'best_accuracy': float(self.best_accuracy.numpy()),
+                'best_loss': float(self.best_loss.numpy()),
+                'last_epoch': int(self.last_epoch.numpy()),
+                'stop_code': int(self.stop_code.numpy())}
+
+
+def describe(state: StoppingState, options, step: int, restored: bool,
+             note: Optional[str] = '') -> str:
+    """stop_reason for the state at the end of training (options: loop.LoopOptions)."""
+    s = state.summary()
+    return stop_reason(
+        s['stop_code'], steps=step, steps_per_epoch=options.steps_per_epoch,
+        max_epochs=options.max_epochs, epoch=epoch_of(step, options.steps_per_epoch)
+        if options.steps_per_epoch else 0, best_epoch=s['best_epoch'],
+        best_accuracy=s['best_accuracy'], patience=options.patience,
+        budget_seconds=options.time_budget_seconds, restored=restored, note=note or '')
+
+
+def agreed_seconds(strategy: tf.distribute.Strategy, seconds: float) -> float:
+    """The workers' clocks averaged by one all-reduce: the same number on every worker, so all
+    take the same budget decision (ReduceOp has no MAX)."""
+    per_replica = strategy.experimental_distribute_values_from_function(
+        lambda _: tf.constant(seconds, tf.float64))
+    return float(strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None))
+
+
+def after_update(state, options, step, held_out_fn, clock):
+    """Whether to stop after this update: the held-out evaluation at epoch ends
+    (and where the time budget stops training mid-epoch), then the stop rules."""
+    per_epoch = options.steps_per_epoch
+    epoch_end = bool(per_epoch) and (step % per_epoch == 0 or step == options.train_steps)
+    over = options.time_budget_seconds > 0 and budget_spent(
+        clock(), options.time_budget_seconds)
+    if per_epoch and held_out_fn is not None and (epoch_end or over):
+        epoch = epoch_of(step, per_epoch)
+        metrics = held_out_fn()
+        state.record(epoch, metrics['accuracy'], metrics['loss'])
+        best = state.summary()
+        for name in ('accuracy', 'loss'):
+            tf.summary.scalar(f'held_out/{name}', metrics[name], step=step)
+        logging.info('epoch %d/%g  held-out acc %.4f loss %.4f (best %.4f at epoch %d)', epoch,
+                     options.max_epochs, metrics['accuracy'], metrics['loss'],
+                     best['best_accuracy'], best['best_epoch'])
+        if patience_ran_out(epoch, best['best_epoch'], options.patience):
+            state.stop(PATIENCE, step)
+            return True
+    if over:
+        state.stop(BUDGET, step)
+        return True
+    return False

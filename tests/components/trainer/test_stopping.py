@@ -1,0 +1,172 @@
+"""Early stopping: the rules and their sentences, the held-out split, and the loop that uses them
+(best weights restored, resume mid-epoch, the time budget)."""
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.common import features
+from components.trainer import data, loop, stopping, steps as steps_lib
+from helpers import DIGITS
+
+
+@pytest.mark.parametrize('accuracy, loss, expected', [
+    (0.9, 0.5, True), (0.8, 0.5, False), (0.85, 0.39, True), (0.85, 0.4, False),
+    (0.85, 0.41, False)])
+def test_higher_accuracy_improves_and_lower_loss_breaks_ties(accuracy, loss, expected):
+    assert stopping.improved(accuracy, loss, 0.85, 0.4) is expected
+
+
+def test_patience_budget_and_epoch_rules():
+    assert not stopping.patience_ran_out(epoch=5, best_epoch=3, patience=3)
+    assert stopping.patience_ran_out(epoch=6, best_epoch=3, patience=3)
+    assert not stopping.patience_ran_out(epoch=60, best_epoch=3, patience=0)  # 0 = never
+    assert stopping.budget_spent(600.0, 600.0) and not stopping.budget_spent(599.0, 600.0)
+    assert not stopping.budget_spent(1e9, 0.0)  # 0 = no budget
+    assert [stopping.epoch_of(s, 4) for s in (1, 4, 5, 8, 9)] == [1, 1, 2, 2, 3]
+
+
+def test_stop_reasons_say_why():
+    assert stopping.stop_reason(stopping.PATIENCE, steps=90, steps_per_epoch=10, max_epochs=20,
+                                epoch=12, best_epoch=9, best_accuracy=0.93124, patience=3,
+                                restored=True) == (
+        "early stopping: held-out accuracy did not improve for 3 epochs after epoch 9 "
+        "(best 0.9312); restored epoch 9's weights")
+    assert stopping.stop_reason(stopping.RUNNING, steps=200, steps_per_epoch=10, max_epochs=20,
+                                epoch=20, best_epoch=18, best_accuracy=0.5,
+                                restored=True) == (
+        "ran the maximum of 20 epochs (best 0.5000 at epoch 18); restored epoch 18's weights")
+    assert stopping.stop_reason(stopping.BUDGET, steps=65, steps_per_epoch=10, max_epochs=20,
+                                epoch=7, best_epoch=6, best_accuracy=0.9,
+                                budget_seconds=600) == (
+        'time budget of 10 min spent in epoch 7 (best 0.9000 at epoch 6)')
+    assert stopping.stop_reason(stopping.BUDGET, steps=65, budget_seconds=5400) == (
+        'time budget of 1.5 h spent after 65 steps')
+    assert stopping.stop_reason(stopping.RUNNING, steps=400) == (
+        'fixed length: 400 steps (train_steps / --steps)')
+    assert stopping.stop_reason(stopping.RUNNING, steps=40, steps_per_epoch=2, max_epochs=20,
+                                note='no held-out slice (validation_percent is 0)') == (
+        'ran the maximum of 20 epochs; no early stopping: no held-out slice '
+        '(validation_percent is 0)')
+
+
+def _write_train_split(folder, per_class=40):
+    os.makedirs(folder)
+    with tf.io.TFRecordWriter(os.path.join(folder, 'data-00000-of-00001.gz'), 'GZIP') as writer:
+        for label in range(3):
+            for name in sorted(os.listdir(os.path.join(DIGITS, str(label))))[:per_class]:
+                with open(os.path.join(DIGITS, str(label), name), 'rb') as handle:
+                    writer.write(features.make_example(handle.read(), label, str(label), 8, 8,
+                                                       name).SerializeToString())
+    return os.path.join(folder, '*')
+
+
+def _images(dataset):
+    return sorted(image.tobytes() + bytes([label]) for images, labels in dataset.as_numpy_iterator()
+                  for image, label in zip(images, labels))
+
+
+def test_the_held_out_split_is_deterministic_disjoint_and_covers_the_train_split(tmp_path):
+    pattern = _write_train_split(str(tmp_path / 'train'))
+    held_in, held_out = data.count_split(pattern, 25)
+    assert held_in + held_out == 120 and 15 <= held_out <= 45  # about a quarter
+    assert data.count_split(pattern, 25) == (held_in, held_out)
+    assert data.count_split(pattern, 0) == (120, 0)
+    everything = _images(data.eval_dataset(pattern, 32, (8, 8, 1)))
+    out = _images(data.held_out_dataset(pattern, 25, 32, (8, 8, 1)))
+    assert out == _images(data.held_out_dataset(pattern, 25, 32, (8, 8, 1)))
+    # The (shuffled, endless) train stream's first pass: the held-in examples, each once.
+    stream = data.train_dataset(pattern, 1, (8, 8, 1), seed=3, held_out_percent=25)
+    kept = _images(stream.take(held_in))
+    assert len(out) == held_out and sorted(kept + out) == everything
+
+
+def _problem(seed=0):
+    """Separable train points, and a held-out slice whose labels are noise: its accuracy goes
+    up and down as training moves the boundary, so patience has something to decide."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(3, 4)) * 4
+    labels = rng.integers(0, 3, 96).astype(np.int32)
+    points = (centers[labels] + rng.normal(size=(96, 4))).astype(np.float32)
+    noise = rng.integers(0, 3, 48).astype(np.int32)
+    held = (centers[rng.integers(0, 3, 48)] + 3 * rng.normal(size=(48, 4))).astype(np.float32)
+    return points, labels, tf.data.Dataset.from_tensor_slices((held, noise)).batch(16)
+
+
+def _run(tmp_dir=None, stream_limit=None, **option_overrides):
+    points, labels, held_out = _problem()
+    args = dict(train_steps=40, global_batch_size=16, learning_rate=0.3, optimizer='sgd',
+                steps_per_epoch=2, max_epochs=20, patience=2, checkpoint_interval=3)
+    args.update(option_overrides)
+    options = loop.LoopOptions(**args)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    steps = steps_lib.StepFunctions(model, loop.make_optimizer(options),
+                                    tf.distribute.get_strategy(), 16)
+    snapshots = {}
+
+    def held_out_fn():  # the weights each epoch was judged on, to compare with the restore
+        snapshots[steps.step.numpy().item()] = model.get_weights()
+        return steps.evaluate(held_out)
+
+    def stream(skip):
+        batches = (tf.data.Dataset.from_tensor_slices((points, labels)).repeat().skip(skip)
+                   .batch(16, drop_remainder=True))
+        return batches.take(stream_limit - skip // 16) if stream_limit else batches
+    result = loop.run_training(steps, stream, options, checkpoint_dir=tmp_dir,
+                               held_out_fn=held_out_fn)
+    return result, model.get_weights(), snapshots
+
+
+def test_early_stopping_fires_and_restores_the_best_epochs_weights():
+    result, weights, snapshots = _run()
+    best, run = result['best_epoch'], result['epochs_run']
+    assert 1 <= best < run < 20 and run == best + 2  # patience 2, well before the maximum
+    assert result['steps_run'] == 2 * run and result['held_out_accuracy'] > 0
+    for restored, judged in zip(weights, snapshots[2 * best]):
+        np.testing.assert_array_equal(restored, judged)
+    assert any(not np.array_equal(a, b) for a, b in zip(weights, snapshots[2 * run]))
+    assert result['stop_reason'] == (
+        f'early stopping: held-out accuracy did not improve for 2 epochs after epoch {best} '
+        f"(best {result['held_out_accuracy']:.4f}); restored epoch {best}'s weights")
+
+
+def test_a_run_killed_mid_epoch_stops_like_an_uninterrupted_one(tmp_path):
+    straight, straight_weights, _ = _run()
+    ckpt = str(tmp_path / 'ckpt')
+    # Killed during step 8 (epoch 4 of 2 steps each), after the checkpoints at steps 3 and 6.
+    with pytest.raises(tf.errors.OutOfRangeError):
+        _run(ckpt, stream_limit=7)
+    assert tf.train.latest_checkpoint(ckpt).endswith('ckpt-6')
+    resumed, resumed_weights, _ = _run(ckpt)
+    assert resumed['start_step'] == 6
+    for key in ('best_epoch', 'epochs_run', 'steps_run', 'held_out_accuracy', 'stop_reason'):
+        assert resumed[key] == straight[key], key
+    for a, b in zip(straight_weights, resumed_weights):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    # A rerun after the stop (say, the export crashed) trains no further and ends the same.
+    again, again_weights, _ = _run(ckpt)
+    assert again['start_step'] == again['steps_run'] == straight['steps_run']
+    assert again['stop_reason'] == straight['stop_reason']
+    for a, b in zip(straight_weights, again_weights):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
+def test_a_spent_time_budget_stops_at_the_next_step_with_the_held_out_judged():
+    result, _, snapshots = _run(time_budget_seconds=1e-6, patience=0)
+    assert result['steps_run'] == 1 and list(snapshots) == [1]  # judged mid-epoch 1
+    assert result['stop_reason'].startswith('time budget of ')
+    assert result['stop_reason'].endswith(
+        f"spent in epoch 1 (best {result['held_out_accuracy']:.4f} at epoch 1)")
+
+
+def test_without_patience_every_epoch_runs_and_the_best_is_kept():
+    result, weights, snapshots = _run(patience=0, train_steps=12, max_epochs=6)
+    assert result['epochs_run'] == 6.0 and len(snapshots) == 6
+    assert result['stop_reason'].startswith(
+        f"ran the maximum of 6 epochs (best {result['held_out_accuracy']:.4f} at epoch "
+        f"{result['best_epoch']})")
+    for restored, judged in zip(weights, snapshots[2 * result['best_epoch']]):
+        np.testing.assert_array_equal(restored, judged)
