@@ -24,7 +24,7 @@ def main():
 
     def slowed(*args, **kwargs):
         def pause(batch):
-            time.sleep(0.02)
+            time.sleep(0.05)  # slow enough that a loaded machine still kills mid-run
             return batch
         dataset = original(*args, **kwargs)
         shape = dataset.element_spec[0].shape
