@@ -128,7 +128,7 @@ def main():
         return
     train, held, test = _data(args.npz, args.train_size, args.seed)
     shape = train[0].shape[1:]
-    kwargs = {c: CANDIDATES.get(c) or json.loads(c) for c in args.candidates}
+    kwargs = {c: CANDIDATES[c] if c in CANDIDATES else json.loads(c) for c in args.candidates}
     builders = {c: (lambda kw=kw: resnet.build_model(shape, 10, **kw)) for c, kw in kwargs.items()}
     speed = throughput(builders, train, args.steps, args.repeats)
     base = args.candidates[0]
