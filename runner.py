@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     add('--channels', type=int, choices=(1, 3), help='model input channels (default: 3 when any '
         'image is colour, else 1)')
     add('--epochs', type=float, help='most passes over the train split; early stopping still '
-        f'applies (default: {t.train_epochs:g})')
+        'applies (default: from the data, ~400k examples seen, 10 to 20 passes)')
     add('--steps', type=int, help='exactly N optimizer updates instead: no epochs, no early '
         'stopping')
     add('--patience', type=int, help='stop after N epochs without held-out improvement; 0 = '
@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
         f'for early stopping; 0 = none (default: {t.validation_percent})')
     add('--time-budget', type=presets.parse_minutes, metavar='MIN', help='stop training once '
         'this much time is spent, keeping the best epoch: 30, 30m, 1.5h (default: none)')
+    add('--freeze-epochs', type=int, metavar='N', help='first N epochs train only the head of a '
+        "model with a 'backbone' layer (--model resnet50 ...; with --weights), then all layers")
     add('--batch-size', type=int, help=f'global batch over all replicas (default: '
         f'{t.global_batch_size})')
     add('--accumulation-steps', type=int, help='micro-batches per optimizer update (default: 1)')

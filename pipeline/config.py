@@ -27,7 +27,6 @@ NAMED_MODELS = {name: 'models.applications.' + name
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
 # The most epochs a default run trains for (early stopping usually ends it sooner).
-DEFAULT_EPOCHS = 20.0
 SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
 
 
@@ -91,12 +90,15 @@ class TrainConfig:
     channels: Optional[int] = None
     # The length: train_steps > 0 is exactly that many optimizer updates (no early stopping);
     # 0 = up to train_epochs passes over the train split, stopping early when the held-out
-    # slice's accuracy stops improving (README, "Training length").
+    # slice's accuracy stops improving (README, "Training length"); train_epochs 0 = from
+    # the data: about 400k examples seen, 10 to 20 passes (components/trainer/job.py).
     train_steps: int = 0
-    train_epochs: float = DEFAULT_EPOCHS
+    train_epochs: float = 0.0
     patience: int = 3                # epochs without held-out improvement; 0 = run them all
     validation_percent: int = 10     # share of the train split held out; 0 = none, no stopping
     time_budget_minutes: float = 0.0  # stop after the step that spends it; 0 = no budget
+    # Transfer learning: the first N epochs train only what follows the model's `backbone`.
+    freeze_epochs: int = 0
     global_batch_size: int = 64      # one micro-batch over all replicas
     accumulation_steps: int = 1      # micro-batches per update
     mixed_precision: str = 'auto'    # auto | float32 | mixed_float16 | mixed_bfloat16
@@ -121,10 +123,7 @@ class TrainConfig:
                f'image_size must be (height, width) >= 1, got {self.image_size}')
         _check(self.channels in (None, 1, 3), f'channels must be 1 or 3, got {self.channels}')
         _check(self.train_steps >= 0,
-               f'train_steps must be >= 0 (0 = from train_epochs), got {self.train_steps}')
-        _check(self.train_steps > 0 or self.train_epochs > 0,
-               'train_epochs must be > 0 unless a fixed number of steps is set, got '
-               f'{self.train_epochs}')
+               f'train_steps must be >= 0 (0 = by epochs), got {self.train_steps}')
         _check(self.global_batch_size >= 1,
                f'global_batch_size must be >= 1, got {self.global_batch_size}')
         _check(self.learning_rate > 0, f'learning_rate must be > 0, got {self.learning_rate}')
@@ -152,6 +151,10 @@ class TrainConfig:
         _check(self.patience >= 0, f'patience must be >= 0, got {self.patience}')
         _check(0 <= self.validation_percent <= 50,
                f'validation_percent must be in 0..50, got {self.validation_percent}')
+        _check(self.freeze_epochs == 0 or (self.train_steps == 0 and (
+            self.train_epochs == 0 or self.freeze_epochs < self.train_epochs)),
+               f'freeze_epochs must be fewer than train_epochs, and training must be by epochs '
+               f'(not train_steps), got {self.freeze_epochs}')
         _check(self.time_budget_minutes >= 0,
                f'time_budget_minutes must be >= 0 (0 = none), got {self.time_budget_minutes}')
         _check(self.augment in AUGMENTS,

@@ -90,7 +90,7 @@ def create_components(config: PipelineConfig) -> List:
         train_steps=train.train_steps,
         train_epochs=0.0 if train.train_steps else train.train_epochs, devices=train.devices,
         patience=train.patience, validation_percent=train.validation_percent,
-        time_budget_minutes=train.time_budget_minutes,
+        time_budget_minutes=train.time_budget_minutes, freeze_epochs=train.freeze_epochs,
         global_batch_size=train.global_batch_size,
         accumulation_steps=train.accumulation_steps, mixed_precision=train.mixed_precision,
         optimizer=train.optimizer, learning_rate=train.learning_rate,

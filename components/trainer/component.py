@@ -29,6 +29,7 @@ class ImageTrainerSpec(ComponentSpec):
         'patience': ExecutionParameter(type=int),       # epochs without improvement; 0 = off
         'validation_percent': ExecutionParameter(type=int),  # train split held out, 0-50
         'time_budget_minutes': ExecutionParameter(type=float),  # 0 = none
+        'freeze_epochs': ExecutionParameter(type=int, optional=True),  # head-only epochs first
         'eval_steps': ExecutionParameter(type=int),     # eval batches; 0 = whole eval split
         'global_batch_size': ExecutionParameter(type=int),
         'accumulation_steps': ExecutionParameter(type=int),
@@ -64,9 +65,9 @@ class ImageTrainer(base_component.BaseComponent):
                  checkpoint_interval: int = 100, seed: int = 0, devices: Sequence[str] = (),
                  warm_start_from: str = '', augment: str = 'none', flip: bool = False,
                  model_weights: str = '', patience: int = 0, validation_percent: int = 0,
-                 time_budget_minutes: float = 0.0):
-        if (train_steps > 0) == (train_epochs > 0):
-            raise ValueError('Give exactly one of train_steps and train_epochs (> 0), got '
+                 time_budget_minutes: float = 0.0, freeze_epochs: int = 0):
+        if train_steps > 0 and train_epochs > 0:  # both 0: epochs from the data
+            raise ValueError('Give at most one of train_steps and train_epochs (> 0), got '
                              f'{train_steps} and {train_epochs}')
         precision.resolve_policy(mixed_precision, num_gpus=0, bf16_cpu=False)  # validates name
         if augment not in choices.AUGMENTS:
@@ -77,6 +78,9 @@ class ImageTrainer(base_component.BaseComponent):
             warmup_steps=warmup_steps, optimizer=optimizer,
             checkpoint_interval=checkpoint_interval, eval_steps=eval_steps, patience=patience,
             time_budget_seconds=60 * time_budget_minutes)
+        if freeze_epochs and (train_steps or 0 < train_epochs <= freeze_epochs):
+            raise ValueError(f'freeze_epochs must be fewer than train_epochs (and training by '
+                             f'epochs), got {freeze_epochs} of {train_epochs}')
         if not 0 <= validation_percent <= 50:
             raise ValueError(f'validation_percent must be in 0..50, got {validation_percent}')
         height, width, channels = image_shape
@@ -95,6 +99,6 @@ class ImageTrainer(base_component.BaseComponent):
             augment=augment, flip=int(bool(flip)),
             model_weights=model_weights, patience=patience,
             validation_percent=validation_percent,
-            time_budget_minutes=float(time_budget_minutes),
+            time_budget_minutes=float(time_budget_minutes), freeze_epochs=freeze_epochs,
             model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))

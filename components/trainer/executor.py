@@ -65,12 +65,13 @@ def resolve_train_steps(exec_properties: Dict[str, Any], num_train_examples: int
     early; this estimate (the whole split, less the held-out share) is for people.
     """
     steps = int(exec_properties['train_steps'])
-    epochs = float(exec_properties['train_epochs'])
-    if steps <= 0 and epochs > 0:
+    if steps <= 0:
         per_update = (int(exec_properties['global_batch_size'])
                       * int(exec_properties['accumulation_steps']))
         held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
-        steps = max(1, math.ceil(epochs * max(1, held_in // 100 // per_update)))
+        held_in //= 100
+        epochs = float(exec_properties['train_epochs']) or job_lib.auto_epochs(held_in)
+        steps = max(1, math.ceil(epochs * max(1, held_in // per_update)))
     return max(1, steps)
 
 
@@ -93,7 +94,7 @@ class Executor(base_executor.BaseExecutor):
         image = shape.shape if shape else (0, 0, 0)  # a table has no image shape
         steps, epochs = resolve_train_steps(props, num_train), 0.0
         if int(props['train_steps']) <= 0:  # the job plans the length (and warm-up) from the data
-            epochs = float(props['train_epochs'])
+            epochs = float(props['train_epochs']) or job_lib.AUTO_EPOCHS
             steps = max(steps, int(props['warmup_steps']) + 1)
         job = job_lib.TrainJob(
             train_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'train'), '*'),
@@ -123,7 +124,8 @@ class Executor(base_executor.BaseExecutor):
                 eval_steps=int(props['eval_steps']),
                 # Absent on executions recorded before early stopping existed: none.
                 patience=int(props.get('patience') or 0),
-                time_budget_seconds=60 * float(props.get('time_budget_minutes') or 0)))
+                time_budget_seconds=60 * float(props.get('time_budget_minutes') or 0),
+                freeze_epochs=int(props.get('freeze_epochs') or 0)))
         metrics = job_lib.train_and_export(
             job, serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
             checkpoint_dir=checkpoint_dir(model.uri, examples, exec_properties))

@@ -75,6 +75,7 @@ class LoopOptions:
     max_epochs: float = 0.0      # with steps_per_epoch: the planned epochs
     patience: int = 0            # epochs without held-out improvement before stopping
     time_budget_seconds: float = 0.0   # 0 = none
+    freeze_epochs: int = 0       # the first N epochs train only outside the model's backbone
 
     def __post_init__(self):
         checks = [
@@ -90,7 +91,8 @@ class LoopOptions:
             (self.steps_per_epoch >= 0, 'steps_per_epoch must be >= 0'),
             (not self.steps_per_epoch or self.max_epochs > 0, 'max_epochs must be > 0'),
             (self.patience >= 0, 'patience must be >= 0'),
-            (self.time_budget_seconds >= 0, 'time_budget_seconds must be >= 0')]
+            (self.time_budget_seconds >= 0, 'time_budget_seconds must be >= 0'),
+            (self.freeze_epochs >= 0, 'freeze_epochs must be >= 0')]
         for ok, message in checks:
             if not ok:
                 raise ValueError(f'{message}, got {self}')
@@ -176,6 +178,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     with writer.as_default():
         while not stopped and step < options.train_steps:
             step += 1
+            _freeze_for(steps, options, step)
             window.add(*steps.train_step(iterator)[:3])
             PROGRESS.update(step=step)
             stopped = stopping.after_update(state, options, step, held_out_fn, clock)
@@ -212,6 +215,21 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             result.update(held_out_accuracy=best['best_accuracy'],
                           held_out_loss=best['best_loss'])
     return result
+
+
+def _freeze_for(steps, options, step) -> None:
+    """The frozen-backbone warm-up: frozen during the first freeze_epochs epochs (a resumed
+    run derives the state from the step, so it needs no checkpoint of its own)."""
+    if not options.freeze_epochs:
+        return
+    if not options.steps_per_epoch:  # planned by job.plan_epochs; a fixed length has no epochs
+        raise ValueError('freeze_epochs needs training by epochs, not a fixed train_steps')
+    frozen = stopping.epoch_of(step, options.steps_per_epoch) <= options.freeze_epochs
+    if frozen != steps.frozen:
+        steps.set_frozen(frozen)
+        logging.info('step %d: %s', step, 'backbone frozen: training only the head for %d '
+                     'epochs' % options.freeze_epochs if frozen else
+                     'backbone unfrozen: training every layer')
 
 
 def _log_window(steps, options, step, window, start_step, run_start) -> Dict[str, float]:

@@ -185,18 +185,19 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
             properties):
         num_train = (custom_property(examples, 'num_written_train') if examples is not None
                      else None) or 0
-        epochs = float(properties['train_epochs']) if int(properties['train_steps']) <= 0 else 0
+        by_epochs = int(properties['train_steps']) <= 0
+        epochs = float(properties['train_epochs'] or 0)
         if recorded('steps_run') is not None:  # what the trainer did
             rows.append(('steps', f'{int(recorded("steps_run"))} updates'))
         else:  # what was asked: with epochs, the most the trainer could take
             steps = trainer_executor.resolve_train_steps(properties, num_train)
-            rows.append(('steps', (f'up to {steps} updates ({epochs:g} epochs over about '
-                                   f'{num_train} train examples)') if epochs > 0
+            length = f'{epochs:g} epochs' if epochs > 0 else 'epochs from the data'
+            rows.append(('steps', (f'up to {steps} updates ({length} over about '
+                                   f'{num_train} train examples)') if by_epochs
                          else f'{steps} updates'))
     if model is not None and summary_text.training_text(model):
         rows.append(('training length', summary_text.training_text(model)))
-    if properties.get('validation_percent') is not None and float(
-            properties.get('train_epochs') or 0) > 0 and not int(properties['train_steps']):
+    if properties.get('validation_percent') is not None and not int(properties['train_steps']):
         rows.append(('early stopping', f'patience {properties.get("patience")} epochs on '
                      f'{properties["validation_percent"]}% of the train split held out'
                      + (f'; time budget {_number(properties["time_budget_minutes"])} min'

@@ -26,7 +26,9 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
     (lambda: config.IngestConfig(split_key=''), 'split_key'),
     (lambda: config.IngestConfig(max_rejected_fraction=1.0), 'max_rejected_fraction'),
     (lambda: config.TrainConfig(train_steps=-1), 'train_steps'),
-    (lambda: config.TrainConfig(train_steps=0, train_epochs=0.0), 'train_epochs'),
+    (lambda: config.TrainConfig(train_epochs=-1.0), 'train_epochs'),
+    (lambda: config.TrainConfig(train_steps=10, freeze_epochs=1), 'freeze_epochs'),
+    (lambda: config.TrainConfig(train_epochs=3.0, freeze_epochs=3), 'freeze_epochs'),
     (lambda: config.TrainConfig(patience=-1), 'patience'),
     (lambda: config.TrainConfig(validation_percent=60), 'validation_percent'),
     (lambda: config.TrainConfig(time_budget_minutes=-1.0), 'time_budget_minutes'),
@@ -56,7 +58,7 @@ def test_configs_are_frozen():
 
 def test_the_default_length_is_epochs_with_early_stopping():
     train = config.TrainConfig()
-    assert train.train_steps == 0 and train.train_epochs == config.DEFAULT_EPOCHS
+    assert train.train_steps == 0 and train.train_epochs == 0.0  # epochs from the data
     assert (train.patience, train.validation_percent, train.time_budget_minutes) == (3, 10, 0.0)
     # A fixed length bounds the warm-up; epochs do not (the trainer clamps it to the data).
     assert config.TrainConfig(train_steps=0, warmup_steps=500).warmup_steps == 500

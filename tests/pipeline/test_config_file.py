@@ -104,8 +104,7 @@ def test_epochs_on_the_command_line_beat_steps_in_the_file_and_the_preset(tmp_pa
     ('[train]\nwarm_start = 1\n', '[train] warm_start must be true or false'),
     ('[train]\nimage_size = [28]\n', '[train] image_size must be a list of 2'),
     ('[train]\ntrain_steps = -1\n', '[train] train_steps must be >= 0'),
-    ('[train]\ntrain_steps = 0\ntrain_epochs = 0\n',
-     '[train] train_epochs must be > 0 unless a fixed number of steps is set'),
+    ('[train]\ntrain_epochs = -1\n', '[train] train_epochs must be >= 0'),
     ('[train]\npatience = 1.5\n', '[train] patience must be an integer'),
     ('[train]\nvalidation_percent = 70\n', '[train] validation_percent must be in 0..50'),
     ('[eval]\nmin_accuracy = 2.0\n', '[eval] min_accuracy must be in [0, 1]'),
@@ -119,7 +118,7 @@ def test_a_bad_file_is_an_error_naming_the_file_and_key(tmp_path, text, message)
 
 
 def test_a_flag_error_names_the_flag_not_the_field(tmp_path):
-    with pytest.raises(ValueError, match=r'^--steps must be >= 0 \(0 = from train_epochs\), '
+    with pytest.raises(ValueError, match=r'^--steps must be >= 0 \(0 = by epochs\), '
                        'got -1$'):
         _build(output=str(tmp_path), steps=-1)
     with pytest.raises(ValueError, match='^--time-budget must be >= 0'):

@@ -37,8 +37,8 @@ def test_parameters_become_execution_properties():
 
 
 @pytest.mark.parametrize('overrides, message', [
-    (dict(train_steps=0), 'exactly one of train_steps and train_epochs'),
-    (dict(train_epochs=2.0), 'exactly one of train_steps and train_epochs'),
+    (dict(train_epochs=2.0), 'at most one of train_steps and train_epochs'),
+    (dict(train_steps=0, train_epochs=3.0, freeze_epochs=3), 'freeze_epochs must be fewer'),
     (dict(mixed_precision='float16'), 'mixed_precision must be one of'),
     (dict(patience=-1), 'patience must be >= 0'),
     (dict(validation_percent=51), 'validation_percent must be in 0..50'),

@@ -72,15 +72,16 @@ def test_do_trains_exports_and_records_how(tmp_path):
     assert any(name.startswith('events.out.tfevents') for name in os.listdir(model_run.uri))
     # 2 epochs of 60 examples at 16 x 2 per update: 1 update each (the remainder is dropped).
     assert metrics['steps_run'] == 2 and metrics['epochs_run'] == 2.0
-    # 20% of 60 examples is too few to rank epochs: they are trained on, and the reason says so.
+    # 20% of 60 examples is too few to rank epochs (under job.MIN_HELD_OUT): they are trained
+    # on, and the reason says so.
     from components.trainer import data
     held_in, held_out = data.count_split(os.path.join(examples.uri, 'Split-train', '*'), 20)
-    assert held_in + held_out == 60 and 0 < held_out < 20
+    assert held_in + held_out == 60 and 0 < held_out < 500
     assert model.get_float_custom_property('held_out_examples') == 0  # none were held out
     assert metrics['best_epoch'] == 0 and 'held_out_accuracy' not in metrics
     assert model.get_string_custom_property('stop_reason') == (
         f'ran the maximum of 2 epochs; no early stopping: only {int(held_out)} held-out examples '
-        '(fewer than 20), so they were trained on')
+        '(fewer than 500), so they were trained on')
     # Checkpoints were written every update, then removed once the model was exported.
     assert not os.path.exists(executor.checkpoint_dir(model.uri, [examples], props))
 
@@ -120,7 +121,9 @@ def test_train_steps_come_from_steps_or_epochs(steps, epochs, examples, expected
     assert executor.resolve_train_steps(props, examples) == expected
 
 
-def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path):
+def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypatch):
+    from components.trainer import job as job_lib
+    monkeypatch.setattr(job_lib, 'MIN_HELD_OUT', 20)  # 30 held out of 60 may then rank epochs
     examples = _examples(tmp_path)
     model = standard_artifacts.Model()
     model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '4')
