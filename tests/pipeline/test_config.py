@@ -27,7 +27,7 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
     (lambda: config.IngestConfig(max_rejected_fraction=1.0), 'max_rejected_fraction'),
     (lambda: config.TrainConfig(train_steps=-1), 'train_steps'),
     (lambda: config.TrainConfig(train_epochs=-1.0), 'train_epochs'),
-    (lambda: config.TrainConfig(train_steps=10, freeze_epochs=1), 'freeze_epochs'),
+    (lambda: config.TrainConfig(train_steps=30, freeze_epochs=1), 'freeze_epochs'),
     (lambda: config.TrainConfig(train_epochs=3.0, freeze_epochs=3), 'freeze_epochs'),
     (lambda: config.TrainConfig(patience=-1), 'patience'),
     (lambda: config.TrainConfig(validation_percent=60), 'validation_percent'),
