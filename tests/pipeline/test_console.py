@@ -50,18 +50,25 @@ def test_a_stage_line_is_timed_and_ends_with_the_stages_key_figure(caplog):
     assert [r.getMessage() for r in caplog.records if r.name == 'pipeline.console'] == lines
 
 
-def test_training_off_a_terminal_is_a_line_at_each_quarter_and_a_resume_says_so(progress):
+def _progress_lines(progress, start, total, last, stop_early=False):
+    """The console lines of a training from step `start` to `last` of `total`, off a terminal."""
     stream = io.StringIO()
     listener = console_lib.TrainingProgress(console_lib.Console(stream))
     progress.listeners.append(listener)
     try:
-        progress.update(step=100, total=400, start_step=100, running=True)
-        for step in range(101, 401):
+        progress.update(step=start, total=total, start_step=start, running=True)
+        for step in range(start + 1, last + 1):
             progress.update(step=step)
+        if stop_early:
+            progress.update(total=last)  # what loop.run_training does when it stops early
         progress.update(running=False)
     finally:
         progress.listeners.remove(listener)
-    lines = stream.getvalue().splitlines()
+    return stream.getvalue().splitlines()
+
+
+def test_training_off_a_terminal_is_a_line_at_each_quarter_and_a_resume_says_so(progress):
+    lines = _progress_lines(progress, 100, 400, 400)
     assert lines[0] == '  training: resuming at step 100 of 400'
     assert [line.split(',')[0] for line in lines[1:]] == [
         '  training: step 200/400', '  training: step 300/400']
@@ -69,18 +76,7 @@ def test_training_off_a_terminal_is_a_line_at_each_quarter_and_a_resume_says_so(
 
 
 def test_training_stopped_early_says_so_and_ends_its_progress(progress):
-    stream = io.StringIO()
-    listener = console_lib.TrainingProgress(console_lib.Console(stream))
-    progress.listeners.append(listener)
-    try:
-        progress.update(step=0, total=400, start_step=0, running=True)
-        for step in range(1, 281):
-            progress.update(step=step)
-        progress.update(total=280)  # what loop.run_training does when it stops early
-        progress.update(running=False)
-    finally:
-        progress.listeners.remove(listener)
-    lines = stream.getvalue().splitlines()
+    lines = _progress_lines(progress, 0, 400, 280, stop_early=True)
     assert [line.split(',')[0] for line in lines[:-1]] == [
         '  training: step 100/400', '  training: step 200/400']  # no 300/400 line
     assert lines[-1] == '  training: stopped early at step 280 of 400'

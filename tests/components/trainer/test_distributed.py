@@ -79,7 +79,8 @@ def test_mixed_float16_overflow_is_skipped_on_two_replicas(tmp_path):
     assert info['loss_scale'] < 3e38  # the scale was reduced after the overflow
 
 
-def test_two_workers_agree_with_each_other_and_with_one_replica(tmp_path, reference):
+def _two_workers(tmp_path, *args):
+    """Runs the worker as a two-process cluster on 127.0.0.1; each one's (weights, info)."""
     ports = [portpicker.pick_unused_port() for _ in range(2)]
     cluster = {'worker': [f'127.0.0.1:{p}' for p in ports]}
     processes = []
@@ -87,7 +88,7 @@ def test_two_workers_agree_with_each_other_and_with_one_replica(tmp_path, refere
         tf_config = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
         out = str(tmp_path / f'worker{index}.npz')
         processes.append((out, subprocess.Popen(
-            [sys.executable, WORKER, '--batch', '16', '--out', out], cwd=REPO,
+            [sys.executable, WORKER, *args, '--out', out], cwd=REPO,
             env={**os.environ, 'TF_CONFIG': tf_config},
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
     results = []
@@ -95,11 +96,17 @@ def test_two_workers_agree_with_each_other_and_with_one_replica(tmp_path, refere
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stderr.decode()[-2000:]
         weights = np.load(out)
-        results.append([weights[f'w{i}'] for i in range(len(weights.files))])
         with open(out + '.json') as handle:
-            assert json.load(handle)['replicas'] == 2
-    assert _max_diff(results[0], results[1]) == 0.0
-    assert _max_diff(results[0], reference) < TOLERANCE
+            results.append(([weights[f'w{i}'] for i in range(len(weights.files))],
+                            json.load(handle)))
+    return results
+
+
+def test_two_workers_agree_with_each_other_and_with_one_replica(tmp_path, reference):
+    (first, info), (second, other) = _two_workers(tmp_path, '--batch', '16')
+    assert info['replicas'] == other['replicas'] == 2
+    assert _max_diff(first, second) == 0.0
+    assert _max_diff(first, reference) < TOLERANCE
 
 
 def _epoch_weights(out, key):
@@ -121,25 +128,8 @@ def test_early_stopping_on_two_replicas_restores_the_best_epochs_mirrored_weight
 
 
 def test_two_workers_stop_early_at_the_same_epoch_with_the_same_weights(tmp_path):
-    ports = [portpicker.pick_unused_port() for _ in range(2)]
-    cluster = {'worker': [f'127.0.0.1:{p}' for p in ports]}
-    processes = []
-    for index in range(2):
-        tf_config = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
-        out = str(tmp_path / f'worker{index}.npz')
-        # A budget far away: each step still agrees on the clock with an all-reduce.
-        processes.append((out, subprocess.Popen(
-            [sys.executable, WORKER, '--batch', '8', '--early-stopping', '--budget', '3600',
-             '--out', out], cwd=REPO, env={**os.environ, 'TF_CONFIG': tf_config},
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
-    results = []
-    for out, process in processes:
-        _, stderr = process.communicate(timeout=300)
-        assert process.returncode == 0, stderr.decode()[-2000:]
-        weights = np.load(out)
-        with open(out + '.json') as handle:
-            results.append(([weights[f'w{i}'] for i in range(len(weights.files))],
-                            json.load(handle)))
+    # A budget far away: each step still agrees on the clock with an all-reduce.
+    results = _two_workers(tmp_path, '--batch', '8', '--early-stopping', '--budget', '3600')
     (first, info), (second, other) = results
     assert info == other and info['replicas'] == 2 and info['epochs_run'] < 20
     # Same restored weights; BatchNorm's moving statistics (4 and 5) are each worker's own
