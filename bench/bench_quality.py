@@ -90,7 +90,8 @@ def test_accuracy(model_uri: str) -> float:
     images, labels = quality_data.read_idx('t10k')
     correct = 0
     for start in range(0, len(images), 500):
-        encoded = [tf.io.encode_png(image[..., None]).numpy() for image in images[start:start + 500]]
+        encoded = [tf.io.encode_png(image[..., None]).numpy()
+                   for image in images[start:start + 500]]
         names = predict(images=tf.constant(encoded))['class_names'].numpy()
         expected = [quality_data.CLASS_NAMES[i] for i in labels[start:start + 500]]
         correct += sum(n.decode() == e for n, e in zip(names, expected))

@@ -23,8 +23,9 @@ FLAG_FIELDS = {
     'steps': 'train.train_steps', 'epochs': 'train.train_epochs',
     'batch_size': 'train.global_batch_size', 'accumulation_steps': 'train.accumulation_steps',
     'learning_rate': 'train.learning_rate', 'mixed_precision': 'train.mixed_precision',
-    'patience': 'train.patience', 'freeze_epochs': 'train.freeze_epochs', 'validation_percent': 'train.validation_percent',
-    'time_budget': 'train.time_budget_minutes', 'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
+    'patience': 'train.patience', 'freeze_epochs': 'train.freeze_epochs',
+    'validation_percent': 'train.validation_percent', 'time_budget': 'train.time_budget_minutes',
+    'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
     'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
     'beam_args': 'beam_args'}
 

@@ -70,7 +70,7 @@ def resolve_train_steps(exec_properties: Dict[str, Any], num_train_examples: int
                       * int(exec_properties['accumulation_steps']))
         held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
         held_in //= 100
-        epochs = float(exec_properties['train_epochs']) or job_lib.auto_epochs(held_in)
+        epochs = float(exec_properties['train_epochs']) or job_lib.auto_epochs(held_in, per_update)
         steps = max(1, math.ceil(epochs * max(1, held_in // per_update)))
     return max(1, steps)
 

@@ -76,16 +76,21 @@ def fits_in_cache(num_examples: int, image_shape: Tuple[int, int, int],
 # them). They go back into training instead, and every epoch runs.
 MIN_HELD_OUT = 500
 # Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as
-# AUTO_MIN_EPOCHS to AUTO_MAX_EPOCHS passes over the held-in train examples. 400k is about ten
-# minutes of the default model on 28x28 images on 2 CPU cores (README, "Training length").
+# AUTO_MIN_EPOCHS to AUTO_MAX_EPOCHS passes over the held-in train examples, but never fewer
+# than AUTO_MIN_UPDATES optimizer updates: a few hundred images are a couple of updates per
+# epoch, and 20 epochs of them are 40 updates (measured on 189 photo patches: eval 0.88,
+# against 1.00 with 400 updates). 400k is about ten minutes of the default model on 28x28
+# images on 2 CPU cores (README, "Training length").
 AUTO_EPOCHS = -1.0
-AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS = 400_000, 10, 20
+AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 400_000, 10, 20, 400
 
 
-def auto_epochs(held_in: int) -> float:
+def auto_epochs(held_in: int, examples_per_update: int) -> float:
     """The most epochs for a train split of held_in examples, when none are configured."""
-    return float(min(AUTO_MAX_EPOCHS, max(AUTO_MIN_EPOCHS,
-                                          math.ceil(AUTO_EXAMPLES / max(1, held_in)))))
+    epochs = min(AUTO_MAX_EPOCHS,
+                 max(AUTO_MIN_EPOCHS, math.ceil(AUTO_EXAMPLES / max(1, held_in))))
+    per_epoch = max(1, held_in // examples_per_update)
+    return float(max(epochs, math.ceil(AUTO_MIN_UPDATES / per_epoch)))
 
 
 def plan_epochs(job: TrainJob) -> Tuple[TrainJob, int, str]:
@@ -104,7 +109,7 @@ def plan_epochs(job: TrainJob) -> Tuple[TrainJob, int, str]:
                 f'trained on')
         held_in, held_out, percent = held_in + held_out, 0, 0
     options = job.options
-    epochs = job.epochs if job.epochs > 0 else auto_epochs(held_in)
+    epochs = job.epochs if job.epochs > 0 else auto_epochs(held_in, options.examples_per_update)
     if options.freeze_epochs >= epochs:
         raise ValueError(f'freeze_epochs ({options.freeze_epochs}) must be fewer than the '
                          f'{epochs:g} epochs planned')

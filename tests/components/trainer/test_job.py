@@ -92,6 +92,16 @@ def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp
             np.testing.assert_array_equal(a_images, b_images)
 
 
+@pytest.mark.parametrize('held_in, epochs', [
+    (1427, 20),       # the digits: 20 passes (22 updates each) cap the 400k examples
+    (43_036, 10),     # Fashion-MNIST: 400k examples are 9.3 passes; at least 10
+    (1_000_000, 10),  # large data: still 10 passes
+    (189, 200),       # 189 photos are 2 updates per epoch: 400 updates need 200 epochs
+    (469, 58)])       # a 469-row table: 7 updates per epoch
+def test_training_length_from_the_data(held_in, epochs):
+    assert job_lib.auto_epochs(held_in, 64) == epochs
+
+
 def test_cache_rule_keeps_small_splits_only():
     assert job_lib.fits_in_cache(1797, (8, 8, 1))
     assert not job_lib.fits_in_cache(10_000_000, (224, 224, 3))
