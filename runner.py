@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     add('--channels', type=int, choices=(1, 3), help='model input channels (default: 3 when any '
         'image is colour, else 1)')
     add('--epochs', type=float, help='most passes over the train split; early stopping still '
-        'applies (default: from the data, ~400k examples seen, 10 to 20 passes)')
+        'applies (default: from the data, ~400k examples seen as 10-20 passes, >= 400 updates)')
     add('--steps', type=int, help='exactly N optimizer updates instead: no epochs, no early '
         'stopping')
     add('--patience', type=int, help='stop after N epochs without held-out improvement; 0 = '
