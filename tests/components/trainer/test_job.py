@@ -173,6 +173,23 @@ def test_a_named_architecture_trains_loads_local_weights_and_exports_a_serving_m
     assert keras.mixed_precision.global_policy().name == 'float32'
 
 
+def test_a_frozen_backbone_warm_up_on_a_named_architecture(tmp_path, caplog):
+    # 24 examples, 8 per update: 3 updates per epoch; epoch 1 trains the head alone.
+    job = _mobilenet_job(tmp_path, epochs=2.0, options=loop.LoopOptions(
+        train_steps=1, global_batch_size=8, learning_rate=1e-3, eval_steps=1,
+        freeze_epochs=1))
+    with caplog.at_level('INFO', logger='absl'):
+        metrics = job_lib.train_and_export(job, str(tmp_path / 'model'), str(tmp_path / 'logs'))
+    messages = [r.getMessage() for r in caplog.records]
+    assert 'step 1: backbone frozen: training only the head for 1 epochs' in messages
+    assert 'step 4: backbone unfrozen: training every layer' in messages
+    assert metrics['steps_run'] == 6 and np.isfinite(metrics['train_loss'])
+    with pytest.raises(ValueError, match=r'freeze_epochs \(2\) must be fewer than the 2 epochs'):
+        job_lib.train_and_export(_mobilenet_job(tmp_path, epochs=2.0, options=loop.LoopOptions(
+            train_steps=1, global_batch_size=8, learning_rate=1e-3, freeze_epochs=2)),
+            str(tmp_path / 'm2'), str(tmp_path / 'l2'))
+
+
 def test_weights_reach_the_builder_and_a_builder_without_them_is_named(tmp_path):
     missing = str(tmp_path / 'missing.weights.h5')
     with pytest.raises(ValueError, match='weights file not found: .*missing.weights.h5'):
