@@ -41,8 +41,10 @@ def test_a_default_run_prints_a_line_per_stage_and_the_summary_and_logs_the_rest
     assert lines[0].startswith('Run ') and '; log: ' + os.path.join(out, 'logs') in lines[0]
     assert [line for line in lines if line.startswith('ImageExampleGen')][0].endswith(
         's  90 examples, 0 rejected')
-    assert [line.split(',')[0] for line in lines if line.startswith('  training:')] == [
+    assert [line.split(',')[0] for line in lines if line.startswith('  training: step')] == [
         '  training: step 25/100', '  training: step 50/100', '  training: step 75/100']
+    # The summary says how long training ran and why it stopped.
+    assert '  training: fixed length: 100 steps (train_steps / --steps)' in lines
     assert 'pushed: version 1 at' in first.stdout and lines[-1].startswith('Report: ')
     log = run_log(first.stdout)  # the detail the console no longer shows
     for detail in ('Component ImageTrainer is running.', 'step 100/100',
