@@ -194,9 +194,9 @@ class PipelineConfig:
     train: TrainConfig = TrainConfig()
     eval: EvalConfig = EvalConfig()
     push: PushConfig = PushConfig()
-    # DirectRunner in multi-processing mode, one worker per core (0 = use all cores).
-    beam_args: Tuple[str, ...] = ('--direct_running_mode=multi_processing',
-                                  '--direct_num_workers=0', SETUP_FILE_ARG)
+    # Empty: chosen by the input's size at run time (pipeline/beam_mode.py), in-process for
+    # small inputs, one DirectRunner worker per core for large ones; given args win.
+    beam_args: Tuple[str, ...] = ()
     enable_cache: bool = True
     # False when paths name files inside the container image (pipeline/kubeflow.py): they do not
     # exist on the machine that compiles the pipeline, so they are not checked there.
@@ -280,12 +280,11 @@ def default_config(**overrides) -> PipelineConfig:
 
 def smoke_config(data_dir: str, output_dir: str, source: str = 'images',
                  **overrides) -> PipelineConfig:
-    """A few training steps, one Beam worker in-process, a low bar: for tests on tiny samples."""
+    """A few training steps, a low bar: for tests on tiny samples (whose Beam runs in-process)."""
     base = PipelineConfig(
         name='smoke', output_dir=output_dir,
         ingest=IngestConfig(data_dir=data_dir, num_shards=2, source=source),
         train=TrainConfig(train_steps=30, global_batch_size=16, warmup_steps=0,
                           checkpoint_interval=10),
-        eval=EvalConfig(min_accuracy=0.0, max_regression=1.0),
-        beam_args=('--direct_running_mode=in_memory', '--direct_num_workers=1', SETUP_FILE_ARG))
+        eval=EvalConfig(min_accuracy=0.0, max_regression=1.0))
     return dataclasses.replace(base, **overrides)

@@ -23,6 +23,7 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from components.ingest.component import ImageExampleGen
 from components.trainer.component import ImageTrainer
+from pipeline import beam_mode
 from pipeline import config as config_lib
 from pipeline import pipeline as pipeline_lib
 
@@ -45,7 +46,8 @@ def for_image(config: config_lib.PipelineConfig, workdir: str) -> config_lib.Pip
     return dataclasses.replace(
         config, check_paths=False,
         schema_path=config.schema_path and to_image_path(config.schema_path, workdir),
-        beam_args=tuple(rewrite_arg(a) for a in config.beam_args),
+        beam_args=tuple(rewrite_arg(a) for a in beam_mode.resolve(
+            config.beam_args, config.ingest.data_dir, (config_lib.SETUP_FILE_ARG,))[0]),
         ingest=dataclasses.replace(config.ingest,
                                    data_dir=to_image_path(config.ingest.data_dir, workdir)),
         train=dataclasses.replace(config.train, model_weights=config.train.model_weights

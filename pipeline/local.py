@@ -79,6 +79,7 @@ def _run(config, run_id: str, log_path: str, stream) -> int:
     from tfx import v1 as tfx
 
     from components.trainer import loop
+    from pipeline import beam_mode
     from pipeline import console as console_lib
     from pipeline import pipeline as pipeline_lib
     from pipeline import summary as summary_lib
@@ -87,6 +88,10 @@ def _run(config, run_id: str, log_path: str, stream) -> int:
 
     console = console_lib.Console(stream, verbose=logs.is_verbose())
     console.line(f'Run {run_id}; log: {log_path}')
+    beam_args, beam_reason = beam_mode.resolve(config.beam_args, config.ingest.data_dir,
+                                               (config_lib.SETUP_FILE_ARG,))
+    config = dataclasses.replace(config, beam_args=beam_args)
+    logging.info('Beam: %s (%s)', beam_reason, ' '.join(beam_args))
     read = lambda: summary_lib.read_run(config.metadata_path, run_id)  # noqa: E731
     stages = console_lib.StageLines(console, read)
     progress = console_lib.TrainingProgress(console)
@@ -113,7 +118,7 @@ def _run(config, run_id: str, log_path: str, stream) -> int:
         loop.PROGRESS.listeners.remove(progress)
         logging.getLogger('absl').removeHandler(stages)
     summary = read() or summary_lib.RunSummary(run_id=run_id, states={}, outputs={})
-    summary = dataclasses.replace(summary, failure=failure)
+    summary = dataclasses.replace(summary, failure=failure, beam=beam_reason)
     console.line(summary_text.format_summary(summary))
     console.line(f'Report: {report_lib.write_report(summary, config.output_dir)}')
     if failure is not None:

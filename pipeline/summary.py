@@ -28,6 +28,8 @@ class RunSummary:
     execution_properties: Dict[str, Dict[str, object]] = dataclasses.field(default_factory=dict)
     # (stage, first lines of its error) when a stage failed; None when none did.
     failure: Optional[Tuple[str, str]] = None
+    # How this process ran Beam and why (pipeline/beam_mode.py); like failure, not in ML Metadata.
+    beam: Optional[str] = None
 
     def _models(self, baseline: bool) -> List[metadata_store_pb2.Artifact]:
         # Both the trainer and the baseline component output Models; only the baseline's

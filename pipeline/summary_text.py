@@ -20,6 +20,8 @@ def format_summary(summary: RunSummary) -> str:
     """The end-of-run report: counts per split, anomalies, accuracy, blessing, pushed version."""
     lines = [f'Run {summary.run_id}']
     lines.append('  steps: ' + ', '.join(f'{n} {s.lower()}' for n, s in summary.states.items()))
+    if summary.beam:
+        lines.append(f'  beam: {summary.beam}')
     for examples in summary.outputs.get('Examples', []):
         counts = {s: _custom(examples, f'num_written_{s}') for s in ('train', 'eval')}
         reasons = ', '.join(f'{k[len("num_rejected_"):]} {v.int_value}' for k, v in sorted(

@@ -12,7 +12,7 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
     assert cfg.metadata_path == str(tmp_path / 'out' / 'metadata.sqlite')
     assert cfg.serving_dir == str(tmp_path / 'out' / 'serving')
     assert cfg.ingest.data_dir == config.DEFAULT_DATA
-    assert '--direct_running_mode=multi_processing' in cfg.beam_args
+    assert cfg.beam_args == ()  # chosen by the input's size at run time (beam_mode.py)
 
 
 @pytest.mark.parametrize('make, field', [
@@ -66,10 +66,10 @@ def test_the_default_length_is_epochs_with_early_stopping():
         config.TrainConfig(train_steps=30, warmup_steps=30)
 
 
-def test_smoke_variant_is_small_and_in_process(tmp_path):
+def test_smoke_variant_is_small_and_runs_beam_by_input_size(tmp_path):
     cfg = config.smoke_config(str(tmp_path), str(tmp_path / 'out'))
     assert 0 < cfg.train.train_steps <= 30  # a fixed length, not the default's epochs
-    assert '--direct_running_mode=in_memory' in cfg.beam_args
+    assert cfg.beam_args == ()
     assert cfg.ingest.data_dir == str(tmp_path)
 
 

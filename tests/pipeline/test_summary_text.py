@@ -1,4 +1,5 @@
 """The run summary in words (pipeline/summary_text.py): input, table imputation, baseline lines."""
+import dataclasses
 import json
 import os
 
@@ -103,3 +104,11 @@ def test_a_served_model_for_another_task_is_named_as_such(tmp_path):
     other.baseline_model().custom_properties['incompatible_reason'].string_value = 'classes'
     assert summary_text.baseline_text(other) == (
         'served version 1 (a model for another task: not compared, see below)')
+
+
+def test_the_beam_line_says_how_beam_ran_and_only_when_known():
+    reason = 'in-process (DirectRunner in_memory): 1,797 files, 0.2 MB < 64.0 MB'
+    summary = _summary(_model(train_accuracy=1.0, eval_accuracy=0.9))
+    lines = summary_text.format_summary(dataclasses.replace(summary, beam=reason)).splitlines()
+    assert lines[2] == f'  beam: {reason}'  # right after the steps line
+    assert 'beam:' not in summary_text.format_summary(summary)

@@ -1,0 +1,71 @@
+"""How the Beam stages run when the user gives no --beam-args: in-process for small inputs.
+
+ExampleGen, StatisticsGen and the Evaluator run Beam. DirectRunner's multi-processing mode starts
+worker processes in every one of those stages, and each worker imports TensorFlow (and TFMA's
+workers load the model) before it reads a record: seconds of fixed cost per stage, which dwarf the
+work on a small input. In-process (`in_memory`, one worker) has no such cost but uses one core.
+bench/bench_beam_mode.py measures both, by input size, on this 2-core machine (figures in
+README, "Beam mode"); INPUT_BYTES_THRESHOLD is where multi-processing starts to pay.
+
+The input's size is the bytes of its files: what ingestion decodes and what the statistics and
+the evaluation then scale with. It is read from the folder before the run (one stat per file).
+An input that cannot be listed here (a URI, a path that only exists in a container) keeps
+multi-processing, the mode that does not degrade with size. Given --beam-args always win.
+"""
+import os
+from typing import Optional, Tuple
+
+IN_PROCESS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
+MULTI_PROCESSING = ('--direct_running_mode=multi_processing', '--direct_num_workers=0')
+# Measured with bench/bench_beam_mode.py on 2 cores (28x28 PNG class folders), see README.
+INPUT_BYTES_THRESHOLD = 64 * 2 ** 20
+
+
+def input_size(data_dir: str) -> Optional[Tuple[int, int]]:
+    """(files, bytes) under data_dir, hidden files aside; None when it is not a local folder."""
+    if not os.path.isdir(data_dir):
+        return None
+    files = size = 0
+    for root, dirs, names in os.walk(data_dir):
+        dirs[:] = [d for d in dirs if not d.startswith('.')]
+        for name in names:
+            if not name.startswith('.'):
+                try:
+                    size += os.stat(os.path.join(root, name)).st_size
+                except OSError:  # vanished or unreadable: ingestion reports it
+                    continue
+                files += 1
+    return files, size
+
+
+def _megabytes(size: int) -> str:
+    return f'{size / 2 ** 20:,.1f} MB'
+
+
+def choose(data_dir: str, cores: Optional[int] = None,
+           threshold: int = INPUT_BYTES_THRESHOLD) -> Tuple[Tuple[str, ...], str]:
+    """(Beam args, the reason in words) for an input folder when no --beam-args are given."""
+    cores = cores or os.cpu_count() or 1
+    measured = input_size(data_dir)
+    if measured is None:
+        return MULTI_PROCESSING, ('multi-processing (DirectRunner, one worker per core): the '
+                                  'input is not a local folder, so its size is unknown here')
+    files, size = measured
+    what = f'{files:,} files, {_megabytes(size)}'
+    if cores == 1:
+        return IN_PROCESS, f'in-process (DirectRunner in_memory): one core, {what}'
+    if size < threshold:
+        return IN_PROCESS, (f'in-process (DirectRunner in_memory): {what} < '
+                            f'{_megabytes(threshold)}, where worker start-up costs more than '
+                            'it saves')
+    return MULTI_PROCESSING, (f'multi-processing (DirectRunner, {cores} workers): {what} >= '
+                              f'{_megabytes(threshold)}')
+
+
+def resolve(beam_args: Tuple[str, ...], data_dir: str,
+            extra: Tuple[str, ...] = ()) -> Tuple[Tuple[str, ...], str]:
+    """The Beam args a run uses and why: the given ones, else choose()'s plus `extra`."""
+    if beam_args:
+        return tuple(beam_args), 'as given: ' + ' '.join(beam_args)
+    chosen, reason = choose(data_dir)
+    return chosen + tuple(extra), reason
