@@ -76,7 +76,7 @@ def _run(config, run_id: str, log_path: str, stream) -> int:
     from tfx.dsl.compiler import compiler
     from tfx.dsl.compiler import constants
     from tfx.orchestration.portable import runtime_parameter_utils
-    from tfx import v1 as tfx
+    from tfx.orchestration.local import local_dag_runner
 
     from components.trainer import loop
     from pipeline import beam_mode
@@ -104,7 +104,7 @@ def _run(config, run_id: str, log_path: str, stream) -> int:
         ir = compiler.Compiler().compile(pipeline_lib.create_pipeline(config))
         runtime_parameter_utils.substitute_runtime_parameter(
             ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
-        tfx.orchestration.LocalDagRunner().run_with_ir(ir)
+        local_dag_runner.LocalDagRunner().run_with_ir(ir)
     except KeyboardInterrupt:
         _exit_interrupted(stream, stages.interrupted_message())
     except Exception as error:  # pylint: disable=broad-except

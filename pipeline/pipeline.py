@@ -11,7 +11,8 @@ Both runners (local and Kubeflow) call this same function; they differ only in e
 from typing import List
 
 import tensorflow_model_analysis as tfma
-from tfx import v1 as tfx
+from tfx import components as tfx_components
+from tfx.orchestration import metadata
 from tfx.orchestration import pipeline as tfx_pipeline
 
 from components.baseline.component import ServedModelBaseline
@@ -71,13 +72,13 @@ def create_components(config: PipelineConfig) -> List:
         image_storage=ingest.image_storage, channels=config.train.channels or 0,
         label_column=ingest.label_column, feature_types=dict(ingest.feature_types),
         drop_columns=ingest.drop_columns)
-    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
+    statistics_gen = tfx_components.StatisticsGen(examples=example_gen.outputs['examples'])
     if config.schema_path:
-        schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+        schema_gen = tfx_components.ImportSchemaGen(schema_file=config.schema_path)
     else:
-        schema_gen = tfx.components.SchemaGen(
+        schema_gen = tfx_components.SchemaGen(
             statistics=statistics_gen.outputs['statistics'], infer_feature_shape=True)
-    example_validator = tfx.components.ExampleValidator(
+    example_validator = tfx_components.ExampleValidator(
         statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema'])
     gate = AnomalyGate(anomalies=example_validator.outputs['anomalies'])
 
@@ -114,12 +115,12 @@ def create_components(config: PipelineConfig) -> List:
 
 
 def create_pipeline(config: PipelineConfig) -> tfx_pipeline.Pipeline:
-    return tfx.dsl.Pipeline(
+    return tfx_pipeline.Pipeline(
         pipeline_name=config.name,
         pipeline_root=config.pipeline_root,
         components=create_components(config),
         enable_cache=config.enable_cache,
         # The local SQLite store; None on cluster storage, whose orchestrator keeps its own.
         metadata_connection_config=config.metadata_path and (
-            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)),
+            metadata.sqlite_metadata_connection_config(config.metadata_path)),
         beam_pipeline_args=list(config.beam_args))

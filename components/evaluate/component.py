@@ -7,12 +7,12 @@ emits an empty Model that must be read as "no baseline", exactly as an empty Res
 a served model for other classes or another input arrives marked incompatible and is not
 compared either. The executor also records on the blessing why it was (not) blessed.
 """
-from tfx import v1 as tfx
+from tfx import components as tfx_components
 from tfx.dsl.components.base import executor_spec
 
 from components.evaluate import executor
 
 
-class Evaluator(tfx.components.Evaluator):
+class Evaluator(tfx_components.Evaluator):
     """The stock Evaluator; an empty or incompatible `baseline_model` counts as none."""
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)

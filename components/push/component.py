@@ -5,14 +5,15 @@ A subclass that only swaps EXECUTOR_SPEC, rather than the stock component with
 name `Pusher` keeps the node id and the execution type's short name that ML Metadata records,
 so the run summary, the caches and the Kubeflow task names see the same "Pusher" as before.
 """
-from tfx import v1 as tfx
+from tfx import components as tfx_components
+from tfx.proto import pusher_pb2
 from tfx.dsl.components.base import executor_spec
 from tfx.types import Channel
 
 from components.push import executor
 
 
-class Pusher(tfx.components.Pusher):
+class Pusher(tfx_components.Pusher):
     """Pushes blessed models to `<serving_dir>/<integer version>/` (see push/versions.py)."""
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
@@ -20,6 +21,6 @@ class Pusher(tfx.components.Pusher):
                  keep_versions: int):
         super().__init__(
             model=model, model_blessing=model_blessing,
-            push_destination=tfx.proto.PushDestination(
-                filesystem=tfx.proto.PushDestination.Filesystem(base_directory=serving_dir)),
+            push_destination=pusher_pb2.PushDestination(
+                filesystem=pusher_pb2.PushDestination.Filesystem(base_directory=serving_dir)),
             custom_config={executor.KEEP_VERSIONS_KEY: keep_versions})
