@@ -12,6 +12,7 @@ from typing import List
 
 import tensorflow_model_analysis as tfma
 from tfx import components as tfx_components
+from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
 from tfx.orchestration import metadata
 from tfx.orchestration import pipeline as tfx_pipeline
 
@@ -74,7 +75,7 @@ def create_components(config: PipelineConfig) -> List:
         drop_columns=ingest.drop_columns)
     statistics_gen = tfx_components.StatisticsGen(examples=example_gen.outputs['examples'])
     if config.schema_path:
-        schema_gen = tfx_components.ImportSchemaGen(schema_file=config.schema_path)
+        schema_gen = ImportSchemaGen(schema_file=config.schema_path)
     else:
         schema_gen = tfx_components.SchemaGen(
             statistics=statistics_gen.outputs['statistics'], infer_feature_shape=True)

@@ -5,8 +5,6 @@ import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS = os.path.join(REPO_ROOT, 'data', 'digits')
-# One Beam worker in this process: faster to start than the default worker processes.
-IN_MEMORY_BEAM = '--beam-args=--direct_running_mode=in_memory --direct_num_workers=1'
 
 
 def copy_digits(dest: str, classes=('0', '1', '2'), per_class: int = 30) -> str:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import IN_MEMORY_BEAM, REPO_ROOT, copy_digits, runner_command
+from helpers import REPO_ROOT, copy_digits, runner_command
 
 pytestmark = pytest.mark.e2e
 
@@ -17,7 +17,7 @@ def test_a_second_run_waits_and_each_summary_names_its_own_run_and_version(tmp_p
     data, out = copy_digits(str(tmp_path / 'data')), str(tmp_path / 'out')
 
     def command(steps, *flags):  # different step counts: two different models, both pushed
-        return runner_command(data, out, '--config', 'smoke', '--steps', steps, IN_MEMORY_BEAM,
+        return runner_command(data, out, '--config', 'smoke', '--steps', steps,
                               *flags)
 
     first = subprocess.Popen(command('30'), cwd=REPO_ROOT, text=True,

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from helpers import IN_MEMORY_BEAM, REPO_ROOT, copy_digits, run_log, runner_command
+from helpers import REPO_ROOT, copy_digits, run_log, runner_command
 
 pytestmark = pytest.mark.e2e
 
@@ -45,9 +45,13 @@ def test_a_default_run_prints_a_line_per_stage_and_the_summary_and_logs_the_rest
         '  training: step 25/100', '  training: step 50/100', '  training: step 75/100']
     # The summary says how long training ran and why it stopped.
     assert '  training: fixed length: 100 steps (train_steps / --steps)' in lines
+    # No --beam-args: 90 small files run Beam in-process, and the summary says why.
+    beam = [line for line in lines if line.startswith('  beam: ')]
+    assert len(beam) == 1 and beam[0].startswith(
+        '  beam: in-process (DirectRunner in_memory): 90 files, 0.0 MB < '), first.stdout
     assert 'pushed: version 1 at' in first.stdout and lines[-1].startswith('Report: ')
     log = run_log(first.stdout)  # the detail the console no longer shows
-    for detail in ('Component ImageTrainer is running.', 'step 100/100',
+    for detail in ('Beam: in-process (DirectRunner in_memory)', 'Component ImageTrainer is running.', 'step 100/100',
                    'Using Any for unsupported type', 'Model pushed as version 1', 'pushed: version 1'):
         assert detail in log, detail
 
@@ -65,8 +69,7 @@ def test_a_failed_ingestion_names_the_stage_and_the_reason_and_nothing_after_it(
                 head = image.read(20)
             with open(path, 'wb') as image:
                 image.write(head)
-    result, lines = _run(runner_command(data, str(tmp_path / 'out'), '--config', 'smoke',
-                                       IN_MEMORY_BEAM))
+    result, lines = _run(runner_command(data, str(tmp_path / 'out'), '--config', 'smoke'))
     assert result.returncode == 1 and result.stderr == '', result.stderr[-3000:]
     assert lines[1].split()[:2] == ['ImageExampleGen', 'failed'], result.stdout
     summary = result.stdout[result.stdout.index('\nRun '):]

@@ -29,7 +29,7 @@ from components.trainer import export
 from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 
-from helpers import IN_MEMORY_BEAM, REPO_ROOT, run_pipeline
+from helpers import REPO_ROOT, run_pipeline
 
 pytestmark = pytest.mark.e2e
 
@@ -173,7 +173,7 @@ def test_a_user_runs_it_with_flags_alone(tmp_path):
     result = subprocess.run(
         [sys.executable, 'runner.py', '--local', '--source', 'csv', '--data',
          str(tmp_path / 'data'), '--label-column', 'diagnosis', '--output', str(tmp_path / 'o'),
-         '--config', 'smoke', '--steps', '120', '--min-accuracy', '0.85', IN_MEMORY_BEAM],
+         '--config', 'smoke', '--steps', '120', '--min-accuracy', '0.85'],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import IN_MEMORY_BEAM, REPO_ROOT, copy_digits, runner_command
+from helpers import REPO_ROOT, copy_digits, runner_command
 
 pytestmark = pytest.mark.e2e
 
@@ -35,7 +35,7 @@ def _interrupt_when(command, pattern):
 
 def test_ctrl_c_in_training_prints_one_line_exits_130_and_the_rerun_resumes(tmp_path):
     data, out = copy_digits(str(tmp_path / 'data')), str(tmp_path / 'out')
-    command = runner_command(data, out, '--steps', '400', IN_MEMORY_BEAM)
+    command = runner_command(data, out, '--steps', '400')
     # TensorFlow writes the `checkpoint` index last: then the first checkpoint is complete.
     process, stdout, stderr = _interrupt_when(command, os.path.join(
         out, 'pipeline_root', 'ImageTrainer', 'checkpoints', '*', 'checkpoint'))

@@ -11,13 +11,13 @@ import time
 
 import pytest
 
-from helpers import IN_MEMORY_BEAM, REPO_ROOT, copy_digits, run_log, runner_command
+from helpers import REPO_ROOT, copy_digits, run_log, runner_command
 
 pytestmark = pytest.mark.e2e
 
 
 def _command(data, out):
-    return runner_command(data, out, '--steps', '400', IN_MEMORY_BEAM)
+    return runner_command(data, out, '--steps', '400')
 
 
 def test_killed_trainer_resumes_when_the_pipeline_runs_again(tmp_path):

@@ -1,0 +1,26 @@
+"""Unit tests: create_pipeline wires the stages for a curated or an inferred schema (no run)."""
+from pipeline import config as config_lib
+from pipeline import pipeline as pipeline_lib
+
+COMMON = ['ImageExampleGen', 'StatisticsGen', 'ExampleValidator', 'AnomalyGate', 'ImageTrainer',
+          'ServedModelBaseline', 'Evaluator', 'Pusher']
+
+
+def _ids(tmp_path, **overrides):
+    cfg = config_lib.smoke_config(config_lib.DEFAULT_DATA, str(tmp_path), **overrides)
+    built = pipeline_lib.create_pipeline(cfg)
+    return [component.id for component in built.components], built
+
+
+def test_a_curated_schema_is_imported_and_an_absent_one_inferred(tmp_path):
+    ids, _ = _ids(tmp_path, schema_path=config_lib.DIGITS_SCHEMA)
+    assert sorted(ids) == sorted(COMMON + ['ImportSchemaGen'])
+    ids, _ = _ids(tmp_path, schema_path=None)
+    assert sorted(ids) == sorted(COMMON + ['SchemaGen'])
+
+
+def test_the_beam_args_and_the_metadata_store_reach_the_pipeline(tmp_path):
+    _, built = _ids(tmp_path, beam_args=('--direct_num_workers=1',))
+    assert built.beam_pipeline_args == ['--direct_num_workers=1']
+    assert built.metadata_connection_config.sqlite.filename_uri == str(
+        tmp_path / 'metadata.sqlite')
