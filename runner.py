@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     add('--min-accuracy', type=float, help='overall eval accuracy needed to push (default: %s)'
         % config_lib.EvalConfig.min_accuracy)
     add('--beam-args', type=shlex.split, help='Beam pipeline args as one quoted string, e.g. '
-        '--beam-args="--direct_num_workers=1"')
+        '--beam-args="--direct_num_workers=1" (default: in-process for small inputs, one '
+        'DirectRunner worker per core for large ones)')
     add('--no-cache', action='store_true', help='re-run every component')
     add('--verbose', action='store_true', help='stream the full log to the console too')
     add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
