@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         "model with a 'backbone' layer (--model resnet50 ...; with --weights), then all layers")
     add('--batch-size', type=int, help=f'global batch over all replicas (default: '
         f'{t.global_batch_size})')
+    add('--workers', type=int, metavar='N', help='training processes on this machine, one '
+        'MultiWorkerMirroredStrategy worker each (default: 1, in-process)')
     add('--accumulation-steps', type=int, help='micro-batches per optimizer update (default: 1)')
     add('--learning-rate', type=float, help=f'peak learning rate (default: {t.learning_rate})')
     add('--mixed-precision', choices=POLICIES, help='auto = mixed_float16 on GPU, mixed_bfloat16 '

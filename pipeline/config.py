@@ -109,6 +109,8 @@ class TrainConfig:
     eval_steps: int = 0              # eval batches; 0 = the whole eval split
     seed: int = 42
     devices: Tuple[str, ...] = ()    # MirroredStrategy devices; () = every visible GPU, or CPU
+    # Training processes on this machine, one MultiWorkerMirroredStrategy worker each.
+    workers: int = 1
     warm_start: bool = False         # start from the served model's weights when shapes match
     augment: str = 'light'           # images, train split: none | light | standard (README)
     flip: bool = False               # random horizontal flips too (wrong for digits and text)
@@ -155,6 +157,9 @@ class TrainConfig:
             self.train_epochs == 0 or self.freeze_epochs < self.train_epochs)),
                f'freeze_epochs must be fewer than train_epochs, and training must be by epochs '
                f'(not train_steps), got {self.freeze_epochs}')
+        _check(self.workers >= 1 and self.global_batch_size % self.workers == 0,
+               f'workers must be >= 1 and split global_batch_size ({self.global_batch_size}) '
+               f'evenly, got {self.workers}')
         _check(self.time_budget_minutes >= 0,
                f'time_budget_minutes must be >= 0 (0 = none), got {self.time_budget_minutes}')
         _check(self.augment in AUGMENTS,

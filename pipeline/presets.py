@@ -27,7 +27,7 @@ FLAG_FIELDS = {
     'validation_percent': 'train.validation_percent', 'time_budget': 'train.time_budget_minutes',
     'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
     'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
-    'beam_args': 'beam_args'}
+    'beam_args': 'beam_args', 'workers': 'train.workers'}
 
 
 def default_schema(source: str, data_dir: str) -> Optional[str]:

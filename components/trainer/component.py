@@ -44,6 +44,8 @@ class ImageTrainerSpec(ComponentSpec):
         'augment': ExecutionParameter(type=str),        # none | light | standard (images, train)
         'flip': ExecutionParameter(type=int),           # 1 = random horizontal flips too
         'model_weights': ExecutionParameter(type=str),  # file the builder loads; '' = none
+        # Training processes on this machine (workers.py); 1 = in the executor's process.
+        'num_workers': ExecutionParameter(type=int, optional=True),
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
     OUTPUTS = {
@@ -65,7 +67,7 @@ class ImageTrainer(base_component.BaseComponent):
                  checkpoint_interval: int = 100, seed: int = 0, devices: Sequence[str] = (),
                  warm_start_from: str = '', augment: str = 'none', flip: bool = False,
                  model_weights: str = '', patience: int = 0, validation_percent: int = 0,
-                 time_budget_minutes: float = 0.0, freeze_epochs: int = 0):
+                 time_budget_minutes: float = 0.0, freeze_epochs: int = 0, num_workers: int = 1):
         if train_steps > 0 and train_epochs > 0:  # both 0: epochs from the data
             raise ValueError('Give at most one of train_steps and train_epochs (> 0), got '
                              f'{train_steps} and {train_epochs}')
@@ -81,6 +83,9 @@ class ImageTrainer(base_component.BaseComponent):
         if freeze_epochs and (train_steps or 0 < train_epochs <= freeze_epochs):
             raise ValueError(f'freeze_epochs must be fewer than train_epochs (and training by '
                              f'epochs), got {freeze_epochs} of {train_epochs}')
+        if num_workers < 1 or global_batch_size % num_workers:
+            raise ValueError(f'num_workers must be >= 1 and split global_batch_size '
+                             f'({global_batch_size}) evenly, got {num_workers}')
         if not 0 <= validation_percent <= 50:
             raise ValueError(f'validation_percent must be in 0..50, got {validation_percent}')
         height, width, channels = image_shape
@@ -100,5 +105,5 @@ class ImageTrainer(base_component.BaseComponent):
             model_weights=model_weights, patience=patience,
             validation_percent=validation_percent,
             time_budget_minutes=float(time_budget_minutes), freeze_epochs=freeze_epochs,
-            model=Channel(type=standard_artifacts.Model),
+            num_workers=num_workers, model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))

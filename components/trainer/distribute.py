@@ -19,6 +19,12 @@ def cluster_spec() -> Optional[dict]:
     return config if tasks > 1 else None
 
 
+def num_workers() -> int:
+    """Training processes in the cluster (chief and workers); 1 without TF_CONFIG."""
+    cluster = (cluster_spec() or {}).get('cluster', {})
+    return max(1, len(cluster.get('chief', [])) + len(cluster.get('worker', [])))
+
+
 def make_strategy(devices: Sequence[str] = ()) -> tf.distribute.Strategy:
     if cluster_spec():
         # Must run before the process has executed collective ops; the strategy reads TF_CONFIG.

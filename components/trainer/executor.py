@@ -5,7 +5,8 @@ on the Examples (components/common/image_shape.py). The Model records the result
 `input_height`, `input_width`, `input_channels` and a sentence, `input_statement`. It also
 records how long training ran and why it stopped (the loop's metrics): `steps_run`,
 `stop_reason`, and with epochs `epochs_run`, `best_epoch`, `held_out_accuracy`,
-`held_out_examples`.
+`held_out_examples`, and how it was spread: `num_workers` (processes; `num_workers` > 1 runs
+them on this machine through workers.py) and `num_replicas`.
 
 Crash safety: TFX gives every execution a fresh output folder, so checkpoints cannot live
 there. They go to `<pipeline_root>/<trainer node>/checkpoints/<key>/`, where the key hashes the
@@ -26,6 +27,7 @@ from tfx.utils import path_utils
 from components.common import image_shape, inputs
 from components.trainer import job as job_lib
 from components.trainer import loop
+from components.trainer import workers
 
 
 def checkpoint_dir(model_uri: str, examples: List[types.Artifact],
@@ -126,9 +128,13 @@ class Executor(base_executor.BaseExecutor):
                 patience=int(props.get('patience') or 0),
                 time_budget_seconds=60 * float(props.get('time_budget_minutes') or 0),
                 freeze_epochs=int(props.get('freeze_epochs') or 0)))
-        metrics = job_lib.train_and_export(
-            job, serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
-            checkpoint_dir=checkpoint_dir(model.uri, examples, exec_properties))
+        paths = dict(serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
+                     checkpoint_dir=checkpoint_dir(model.uri, examples, exec_properties))
+        num_workers = int(props.get('num_workers') or 1)
+        if num_workers > 1:  # processes on this machine, each with its TF_CONFIG
+            metrics = workers.run(job, num_workers=num_workers, **paths)
+        else:
+            metrics = job_lib.train_and_export(job, **paths)
         # Recorded on the artifact so ML Metadata (and the run summary) show how it went.
         if shape:
             for name, value in zip(('input_height', 'input_width', 'input_channels'),

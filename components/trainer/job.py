@@ -209,7 +209,8 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         if job.epochs > 0:
             metrics['held_out_examples'] = held_out
         metrics['mixed_precision'] = policy
-        metrics['replicas'] = strategy.num_replicas_in_sync
+        metrics['num_replicas'] = strategy.num_replicas_in_sync
+        metrics['num_workers'] = distribute.num_workers()
         metrics['warm_start_version'] = -1 if warm_version is None else warm_version
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,

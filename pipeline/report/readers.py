@@ -164,8 +164,12 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
                          + ' (height \u00d7 width \u00d7 channels)'))
     if recorded('input_statement'):
         rows.append(('input shape chosen', str(recorded('input_statement'))))
-    replicas = recorded('replicas')
+    # 'replicas' on Models trained before num_workers existed.
+    replicas = recorded('num_replicas') if recorded('num_replicas') is not None else \
+        recorded('replicas')
     rows.append(('replicas', 'not recorded' if replicas is None else str(int(replicas))))
+    if recorded('num_workers') is not None:
+        rows.append(('training processes', str(int(recorded('num_workers')))))
     policy, asked = recorded('mixed_precision'), properties.get('mixed_precision')
     if policy is not None:
         rows.append(('precision policy', policy + (f' (asked: {asked})' if asked and asked != policy

@@ -141,7 +141,8 @@ def test_a_run_stopped_by_the_gate_reports_only_the_stages_that_ran(tmp_path):
 
 def test_settings_section_states_how_the_model_was_trained(tmp_path):
     model = _artifact(tmp_path / 'model', artifact_id=5, mixed_precision='mixed_bfloat16',
-                      replicas=2.0, input_height=28.0, input_width=32.0, input_channels=3.0,
+                      num_replicas=2.0, num_workers=2.0, input_height=28.0, input_width=32.0,
+                      input_channels=3.0,
                       input_statement='trained at 28x32x3; 85% of images 28x32, 15% resized',
                       warm_start_version=-1.0)
     examples = _artifact(tmp_path / 'examples', num_written_train=1000)
@@ -155,7 +156,7 @@ def test_settings_section_states_how_the_model_was_trained(tmp_path):
     # The Model's recorded input shape wins over the execution's (digits-default) 8x8x1.
     assert rows['input size'] == '28\u00d732\u00d73 (height \u00d7 width \u00d7 channels)'
     assert rows['input shape chosen'].startswith('trained at 28x32x3; 85%')
-    assert rows['replicas'] == '2'
+    assert rows['replicas'] == '2' and rows['training processes'] == '2'
     assert rows['precision policy'] == 'mixed_bfloat16 (asked: auto)'
     assert rows['batch'] == '32 per micro-batch (all replicas together; 16 per replica)'
     assert rows['accumulation'] == '4 micro-batches per update, so 128 examples per update'

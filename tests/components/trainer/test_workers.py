@@ -1,0 +1,52 @@
+"""Local multi-worker training (components/trainer/workers.py): the job crosses the process
+boundary intact, each worker gets its own TF_CONFIG, and a failing worker fails the run with
+its own error and leaves no process behind. Real training by 2 workers is in
+tests/test_workers_e2e.py."""
+import json
+import subprocess
+
+import pytest
+
+from components.common import inputs
+from components.trainer import job as job_lib, loop, workers
+
+
+def _job(**overrides):
+    fields = dict(
+        train_pattern='/d/train/*', eval_pattern='/d/eval/*', class_names=('a', 'b'),
+        image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
+        options=loop.LoopOptions(train_steps=20, global_batch_size=8, learning_rate=1e-3,
+                                 steps_per_epoch=5, max_epochs=4.0, patience=2),
+        devices=('/cpu:0',), input_spec=inputs.InputSpec(kind='tabular', numeric=(('x', 1.5),)),
+        epochs=4.0, held_out_percent=10)
+    fields.update(overrides)
+    return job_lib.TrainJob(**fields)
+
+
+def test_a_job_round_trips_through_json_unchanged():
+    job = _job()
+    assert workers.job_from_json(workers.job_to_json(job)) == job
+
+
+def test_each_worker_gets_the_same_cluster_and_its_own_index():
+    ports = workers.free_ports(3)
+    assert len(set(ports)) == 3
+    configs = [json.loads(workers.tf_config(ports, i)) for i in range(3)]
+    assert all(c['cluster'] == {'worker': [f'127.0.0.1:{p}' for p in ports]} for c in configs)
+    assert [c['task'] for c in configs] == [{'type': 'worker', 'index': i} for i in range(3)]
+
+
+@pytest.mark.slow
+def test_a_failing_worker_fails_the_run_with_its_error_and_leaves_no_process(tmp_path):
+    job = _job(train_pattern=str(tmp_path / 'missing' / '*'), devices=(),
+               input_spec=inputs.InputSpec())
+    with pytest.raises(RuntimeError) as error:
+        workers.run(job, str(tmp_path / 'serving'), str(tmp_path / 'logs'),
+                    str(tmp_path / 'ckpt'), num_workers=2)
+    message = str(error.value)
+    assert message.startswith('training worker ') and 'of 2 failed (exit code 1)' in message
+    # The worker's own error, from the tail of its log.
+    assert f'No files matched pattern: {tmp_path / "missing" / "*"}' in message
+    left = subprocess.run(['pgrep', '-f', str(tmp_path / 'logs' / 'workers' / 'job.json')],
+                          capture_output=True, text=True)
+    assert left.stdout == ''
