@@ -72,3 +72,21 @@ def unlearnable_model(input_shape, num_classes):
     fixed = keras.layers.Dense(num_classes, trainable=False, name='fixed')(flat)
     outputs = keras.layers.Add()([fixed, keras.layers.Lambda(lambda t: t * 0.0)(learned)])
     return keras.Model(inputs, outputs)
+
+
+def write_digit_examples(path, classes, per_class, offset=0):
+    """Writes GZIP TFRecords of real digit PNGs, as ingestion does; returns the Examples."""
+    import tensorflow as tf  # heavy: only the tests that write records import it
+    from components.common import features
+    examples = []
+    for label, name in enumerate(classes):
+        folder = os.path.join(DIGITS, name)
+        for file_name in sorted(os.listdir(folder))[offset:offset + per_class]:
+            with open(os.path.join(folder, file_name), 'rb') as handle:
+                examples.append(features.make_example(handle.read(), label, name, 8, 8,
+                                                      f'{name}/{file_name}'))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path, options='GZIP') as writer:
+        for example in examples:
+            writer.write(example.SerializeToString())
+    return examples

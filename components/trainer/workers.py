@@ -10,8 +10,8 @@ checkpoint and resume rules are those of the library.
 
 All workers share one process group. When one fails, the rest would wait for it in a collective
 forever: the group is killed and the execution fails with that worker's exit code and the tail
-of its log. Any exit of the parent (an error, Ctrl-C) kills the group too, so no orphan worker is
-left. Each worker's output goes to `<log_dir>/workers/worker-<i>.log`; the chief's lines are also
+of its log. Any exit of the parent (an error, Ctrl-C) kills the group too, and a worker whose
+parent was killed outright kills its group itself, so no orphan worker is left. Each worker's output goes to `<log_dir>/workers/worker-<i>.log`; the chief's lines are also
 copied to this process's log as they come, so the run log shows the training progress.
 """
 import dataclasses
@@ -137,8 +137,21 @@ def _wait(processes, logs) -> None:
         time.sleep(0.2)
 
 
+def _exit_with_parent() -> None:
+    """Kills this worker's group once the process that started it is gone (SIGKILLed: its
+    cleanup never ran), so a killed run leaves no worker training on."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(argv: List[str]) -> None:
     job_file, serving_dir, log_dir, checkpoint_dir = argv[1:5]
+    _exit_with_parent()
     logging.set_verbosity(logging.INFO)
     from components.trainer import job as job_lib
     with open(job_file) as handle:

@@ -10,23 +10,7 @@ from components.common import features, inputs
 from components.trainer import job as job_lib
 from components.trainer import loop
 
-from helpers import DIGITS
-
-
-def _write_examples(path, classes, per_class, offset=0):
-    """Writes GZIP TFRecords of real digit PNGs, as ingestion does; returns the Examples."""
-    examples = []
-    for label, name in enumerate(classes):
-        folder = os.path.join(DIGITS, name)
-        for file_name in sorted(os.listdir(folder))[offset:offset + per_class]:
-            with open(os.path.join(folder, file_name), 'rb') as handle:
-                examples.append(features.make_example(handle.read(), label, name, 8, 8,
-                                                      f'{name}/{file_name}'))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with tf.io.TFRecordWriter(path, options='GZIP') as writer:
-        for example in examples:
-            writer.write(example.SerializeToString())
-    return examples
+from helpers import DIGITS, write_digit_examples
 
 
 def test_import_builder_resolves_both_spellings_and_explains_errors():
@@ -44,8 +28,8 @@ def test_import_builder_resolves_both_spellings_and_explains_errors():
 def _digits_job(tmp_path, **overrides):
     """A 60-update job on 3 classes of real digits (40 train, 10 eval each); (job, eval)."""
     classes = ('0', '1', '2')
-    _write_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=40)
-    eval_examples = _write_examples(str(tmp_path / 'eval' / 'part.gz'), classes, per_class=10,
+    write_digit_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=40)
+    eval_examples = write_digit_examples(str(tmp_path / 'eval' / 'part.gz'), classes, per_class=10,
                                     offset=40)
     job = job_lib.TrainJob(
         train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'eval' / '*'),
@@ -82,7 +66,7 @@ def test_train_export_and_serve_on_real_digits(tmp_path):
 
 def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp_path):
     from components.trainer import data
-    _write_examples(str(tmp_path / 'train' / 'part.gz'), ('0', '1', '2'), per_class=10)
+    write_digit_examples(str(tmp_path / 'train' / 'part.gz'), ('0', '1', '2'), per_class=10)
     pattern = str(tmp_path / 'train' / '*')
     for skip in (0, 7):
         plain, cached = (list(data.train_dataset(pattern, 4, (8, 8, 1), seed=5, skip_examples=skip,
@@ -141,7 +125,7 @@ def test_augmented_training_exports_a_serving_graph_without_randomness(tmp_path)
 
 def _mobilenet_job(tmp_path, **overrides):
     classes = ('0', '1', '2')
-    _write_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=8)
+    write_digit_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=8)
     args = dict(
         train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'train' / '*'),
         class_names=classes, image_shape=(8, 8, 1),

@@ -3,12 +3,18 @@ boundary intact, each worker gets its own TF_CONFIG, and a failing worker fails 
 its own error and leaves no process behind. Real training by 2 workers is in
 tests/test_workers_e2e.py."""
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
 
 from components.common import inputs
 from components.trainer import job as job_lib, loop, workers
+
+from helpers import REPO_ROOT, write_digit_examples
 
 
 def _job(**overrides):
@@ -50,3 +56,36 @@ def test_a_failing_worker_fails_the_run_with_its_error_and_leaves_no_process(tmp
     left = subprocess.run(['pgrep', '-f', str(tmp_path / 'logs' / 'workers' / 'job.json')],
                           capture_output=True, text=True)
     assert left.stdout == ''
+
+
+@pytest.mark.slow
+def test_killing_the_parent_outright_leaves_no_worker(tmp_path):
+    """SIGKILL gives the parent no chance to clean up: the workers, mid-training on real digits
+    for far longer than the test waits, notice and end themselves."""
+    for split, offset in (('train', 0), ('eval', 40)):
+        write_digit_examples(str(tmp_path / split / 'part.gz'), ('0', '1'), 40, offset)
+    job = _job(train_pattern=str(tmp_path / 'train' / '*'),
+               eval_pattern=str(tmp_path / 'eval' / '*'), devices=(), epochs=0.0,
+               held_out_percent=0, input_spec=inputs.InputSpec(),
+               options=loop.LoopOptions(train_steps=100_000, global_batch_size=8,
+                                        learning_rate=1e-3, checkpoint_interval=100_000))
+    job_file = tmp_path / 'job.json'
+    job_file.write_text(workers.job_to_json(job))
+    script = ('import sys; from components.trainer import workers\n'
+              'job = workers.job_from_json(open(sys.argv[1]).read())\n'
+              'workers.run(job, sys.argv[2] + "/s", sys.argv[2] + "/logs", sys.argv[2] + "/c", '
+              'num_workers=2)\n')
+    parent = subprocess.Popen([sys.executable, '-c', script, str(job_file), str(tmp_path)],
+                              cwd=REPO_ROOT)
+    chief_log = tmp_path / 'logs' / 'workers' / 'worker-0.log'
+    deadline = time.time() + 240
+    while not (chief_log.exists() and 'step 50/100000' in chief_log.read_text()):
+        assert time.time() < deadline and parent.poll() is None, 'the workers never trained'
+        time.sleep(0.5)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    running = str(tmp_path / 'logs' / 'workers' / 'job.json')
+    deadline = time.time() + 30
+    while subprocess.run(['pgrep', '-f', running], capture_output=True).stdout:
+        assert time.time() < deadline, 'workers outlived their killed parent'
+        time.sleep(0.5)
