@@ -72,11 +72,31 @@ def count_split(file_pattern: str, held_out_percent: int) -> tuple:
     return int(total) - int(held_out), int(held_out)
 
 
-def _shard_by_data(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    # Under multi-worker training each worker keeps its slice of every global batch, so the
-    # global batches are the same as on one machine (file sharding would change them).
+def shard_policy(num_files: int, num_workers: int) -> str:
+    """How several workers split the train split: 'FILE' when every worker can have files of
+    its own, else 'DATA'.
+
+    DATA: every worker reads every file and keeps its slice of each global batch, so the global
+    batches are exactly those of one machine (what the equivalence tests prove), but each worker
+    reads and decodes the whole split. FILE: worker i reads only files i, i+W, ...; a step's
+    global batch is then B/W consecutive examples of each worker's own shuffled stream, so the
+    batches differ from one machine's (same size, same examples per epoch, different mix), and
+    each worker reads 1/W of the data. A resumed worker skips (updates x B x K) / W of its
+    stream instead of the whole stream's count (`stream_skip`).
+    """
+    return 'FILE' if num_workers > 1 and num_files >= num_workers else 'DATA'
+
+
+def stream_skip(skip_examples: int, policy: str, num_workers: int) -> int:
+    """The examples one worker's stream has consumed when the global stream consumed
+    skip_examples: all of them under DATA, its 1/num_workers share under FILE."""
+    return skip_examples // num_workers if policy == 'FILE' else skip_examples
+
+
+def _sharded(dataset: tf.data.Dataset, policy: str = 'DATA') -> tf.data.Dataset:
     options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    options.experimental_distribute.auto_shard_policy = getattr(
+        tf.data.experimental.AutoShardPolicy, policy)
     return dataset.with_options(options)
 
 
@@ -85,7 +105,7 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
                   shuffle_buffer: int = 10_000,
                   spec: inputs.InputSpec = inputs.InputSpec(),
                   augment: str = 'none', flip: bool = False,
-                  held_out_percent: int = 0) -> tf.data.Dataset:
+                  held_out_percent: int = 0, shard: str = 'DATA') -> tf.data.Dataset:
     """An endless, shuffled stream of (features, label) batches of exactly global_batch_size.
 
     drop_remainder keeps every micro-batch at the global batch, which the loss normalisation
@@ -97,14 +117,16 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
     each decoded image after the cache, keyed by its position in the endless stream, counted
     before the skip: a resumed run sees the same transformed examples as an uninterrupted one.
     held_out_percent leaves out the held-out slice (see the module docstring), before all that.
+    shard is how several workers split it (shard_policy); the eval and held-out sets stay DATA,
+    so every example counts once, wherever it is read.
     """
     records = _train_records(file_pattern, held_out_percent)
     decode_first = cache_decoded and spec.kind != 'tabular'
     if spec.kind != 'tabular' and augment_lib.is_active(augment, flip, image_shape):
-        return _shard_by_data(_augmented(records, decode_first, global_batch_size, image_shape,
-                                         seed, skip_examples, shuffle_buffer, spec,
-                                         augment_lib.make_augment_fn(augment, flip, seed,
-                                                                     image_shape)))
+        return _sharded(_augmented(records, decode_first, global_batch_size, image_shape,
+                                   seed, skip_examples, shuffle_buffer, spec,
+                                   augment_lib.make_augment_fn(augment, flip, seed, image_shape)),
+                        shard)
     if decode_first:
         stream = records.map(_parse_image_fn(image_shape, spec),
                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).cache()
@@ -117,7 +139,7 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
         batched = stream.batch(global_batch_size, drop_remainder=True)
     else:
         batched = _batched(stream, global_batch_size, image_shape, spec, drop_remainder=True)
-    return _shard_by_data(batched.prefetch(tf.data.AUTOTUNE))
+    return _sharded(batched.prefetch(tf.data.AUTOTUNE), shard)
 
 
 def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip_examples,
@@ -142,7 +164,7 @@ def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip
 def eval_dataset(file_pattern: str, batch_size: int, image_shape,
                  spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
     """One pass over the split, the last batch possibly partial, so every example counts once."""
-    return _shard_by_data(
+    return _sharded(
         _batched(_records(file_pattern), batch_size, image_shape, spec, drop_remainder=False)
         .prefetch(tf.data.AUTOTUNE))
 
@@ -151,5 +173,5 @@ def held_out_dataset(file_pattern: str, held_out_percent: int, batch_size: int, 
                      spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
     """One pass over the train split's held-out slice, like eval_dataset (never augmented)."""
     records = _records(file_pattern).filter(lambda r: _held_out(r, held_out_percent))
-    return _shard_by_data(_batched(records, batch_size, image_shape, spec, drop_remainder=False)
-                          .prefetch(tf.data.AUTOTUNE))
+    return _sharded(_batched(records, batch_size, image_shape, spec, drop_remainder=False)
+                    .prefetch(tf.data.AUTOTUNE))

@@ -194,9 +194,17 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         held_out_data = data.held_out_dataset(
             job.train_pattern, job.held_out_percent, options.global_batch_size, job.image_shape,
             spec=job.input_spec) if job.held_out_percent else None
+        workers = distribute.num_workers()
+        shard = data.shard_policy(len(tf.io.gfile.glob(job.train_pattern)), workers)
+        if workers > 1:
+            logging.info('Input over %d workers: %s sharding of the train split (%s)', workers,
+                         shard, job.train_pattern)
         metrics = loop.run_training(
             steps, lambda skip: data.train_dataset(job.train_pattern, options.global_batch_size,
-                                                   job.image_shape, job.seed, skip_examples=skip,
+                                                   job.image_shape, job.seed,
+                                                   skip_examples=data.stream_skip(skip, shard,
+                                                                                  workers),
+                                                   shard=shard,
                                                    cache_decoded=job.cache_decoded,
                                                    spec=job.input_spec, augment=job.augment,
                                                    flip=job.flip,
@@ -210,7 +218,8 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
             metrics['held_out_examples'] = held_out
         metrics['mixed_precision'] = policy
         metrics['num_replicas'] = strategy.num_replicas_in_sync
-        metrics['num_workers'] = distribute.num_workers()
+        metrics['num_workers'] = workers
+        metrics['input_sharding'] = shard
         metrics['warm_start_version'] = -1 if warm_version is None else warm_version
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,
