@@ -26,6 +26,7 @@ class PeakRss:
 
     def __init__(self, interval: float = 0.05):
         self.peak = 0
+        self.peak_main = 0  # this process alone: Beam's runner, apart from its workers
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(interval,), daemon=True)
         self._thread.start()
@@ -34,6 +35,7 @@ class PeakRss:
         me = psutil.Process()
         while not self._stop.is_set():
             total = 0
+            self.peak_main = max(self.peak_main, me.memory_info().rss)
             for process in [me] + me.children(recursive=True):
                 try:
                     total += process.memory_info().rss
@@ -42,10 +44,10 @@ class PeakRss:
             self.peak = max(self.peak, total)
             time.sleep(interval)
 
-    def stop(self) -> float:
+    def stop(self) -> dict:
         self._stop.set()
         self._thread.join()
-        return self.peak / 2 ** 20
+        return {'peak_rss_mb': self.peak / 2 ** 20, 'peak_rss_main_mb': self.peak_main / 2 ** 20}
 
 
 def naive(images_dir: str, out: str) -> int:
@@ -127,8 +129,8 @@ def main() -> None:
     else:
         records = statistics(args.images, args.out, args.workers)
     seconds = time.perf_counter() - start
-    print('RESULT ' + json.dumps({'seconds': seconds, 'records': records,
-                                  'peak_rss_mb': rss.stop()}), flush=True)
+    print('RESULT ' + json.dumps({'seconds': seconds, 'records': records, **rss.stop()}),
+          flush=True)
 
 
 if __name__ == '__main__':
