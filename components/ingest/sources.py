@@ -76,7 +76,9 @@ def _total_bytes(pattern: str) -> Tuple[int, int]:
 def estimated_output_bytes(options: beam_pipeline.IngestOptions) -> int:
     if options.source == 'csv':
         return sum(_total_bytes(f)[1] for f in options.csv_files) * _CSV_EXAMPLE_GROWTH
-    count, size = _total_bytes(os.path.join(options.root, '*', '*'))
+    # One class folder at a time: only the largest folder's listing is ever held.
+    totals = [_total_bytes(os.path.join(options.root, name, '*')) for name in options.classes]
+    count, size = sum(t[0] for t in totals), sum(t[1] for t in totals)
     if options.image_storage == 'raw':
         if options.image_size:
             return (count * options.image_size[0] * options.image_size[1]

@@ -53,3 +53,15 @@ def test_an_empty_csv_span_expects_csv_files(tmp_path):
         sources.check_latest_span(str(tmp_path), 'csv')
     shutil.copy(os.path.join(os.path.dirname(DIGITS), 'wine', 'wine.csv'), tmp_path / 'span-1')
     sources.check_latest_span(str(tmp_path), 'csv')
+
+
+def test_estimated_output_bytes_sums_the_class_folders(tmp_path):
+    from components.ingest import beam_pipeline
+    root = copy_digits(str(tmp_path / 'images'), classes=('0', '1'), per_class=3)
+    size = sum(os.path.getsize(os.path.join(root, c, f))
+               for c in ('0', '1') for f in os.listdir(os.path.join(root, c)))
+    options = beam_pipeline.IngestOptions(root=root, classes=('0', '1'))
+    assert sources.estimated_output_bytes(options) == size
+    raw = beam_pipeline.IngestOptions(root=root, classes=('0', '1'), image_storage='raw',
+                                      image_size=(4, 5), channels=1)
+    assert sources.estimated_output_bytes(raw) == 6 * 4 * 5
