@@ -39,7 +39,8 @@ def span_folders(input_base: str) -> Dict[int, str]:
 
 
 def _holds_input(folder: str, source: str) -> bool:
-    """Whether the folder holds something to ingest; stops at the first file found."""
+    """Whether the folder holds something to ingest; stops at the first class folder with a
+    file in it."""
     if source == 'csv':
         return bool(tf.io.gfile.glob(os.path.join(folder, '*.csv')))
     for name in tf.io.gfile.listdir(folder):
