@@ -105,13 +105,14 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
     quarantine under output_dir."""
     temp_dir = os.path.join(output_dir, TEMP_DIR)
     if options.source == 'images':
+        # The files are listed inside the graph, by unit of a class folder (Create
+        # redistributes the units over workers), and fused with the conversion: file names are
+        # never a collection that the runner would hold or ship between stages.
         outputs = (
             pipeline
-            | 'ClassFolders' >> beam.Create(list(options.classes))
+            | 'ListingUnits' >> beam.Create(convert.listing_units(options.classes))
             | 'ListFiles' >> beam.FlatMap(
-                lambda c: convert.chunks(convert.list_class_folder(c, options.root)))
-            # Spreads the chunks over workers; without it one worker would read a whole class.
-            | 'Redistribute' >> beam.Reshuffle()
+                lambda unit: convert.chunks(convert.list_unit(unit, options.root)))
             | 'ToExamples' >> beam.ParDo(convert.ImagesToExamples(options, temp_dir)).with_outputs(
                 QUARANTINE_TAG, main='parts'))
     else:

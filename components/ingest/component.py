@@ -14,6 +14,8 @@ Spans: when the input base holds `span-<N>/` folders (the TFX convention), the p
 and records it as the Examples artifact's `span` property. A new span changes the resolved
 pattern and fingerprint, so ingestion runs again; an unchanged one is served from the cache.
 Whether spans are used is decided when the pipeline is built, from the folders present then.
+An empty latest span folder stops the run with one line naming it (the stock driver would skip
+it silently, or fail with a pattern error when no span has files).
 
 The quarantine is a folder of the Examples artifact (`Quarantine/quarantine.jsonl`, named by
 the `quarantine_uri` property), not an artifact of its own: it is meaningful only next to the
@@ -23,33 +25,42 @@ deletes the Examples folder, so the executor first copies the quarantine to
 `<pipeline_root>/ImageExampleGen/quarantine/<execution id>.jsonl` and the error names it.
 """
 import json
-import re
 from typing import Dict, Optional, Sequence, Tuple
 
-import tensorflow as tf
 from tfx.components.example_gen import driver
 from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
+from tfx.utils import proto_utils
 
-from components.ingest import executor
+from components.ingest import executor, sources
 
-_SPAN_FOLDER = re.compile(r'^span-\d+$')
 # Under the input base (or its span folder): a class folder per class, or the CSV files.
 _PATTERNS = {'images': '*/*', 'csv': '*.csv'}
 
 
 def uses_spans(input_base: str) -> bool:
     """True when the input base holds at least one `span-<N>` folder."""
-    return tf.io.gfile.isdir(input_base) and any(
-        _SPAN_FOLDER.match(name.rstrip('/')) for name in tf.io.gfile.listdir(input_base))
+    return bool(sources.span_folders(input_base))
 
 
 def input_pattern(input_base: str, source: str) -> str:
     pattern = _PATTERNS[source]
     return f'span-{{SPAN}}/{pattern}' if uses_spans(input_base) else pattern
+
+
+class SpanCheckingDriver(driver.FileBasedDriver):
+    """The stock file-based driver, after checking that the latest span folder is not empty."""
+
+    def resolve_exec_properties(self, exec_properties, pipeline_info, component_info):
+        input_config = example_gen_pb2.Input()
+        proto_utils.json_to_proto(exec_properties['input_config'], input_config)
+        if '{SPAN}' in input_config.splits[0].pattern:
+            sources.check_latest_span(exec_properties['input_base'],
+                                      exec_properties.get('source', 'images'))
+        return super().resolve_exec_properties(exec_properties, pipeline_info, component_info)
 
 
 class ImageExampleGenSpec(ComponentSpec):
@@ -79,7 +90,7 @@ class ImageExampleGen(FileBasedExampleGen):
     """Reads `<input_base>[/span-N]/<class>/<image>` or `.../*.csv` into train/eval shards."""
     SPEC_CLASS = ImageExampleGenSpec
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
-    DRIVER_CLASS = driver.FileBasedDriver
+    DRIVER_CLASS = SpanCheckingDriver
 
     def __init__(self, input_base: str, source: str = 'images', train_percent: int = 80,
                  num_shards: int = 2, compress: bool = True, split_key: str = 'source',

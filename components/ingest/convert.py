@@ -6,6 +6,7 @@ lines, and when a bundle finishes, its part files (and for tables, its numeric m
 """
 import hashlib
 import os
+import zlib
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
@@ -18,28 +19,51 @@ from components.ingest import images, records, stats, tabular, writer
 
 QUARANTINE_TAG = 'quarantine'
 NUMERIC_TAG = 'numeric'
-# Files per Beam element. Per-element overhead in Beam's Python runners is several times the
-# cost of decoding a small image; chunks amortise it and still give every worker work.
+# Files per call of the converting DoFn. Per-element overhead in Beam's Python runners is
+# several times the cost of decoding a small image; chunks amortise it.
 CHUNK = 100
+# Listing units per class folder (see listing_units): enough to balance a few big classes over
+# the workers; each part lists the folder once more, which is cheap next to reading the files.
+LISTING_PARTS = 8
 
 
-def list_class_folder(class_name: str, root: str) -> Iterator[str]:
-    """Yields every non-hidden entry of one class folder, sorted.
+def listing_units(classes: Iterable[str],
+                  parts: int = LISTING_PARTS) -> List[Tuple[str, int, int]]:
+    """The work units of image ingestion: (class name, part, parts) for every class.
 
-    Everything listed is counted downstream. A plain directory listing is used rather than a glob
-    match because file-system matchers silently drop entries they cannot stat (a dangling
-    symlink, for example); here such an entry is listed, fails to read, and is quarantined with
-    the reason, so nothing disappears without a trace. tf.io.gfile also lists gs:// and hdfs://.
+    Units, not files, are what the graph is built from and what Beam's runner holds and
+    redistributes: the file names stay inside the worker that lists them, so the runner's
+    memory does not grow with the file count. Several parts per class spread one big class
+    over workers.
     """
+    return [(name, part, parts) for name in classes for part in range(parts)]
+
+
+def list_unit(unit: Tuple[str, int, int], root: str) -> Iterator[str]:
+    """Yields the non-hidden entries of one class folder that belong to this unit's part.
+
+    Which part an entry belongs to is a stable hash of its name, so every entry is in exactly
+    one part, whichever worker lists it and when. Everything listed is counted downstream. A
+    plain directory listing is used rather than a glob match because file-system matchers
+    silently drop entries they cannot stat (a dangling symlink, for example); here such an
+    entry is listed, fails to read, and is quarantined with the reason, so nothing disappears
+    without a trace. Local folders are scanned as a stream; tf.io.gfile lists gs:// and
+    hdfs:// ones.
+    """
+    class_name, part, parts = unit
     folder = os.path.join(root, class_name)
-    for name in sorted(tf.io.gfile.listdir(folder)):
-        name = name.rstrip('/')
-        if not name.startswith('.'):  # .DS_Store and editor droppings are not data
+    if '://' in folder:
+        names = (name.rstrip('/') for name in tf.io.gfile.listdir(folder))
+    else:
+        names = (entry.name for entry in os.scandir(folder))
+    for name in names:
+        # .DS_Store and editor droppings are not data
+        if not name.startswith('.') and zlib.crc32(name.encode('utf-8')) % parts == part:
             yield os.path.join(folder, name)
 
 
 def chunks(paths: Iterable[str], size: int = CHUNK) -> Iterator[List[str]]:
-    """Groups listed paths into lists of `size`: one Beam element per chunk, not per file."""
+    """Groups listed paths into lists of `size`: one call of the converting DoFn per chunk."""
     chunk = []
     for path in paths:
         chunk.append(path)

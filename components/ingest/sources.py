@@ -2,11 +2,13 @@
 
 No TFX imports. This is where the input is listed before Beam starts (class folders, or CSV
 files and their header), where CSV feature types are inferred, and where the shard count is
-chosen when it is automatic. A missing or empty input base fails here, with the path.
+chosen when it is automatic. A missing or empty input base fails here, with the path, and so
+does an empty `span-<N>/` folder (checked by the component's driver before it picks a span).
 """
 import dataclasses
 import json
 import os
+import re
 from typing import Any, Dict, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
@@ -19,6 +21,47 @@ from components.ingest.checks import IngestionError
 _CSV_EXAMPLE_GROWTH = 3
 # Raw pixels of an image we do not resize: typical PNG/JPEG compress about this much.
 _RAW_GROWTH = 8
+SPAN_FOLDER = re.compile(r'^span-(\d+)$')
+_EXPECTED = {'images': 'one sub-folder per class holding its images',
+             'csv': 'one or more *.csv files'}
+
+
+def span_folders(input_base: str) -> Dict[int, str]:
+    """{span number: folder} of the `span-<N>/` folders directly under the input base."""
+    if not tf.io.gfile.isdir(input_base):
+        return {}
+    found = {}
+    for name in tf.io.gfile.listdir(input_base):
+        match = SPAN_FOLDER.match(name.rstrip('/'))
+        if match and tf.io.gfile.isdir(os.path.join(input_base, match.group(0))):
+            found[int(match.group(1))] = os.path.join(input_base, match.group(0))
+    return found
+
+
+def _holds_input(folder: str, source: str) -> bool:
+    """Whether the folder holds something to ingest; stops at the first class folder with a
+    file in it."""
+    if source == 'csv':
+        return bool(tf.io.gfile.glob(os.path.join(folder, '*.csv')))
+    for name in tf.io.gfile.listdir(folder):
+        sub = os.path.join(folder, name.rstrip('/'))
+        if not name.startswith('.') and tf.io.gfile.isdir(sub) and any(
+                not entry.startswith('.') for entry in tf.io.gfile.listdir(sub)):
+            return True
+    return False
+
+
+def check_latest_span(input_base: str, source: str) -> None:
+    """Raises IngestionError naming the latest `span-<N>/` folder when it holds no input.
+
+    TFX's span resolution matches files, so an empty latest span would otherwise be skipped
+    without a word (the previous span ingested again) or, when no span has files, fail with a
+    pattern-matching error that names no folder.
+    """
+    spans = span_folders(input_base)
+    if spans and not _holds_input(spans[max(spans)], source):
+        raise IngestionError(f'Span folder {spans[max(spans)]} is empty: expected '
+                             f'{_EXPECTED[source]} (the latest span-<N>/ folder is ingested).')
 
 
 def _image_size(text: str) -> Optional[Tuple[int, int]]:
@@ -34,7 +77,9 @@ def _total_bytes(pattern: str) -> Tuple[int, int]:
 def estimated_output_bytes(options: beam_pipeline.IngestOptions) -> int:
     if options.source == 'csv':
         return sum(_total_bytes(f)[1] for f in options.csv_files) * _CSV_EXAMPLE_GROWTH
-    count, size = _total_bytes(os.path.join(options.root, '*', '*'))
+    # One class folder at a time: only the largest folder's listing is ever held.
+    totals = [_total_bytes(os.path.join(options.root, name, '*')) for name in options.classes]
+    count, size = sum(t[0] for t in totals), sum(t[1] for t in totals)
     if options.image_storage == 'raw':
         if options.image_size:
             return (count * options.image_size[0] * options.image_size[1]
@@ -67,6 +112,9 @@ def options_from_properties(root: str, input_base: str,
     if not tf.io.gfile.isdir(input_base):
         raise IngestionError(f'Input base does not exist: {input_base}')
     source = props.get('source', 'images')
+    if SPAN_FOLDER.match(os.path.basename(root)) and tf.io.gfile.isdir(root) and not _holds_input(
+            root, source):
+        raise IngestionError(f'Span folder {root} is empty: expected {_EXPECTED[source]}.')
     if source == 'csv':
         listed = _list_csv(root, props.get('label_column', 'label'),
                            json.loads(props.get('feature_types') or '{}'),

@@ -114,6 +114,15 @@ def test_span_pattern_resolves_the_class_root(small_images, tmp_path):
     assert examples.get_int_custom_property('num_found') == 15
 
 
+def test_an_empty_span_folder_is_a_one_line_error_naming_it(tmp_path):
+    empty = tmp_path / 'spans' / 'span-4'
+    os.makedirs(empty / 'cat')  # a class folder, but no image in it
+    with pytest.raises(executor.IngestionError) as raised:
+        _do(str(tmp_path / 'spans'), str(tmp_path / 'examples'), pattern='span-4/*/*')
+    assert str(raised.value) == (f'Span folder {empty} is empty: expected one sub-folder per '
+                                 'class holding its images.')
+
+
 def _train_examples(examples):
     """{source path: feature map} of the train split as written."""
     out = {}

@@ -8,6 +8,7 @@ from ml_metadata.proto import metadata_store_pb2
 import pytest
 from tfx import v1 as tfx
 
+from components.ingest.checks import IngestionError
 from components.ingest.component import ImageExampleGen, uses_spans
 from pipeline import summary as summary_lib
 
@@ -63,3 +64,14 @@ def test_latest_span_is_ingested_new_span_reingests_unchanged_is_cached(tmp_path
     state, third = _run(data, out)
     assert state == 'COMPLETE' and third.id != first.id
     assert _prop(third, 'span') == 3 and _prop(third, 'num_found') == 8
+
+
+def test_an_empty_latest_span_stops_ingestion_with_one_line_naming_it(tmp_path):
+    data, out = str(tmp_path / 'data'), str(tmp_path / 'out')
+    copy_digits(os.path.join(data, 'span-1'), classes=('0', '1'), per_class=3)
+    os.makedirs(os.path.join(data, 'span-2', '0'))  # created, but the images never arrived
+    with pytest.raises(IngestionError) as raised:
+        _run(data, out)
+    assert str(raised.value) == (
+        f'Span folder {os.path.join(data, "span-2")} is empty: expected one sub-folder per '
+        'class holding its images (the latest span-<N>/ folder is ingested).')
