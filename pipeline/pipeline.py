@@ -66,7 +66,9 @@ def create_components(config: PipelineConfig) -> List:
     ingest = config.ingest
     example_gen = ImageExampleGen(
         input_base=ingest.data_dir, source=ingest.source, train_percent=ingest.train_percent,
-        num_shards=ingest.num_shards, compress=ingest.compress, split_key=ingest.split_key,
+        # Room for every training worker to read shards of its own (FILE sharding).
+        num_shards=ingest.num_shards and max(ingest.num_shards, config.train.workers),
+        min_train_shards=config.train.workers, compress=ingest.compress, split_key=ingest.split_key,
         max_rejected_fraction=ingest.max_rejected_fraction, image_size=ingest.image_size,
         # Converts channels at ingestion (resize, raw) only when configured; 0 keeps each
         # image's own, so the trainer's channels are inferred from the data as it is.

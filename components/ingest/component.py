@@ -72,6 +72,8 @@ class ImageExampleGenSpec(ComponentSpec):
         'source': ExecutionParameter(type=str),            # images | csv
         'train_percent': ExecutionParameter(type=int),
         'num_shards': ExecutionParameter(type=int),        # per split; 0 = ~128 MB shards
+        # With num_shards 0: at least this many train shards (the training workers).
+        'min_train_shards': ExecutionParameter(type=int, optional=True),
         'compress': ExecutionParameter(type=int),          # 1 = GZIP
         'split_key': ExecutionParameter(type=str),         # source | content | a CSV column
         'max_rejected_fraction': ExecutionParameter(type=float),
@@ -99,7 +101,8 @@ class ImageExampleGen(FileBasedExampleGen):
                  channels: int = 3, label_column: str = 'label',
                  feature_types: Optional[Dict[str, str]] = None,
                  drop_columns: Sequence[str] = (),
-                 range_config: Optional[range_config_pb2.RangeConfig] = None):
+                 range_config: Optional[range_config_pb2.RangeConfig] = None,
+                 min_train_shards: int = 1):
         if source not in _PATTERNS:
             raise ValueError(f'source must be one of {tuple(_PATTERNS)}, got {source!r}')
         input_config = example_gen_pb2.Input(splits=[example_gen_pb2.Input.Split(
@@ -108,6 +111,7 @@ class ImageExampleGen(FileBasedExampleGen):
         base_beam_component.BaseBeamComponent.__init__(self, spec=ImageExampleGenSpec(
             input_base=input_base, input_config=input_config, range_config=range_config,
             source=source, train_percent=train_percent, num_shards=num_shards,
+            min_train_shards=min_train_shards,
             compress=int(compress), split_key=split_key,
             max_rejected_fraction=max_rejected_fraction,
             image_size=json.dumps(list(image_size)) if image_size else '',

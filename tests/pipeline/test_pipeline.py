@@ -1,4 +1,6 @@
 """Unit tests: create_pipeline wires the stages for a curated or an inferred schema (no run)."""
+import dataclasses
+
 from pipeline import config as config_lib
 from pipeline import pipeline as pipeline_lib
 
@@ -24,3 +26,13 @@ def test_the_beam_args_and_the_metadata_store_reach_the_pipeline(tmp_path):
     assert built.beam_pipeline_args == ['--direct_num_workers=1']
     assert built.metadata_connection_config.sqlite.filename_uri == str(
         tmp_path / 'metadata.sqlite')
+
+
+def test_every_training_worker_gets_train_shards_of_its_own(tmp_path):
+    cfg = config_lib.smoke_config(config_lib.DEFAULT_DATA, str(tmp_path))
+    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, workers=4))
+    example_gen, trainer = [c for c in pipeline_lib.create_components(cfg)
+                            if c.id in ('ImageExampleGen', 'ImageTrainer')]
+    assert example_gen.exec_properties['num_shards'] == 4  # smoke asks for 2
+    assert example_gen.exec_properties['min_train_shards'] == 4
+    assert trainer.exec_properties['num_workers'] == 4

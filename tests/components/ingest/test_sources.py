@@ -65,3 +65,15 @@ def test_estimated_output_bytes_sums_the_class_folders(tmp_path):
     raw = beam_pipeline.IngestOptions(root=root, classes=('0', '1'), image_storage='raw',
                                       image_size=(4, 5), channels=1)
     assert sources.estimated_output_bytes(raw) == 6 * 4 * 5
+
+
+def test_automatic_shards_leave_one_train_shard_per_training_worker(tmp_path):
+    data = copy_digits(str(tmp_path / 'data'), classes=('0', '1'), per_class=5)
+    props = {'source': 'images', 'train_percent': 80, 'num_shards': 0}
+    small = sources.options_from_properties(data, data, props)
+    assert small.num_shards == 1  # a few KB: one shard per split
+    wide = sources.options_from_properties(data, data, dict(props, min_train_shards=4))
+    assert (wide.num_shards, wide.eval_shards) == (4, small.eval_shards)
+    fixed = sources.options_from_properties(data, data, dict(props, num_shards=3,
+                                                                min_train_shards=4))
+    assert fixed.num_shards == 3  # a configured count is used as it is
