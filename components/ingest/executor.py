@@ -17,7 +17,11 @@ from typing import Any, Dict, List
 from absl import logging
 from tfx import types
 from tfx.dsl.components.base import base_beam_executor
-from tfx.proto import example_gen_pb2
+from tfx.components.example_gen import driver as example_gen_driver
+from tfx.components.example_gen import input_processor
+from tfx.components.example_gen import utils as example_gen_utils
+from tfx.dsl.io import filesystem
+from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import artifact_utils
 from tfx.components.util import examples_utils
 from tfx.utils import proto_utils
@@ -37,6 +41,46 @@ def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
     return os.path.normpath(os.path.join(input_base, folder))
 
 
+def resolve_without_driver(exec_properties: Dict[str, Any], examples: types.Artifact) -> None:
+    """Resolves the span and fingerprints the input when no driver did (open-source KFP).
+
+    Locally (and on Vertex AI, through the task's preCacheCheck hook) TFX's FileBasedDriver
+    picks the span, fills `{SPAN}` in the pattern and records `input_fingerprint`, `span` and
+    `version` before the executor runs. Open-source KFP never runs that hook: the executor gets
+    the unresolved pattern. Here the same stock input processor does the same work, and the
+    Examples get the same properties, so spans and "no new data" work on every orchestrator.
+    """
+    if exec_properties.get(example_gen_utils.FINGERPRINT_PROPERTY_NAME):
+        return  # a driver ran
+    input_config = example_gen_pb2.Input()
+    proto_utils.json_to_proto(exec_properties['input_config'], input_config)
+    range_config = None
+    if exec_properties.get('range_config'):
+        range_config = proto_utils.json_to_proto(exec_properties['range_config'],
+                                                 range_config_pb2.RangeConfig())
+    if '{SPAN}' in input_config.splits[0].pattern:
+        sources.check_latest_span(exec_properties['input_base'],
+                                  exec_properties.get('source', 'images'))
+    processor = input_processor.FileBasedInputProcessor(
+        exec_properties['input_base'], input_config.splits, range_config)
+    try:
+        span, version = processor.resolve_span_and_version()
+    except (ValueError, filesystem.NotFoundError) as error:
+        # Nothing matches, or a file vanished or dangles: the input checks and the quarantine
+        # that follow name it; without a fingerprint, the next run retrains.
+        logging.warning('Input not fingerprinted: %s', error)
+        return
+    for split in input_config.splits:
+        split.pattern = processor.get_pattern_for_span_version(split.pattern, span, version)
+    exec_properties['input_config'] = proto_utils.proto_to_json(input_config)
+    exec_properties[example_gen_utils.SPAN_PROPERTY_NAME] = span
+    exec_properties[example_gen_utils.VERSION_PROPERTY_NAME] = version
+    exec_properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME] = \
+        processor.get_input_fingerprint(span, version)
+    example_gen_driver.update_output_artifact(exec_properties, examples.mlmd_artifact)
+    logging.info('No driver ran: resolved span %s and fingerprinted the input here', span)
+
+
 class Executor(base_beam_executor.BaseBeamExecutor):
     """Lists the input, runs the Beam graph, checks counts, and annotates the Examples."""
 
@@ -45,6 +89,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
            exec_properties: Dict[str, Any]) -> None:
         examples = artifact_utils.get_single_instance(output_dict['examples'])
         input_base = exec_properties['input_base']
+        resolve_without_driver(exec_properties, examples)
         root = _source_root(input_base, exec_properties)
         options = sources.options_from_properties(root, input_base, exec_properties)
         logging.info('Ingesting %s from %s into %s: %d%% train, %s shards, split key %s',

@@ -185,3 +185,26 @@ def test_resized_raw_images_record_what_was_stored(tmp_path):
                image_size='[28, 28]', image_storage='raw', channels=1)
     assert grey.get_int_custom_property('color_images') == 0
     assert grey.get_int_custom_property('grayscaled_at_ingestion') == colour
+
+
+def test_without_a_driver_the_latest_span_is_resolved_and_fingerprinted(small_images, tmp_path):
+    """Open-source KFP runs no driver: the executor gets `span-{SPAN}` unresolved and no
+    fingerprint, and must do the driver's work itself."""
+    spans = tmp_path / 'spans'
+    os.makedirs(spans / 'span-1' / 'a')
+    Image.new('L', (8, 8), 200).save(spans / 'span-1' / 'a' / 'old.png')
+    os.rename(small_images, spans / 'span-2')
+    properties = {}
+    examples = _do(str(spans), str(tmp_path / 'examples'), pattern='span-{SPAN}/*/*',
+                   properties=properties)
+    assert examples.get_int_custom_property('span') == 2
+    assert examples.get_int_custom_property('num_found') == 15  # span-2's, not span-1's
+    fingerprint = examples.get_string_custom_property('input_fingerprint')
+    assert fingerprint.startswith('split:images,num_files:15,total_bytes:')
+    assert 'span-2' in json.loads(properties['input_config'])['splits'][0]['pattern']
+
+
+def test_a_driver_resolved_input_is_left_as_the_driver_made_it(small_images, tmp_path):
+    examples = _do(small_images, str(tmp_path / 'examples'), input_fingerprint='given',
+                   span=0, version=None)
+    assert not examples.has_custom_property('input_fingerprint')  # the driver sets it, not Do
