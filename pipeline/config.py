@@ -111,6 +111,9 @@ class TrainConfig:
     devices: Tuple[str, ...] = ()    # MirroredStrategy devices; () = every visible GPU, or CPU
     # Training processes on this machine, one MultiWorkerMirroredStrategy worker each.
     workers: int = 1
+    # Hand the served model on, untrained, when this run's input fingerprint, trainer settings
+    # and model code equal the ones it was trained from (components/trainer/unchanged.py).
+    skip_unchanged: bool = True
     warm_start: bool = False         # start from the served model's weights when shapes match
     augment: str = 'light'           # images, train split: none | light | standard (README)
     flip: bool = False               # random horizontal flips too (wrong for digits and text)

@@ -101,7 +101,8 @@ def create_components(config: PipelineConfig) -> List:
         warmup_steps=train.warmup_steps, checkpoint_interval=train.checkpoint_interval,
         eval_steps=train.eval_steps, seed=train.seed, augment=train.augment, flip=train.flip,
         warm_start_from=config.serving_dir if train.warm_start else '',
-        model_weights=train.model_weights or '', num_workers=train.workers)
+        model_weights=train.model_weights or '', num_workers=train.workers,
+        serving_dir=config.serving_dir, skip_unchanged=train.skip_unchanged)
     trainer.add_upstream_node(gate)  # no training on data that failed validation
 
     # The model in production, chosen once per candidate (see components/baseline/component.py).

@@ -46,6 +46,10 @@ class ImageTrainerSpec(ComponentSpec):
         'model_weights': ExecutionParameter(type=str),  # file the builder loads; '' = none
         # Training processes on this machine (workers.py); 1 = in the executor's process.
         'num_workers': ExecutionParameter(type=int, optional=True),
+        # The serving folder, and 1 = hand its model on untrained when it was trained from the
+        # same input fingerprint, parameters and model code (unchanged.py).
+        'serving_dir': ExecutionParameter(type=str, optional=True),
+        'skip_unchanged': ExecutionParameter(type=int, optional=True),
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
     OUTPUTS = {
@@ -67,7 +71,8 @@ class ImageTrainer(base_component.BaseComponent):
                  checkpoint_interval: int = 100, seed: int = 0, devices: Sequence[str] = (),
                  warm_start_from: str = '', augment: str = 'none', flip: bool = False,
                  model_weights: str = '', patience: int = 0, validation_percent: int = 0,
-                 time_budget_minutes: float = 0.0, freeze_epochs: int = 0, num_workers: int = 1):
+                 time_budget_minutes: float = 0.0, freeze_epochs: int = 0, num_workers: int = 1,
+                 serving_dir: str = '', skip_unchanged: bool = False):
         if train_steps > 0 and train_epochs > 0:  # both 0: epochs from the data
             raise ValueError('Give at most one of train_steps and train_epochs (> 0), got '
                              f'{train_steps} and {train_epochs}')
@@ -105,5 +110,6 @@ class ImageTrainer(base_component.BaseComponent):
             model_weights=model_weights, patience=patience,
             validation_percent=validation_percent,
             time_budget_minutes=float(time_budget_minutes), freeze_epochs=freeze_epochs,
-            num_workers=num_workers, model=Channel(type=standard_artifacts.Model),
+            num_workers=num_workers, serving_dir=serving_dir,
+            skip_unchanged=int(bool(skip_unchanged and serving_dir)), model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))

@@ -19,6 +19,7 @@ import math
 import os
 from typing import Any, Dict, List, Optional
 
+from absl import logging
 from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
@@ -27,7 +28,8 @@ from tfx.utils import path_utils
 from components.common import image_shape, inputs
 from components.trainer import job as job_lib
 from components.trainer import loop
-from components.trainer import workers
+from components.trainer import unchanged, workers
+from components.push import versions
 
 
 def checkpoint_dir(model_uri: str, examples: List[types.Artifact],
@@ -130,11 +132,28 @@ class Executor(base_executor.BaseExecutor):
                 freeze_epochs=int(props.get('freeze_epochs') or 0)))
         paths = dict(serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
                      checkpoint_dir=checkpoint_dir(model.uri, examples, exec_properties))
+        record = unchanged.training_record(
+            source.get_string_custom_property('input_fingerprint')
+            if source.has_custom_property('input_fingerprint') else '', props)
+        served = props.get('serving_dir') or ''
+        match = served and int(props.get('skip_unchanged') or 0) and unchanged.served_match(
+            record, served, versions.served_version(served))
         num_workers = int(props.get('num_workers') or 1)
-        if num_workers > 1:  # processes on this machine, each with its TF_CONFIG
+        if match:  # same data, settings and code as the served model: hand it on
+            version, folder = match
+            unchanged.copy_model(folder, paths['serving_dir'])
+            metrics = dict(unchanged.read_record(folder)['metrics'], steps_run=0.0,
+                           training_skipped=1.0, stop_reason=(
+                               f'no new data: serving version {version} unchanged (same input '
+                               'fingerprint, training parameters and model code; not trained)'))
+            metrics.pop('epochs_run', None)
+            logging.info('Training skipped: %s', metrics['stop_reason'])
+        elif num_workers > 1:  # processes on this machine, each with its TF_CONFIG
             metrics = workers.run(job, num_workers=num_workers, **paths)
         else:
             metrics = job_lib.train_and_export(job, **paths)
+        if not match:
+            unchanged.write_record(paths['serving_dir'], record, metrics)
         # Recorded on the artifact so ML Metadata (and the run summary) show how it went.
         if shape:
             for name, value in zip(('input_height', 'input_width', 'input_channels'),

@@ -199,3 +199,45 @@ def test_do_with_zero_shape_trains_at_the_datas_shape_and_records_it(tmp_path, c
     with open(tmp_path / 'photos' / path, 'rb') as handle:
         out = loaded.signatures['predict_images'](images=tf.constant([handle.read()]))
     assert out['probabilities'].shape == (1, 3)
+
+
+def _do(tmp_path, examples, run, **overrides):
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / run)
+    model_run = standard_artifacts.ModelRun()
+    model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / run)
+    props = _properties(train_steps=3, train_epochs=0.0, accumulation_steps=1,
+                        serving_dir=str(tmp_path / 'serving'), skip_unchanged=1, **overrides)
+    executor.Executor().Do({'examples': [examples]},
+                           {'model': [model], 'model_run': [model_run]}, props)
+    return model, model_run
+
+
+def test_unchanged_input_settings_and_code_hand_the_served_model_on_untrained(tmp_path):
+    from components.push import versions
+    examples = _examples(tmp_path)
+    examples.set_string_custom_property('input_fingerprint', 'split:images,num_files:75,x')
+    first, _ = _do(tmp_path, examples, '1')
+    trained = os.path.join(first.uri, 'Format-Serving')
+    record = json.load(open(os.path.join(trained, 'assets.extra', 'training_record.json')))
+    assert record['trained_from']['input_fingerprint'] == 'split:images,num_files:75,x'
+    assert record['metrics']['steps_run'] == 3
+    served = versions.push(trained, str(tmp_path / 'serving'), keep=5)
+
+    again, again_run = _do(tmp_path, examples, '2')
+    assert again.get_float_custom_property('training_skipped') == 1.0
+    assert again.get_string_custom_property('stop_reason').startswith(
+        'no new data: serving version 1 unchanged')
+    assert again.get_float_custom_property('eval_accuracy') == \
+        first.get_float_custom_property('eval_accuracy')
+    assert not os.path.exists(os.path.join(again_run.uri, 'metrics.json'))  # nothing trained
+    handed_on = os.path.join(again.uri, 'Format-Serving')
+    assert versions.model_digest(handed_on) == versions.model_digest(served.path)
+    assert not versions.push(handed_on, str(tmp_path / 'serving'), keep=5).created
+
+    examples.set_string_custom_property('input_fingerprint', 'split:images,num_files:76,y')
+    changed, changed_run = _do(tmp_path, examples, '3')
+    assert not changed.has_custom_property('training_skipped')
+    assert os.path.exists(os.path.join(changed_run.uri, 'metrics.json'))
+    other, _ = _do(tmp_path, examples, '4', learning_rate=1e-3)
+    assert not other.has_custom_property('training_skipped')  # settings changed: trains

@@ -1,0 +1,86 @@
+"""No retraining on unchanged data: what a model was trained from, and the served model's match.
+
+Every exported model carries `assets.extra/training_record.json` (TF Serving ignores
+assets.extra; it travels with the model into serving/<version>/): the input fingerprint that
+ingestion recorded (file names, sizes and modification times, as TFX's FileBasedDriver computes
+it), a digest of the trainer's parameters, and a digest of the model builder's source file, so
+an edited architecture retrains even under the same import path.
+
+When a run's record equals the served model's, training is pointless: the same data, settings
+and code would make the same model. The trainer then hands the served model on as its output
+instead of training; the Evaluator finds it equal to the baseline and the Pusher, finding the
+same bytes already served, makes no new version. Nothing here imports TFX.
+"""
+import hashlib
+import importlib
+import json
+import os
+from typing import Any, Dict, Optional, Tuple
+
+import tensorflow as tf
+
+RECORD_PATH = os.path.join('assets.extra', 'training_record.json')
+# Properties that say where things are, not how the model is trained.
+_NOT_PARAMETERS = ('serving_dir', 'skip_unchanged')
+
+
+def builder_digest(builder_path: str) -> str:
+    """sha256 of the source file of the builder's module ('' when it has none)."""
+    module_name = builder_path.replace(':', '.').rsplit('.', 1)[0]
+    try:
+        path = importlib.import_module(module_name).__file__
+        with open(path, 'rb') as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except (ImportError, OSError, TypeError):
+        return ''
+
+
+def training_record(input_fingerprint: str, properties: Dict[str, Any]) -> Dict[str, str]:
+    """What a model is trained from: the input, the parameters and the builder's code."""
+    parameters = {k: str(v) for k, v in sorted(properties.items()) if k not in _NOT_PARAMETERS}
+    return {
+        'input_fingerprint': input_fingerprint,
+        'parameters_sha256': hashlib.sha256(
+            json.dumps(parameters, sort_keys=True).encode()).hexdigest(),
+        'builder_sha256': builder_digest(str(properties.get('model_builder', ''))),
+    }
+
+
+def write_record(export_dir: str, record: Dict[str, str], metrics: Dict[str, Any]) -> None:
+    """Stores what the model was trained from, and its metrics (a skipped run reports them)."""
+    path = os.path.join(export_dir, RECORD_PATH)
+    tf.io.gfile.makedirs(os.path.dirname(path))
+    with tf.io.gfile.GFile(path, 'w') as handle:
+        json.dump({'trained_from': record, 'metrics': metrics}, handle, indent=2, sort_keys=True)
+
+
+def read_record(model_dir: str) -> Optional[Dict[str, Any]]:
+    """{'trained_from': ..., 'metrics': ...} of an exported model, or None."""
+    path = os.path.join(model_dir, RECORD_PATH)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as handle:
+        return json.load(handle)
+
+
+def served_match(record: Dict[str, str], serving_dir: str,
+                 served_version: Optional[int]) -> Optional[Tuple[int, str]]:
+    """(version, folder) of the served model when it was trained from exactly `record`.
+
+    No fingerprint (ingestion could not make one) never matches: unknown input retrains.
+    """
+    if not record.get('input_fingerprint') or served_version is None:
+        return None
+    folder = os.path.join(serving_dir, str(served_version))
+    stored = read_record(folder) or {}
+    return (served_version, folder) if stored.get('trained_from') == record else None
+
+
+def copy_model(source: str, destination: str) -> None:
+    """Copies a SavedModel folder file by file (tf.io.gfile: local or cloud storage)."""
+    for root, _, files in tf.io.gfile.walk(source):
+        target = os.path.join(destination, os.path.relpath(root, source))
+        tf.io.gfile.makedirs(target)
+        for name in files:
+            tf.io.gfile.copy(os.path.join(root, name), os.path.join(target, name),
+                             overwrite=True)

@@ -1,0 +1,32 @@
+"""What a model was trained from, and when the served model already is this run's model."""
+from components.trainer import unchanged
+
+
+def _record(fingerprint='fp', **properties):
+    return unchanged.training_record(fingerprint, dict(
+        {'model_builder': 'models.resnet.build_model', 'learning_rate': 0.003}, **properties))
+
+
+def test_the_record_changes_with_input_settings_and_code_but_not_locations():
+    base = _record()
+    assert _record('other') != base
+    assert _record(learning_rate=0.001) != base
+    assert _record(model_builder='models.mlp.build_model')['builder_sha256'] != \
+        base['builder_sha256']
+    assert _record(serving_dir='/elsewhere', skip_unchanged=0) == base
+    assert len(base['builder_sha256']) == 64  # the builder's source file was read
+
+
+def test_only_the_served_version_with_the_same_record_matches(tmp_path):
+    serving = tmp_path / 'serving'
+    unchanged.write_record(str(serving / '1'), _record('old'), {'eval_accuracy': 0.9})
+    unchanged.write_record(str(serving / '2'), _record(), {'eval_accuracy': 0.95})
+    assert unchanged.served_match(_record(), str(serving), 2) == (2, str(serving / '2'))
+    assert unchanged.served_match(_record(), str(serving), 1) is None
+    assert unchanged.served_match(_record(), str(serving), None) is None
+    assert unchanged.read_record(str(serving / '2'))['metrics'] == {'eval_accuracy': 0.95}
+
+
+def test_an_input_without_a_fingerprint_always_retrains(tmp_path):
+    unchanged.write_record(str(tmp_path / '1'), _record(''), {})
+    assert unchanged.served_match(_record(''), str(tmp_path), 1) is None
