@@ -3,7 +3,8 @@
 For each task, in dependency order, it builds the task's ExecutorInput (input artifacts from the
 upstream tasks' executor outputs, fresh output URIs under the pipeline root, the constant
 parameters), substitutes it for `{{$}}`, and runs the container's command and args exactly as
-the spec gives them (the pre-cache-check hook first, when there is one) in a subprocess. Only
+the spec gives them (the pre-cache-check hook first, when there is one and the mode runs it) in
+a subprocess. Only
 `python`, the image's interpreter, is replaced by this machine's. There is no cache: every task
 runs, as on a cluster with caching off. Test support only (no TFX imports).
 """
@@ -68,9 +69,13 @@ def _run(command: List[str], args: List[str], executor_input, log_file: str) -> 
             raise RuntimeError(f'{argv[:4]} failed:\n' + log.read()[-4000:])
 
 
-def run_job(job: pipeline_spec_pb2.PipelineJob, run_id: str
+def run_job(job: pipeline_spec_pb2.PipelineJob, run_id: str, run_hooks: bool = True
             ) -> Dict[str, pipeline_spec_pb2.ExecutorOutput]:
-    """Runs every task once; returns each task's ExecutorOutput as the task wrote it."""
+    """Runs every task once; returns each task's ExecutorOutput as the task wrote it.
+
+    run_hooks=False is open-source KFP's behaviour: its launcher never runs a task's
+    preCacheCheck hook (only Vertex AI does), so the executor gets the parameters unresolved.
+    """
     spec = job.pipeline_spec
     spec_pb = json_format.ParseDict(json_format.MessageToDict(spec),
                                     pipeline_spec_pb2.PipelineSpec())
@@ -84,7 +89,7 @@ def run_job(job: pipeline_spec_pb2.PipelineJob, run_id: str
         label = spec_pb.components[spec_pb.root.dag.tasks[task_name].component_ref.name]
         container = executors[label.executor_label]['container']
         hook = container.get('lifecycle', {}).get('preCacheCheck')
-        if hook:  # the driver writes updated parameters to output_file; the executor reads them
+        if hook and run_hooks:  # the driver writes updated parameters to output_file; the executor reads them
             _run(hook['command'], hook['args'], executor_input, log_file)
         _run(container['command'], container['args'], executor_input, log_file)
         with open(executor_input.outputs.output_file) as handle:
