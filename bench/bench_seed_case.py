@@ -49,7 +49,7 @@ def plan(gpus: int, bf16_cpu: bool, smoke: bool = False) -> Plan:
     policy = 'mixed_bfloat16' if bf16_cpu else 'float32'
     if smoke:
         return Plan('cpu', (1, 2), 32, 4, 1, 2, 'mixed_bfloat16', policy)
-    return Plan('cpu', (1, 2), 128, 32, 2, 8, 'mixed_bfloat16', policy)
+    return Plan('cpu', (1, 2), 128, 32, 2, 6, 'mixed_bfloat16', policy)
 
 
 Config = Tuple[int, str, int]   # (replicas, policy, accumulation steps)
