@@ -67,34 +67,43 @@ def memory_mb(result: dict) -> float:
     return result['gpu_peak_mb'] if 'gpu_peak_mb' in result else result['peak_rss_mb']
 
 
-def table(p: Plan, results: Dict[Config, dict]) -> List[Tuple[str, str, str, str]]:
-    """Rows of (measurement, images/s, against the reference, peak memory)."""
+def table(p: Plan, results: Dict[Config, dict]) -> List[Tuple[str, ...]]:
+    """Rows of (measurement, images/s, images per CPU-second, against the reference, memory).
+
+    Images per CPU-second (CPU runs only) is what a shared machine's load stretches least."""
     ips = {config: r['images_per_second'] for config, r in results.items()}
     base = ips[(1, p.train_policy, 1)]
     unit = 'GPU' if p.device == 'gpu' else 'logical CPU device'
+
+    def speed(config: Config) -> Tuple[str, str]:
+        per_cpu = results[config].get('images_per_cpu_second')
+        return (f'{ips[config]:.1f}',
+                f'{per_cpu:.2f}' if p.device == 'cpu' and per_cpu is not None else '')
+
     rows = []
     for n in p.replicas:
-        speed = ips[(n, p.train_policy, 1)]
-        against = ('the reference' if n == 1 else
-                   f'{speed / base:.2f}x one; {100 * speed / (n * base):.0f}% of linear')
-        rows.append((f'{n} {unit}{"s" if n > 1 else ""}, {p.train_policy}', f'{speed:.1f}',
-                     against, f'{memory_mb(results[(n, p.train_policy, 1)]):.0f}'))
+        config = (n, p.train_policy, 1)
+        against = ('the reference' if n == 1 else f'{ips[config] / base:.2f}x one; '
+                   f'{100 * ips[config] / (n * base):.0f}% of linear')
+        rows.append((f'{n} {unit}{"s" if n > 1 else ""}, {p.train_policy}', *speed(config),
+                     against, f'{memory_mb(results[config]):.0f}'))
     f32, mixed = results[(1, 'float32', 1)], results[(1, p.mixed, 1)]
-    rows.append(('1 replica, float32', f'{ips[(1, "float32", 1)]:.1f}', 'the reference',
+    rows.append(('1 replica, float32', *speed((1, 'float32', 1)), 'the reference',
                  _memory_cell(p, f32)))
-    rows.append((f'1 replica, {p.mixed}', f'{ips[(1, p.mixed, 1)]:.1f}',
+    rows.append((f'1 replica, {p.mixed}', *speed((1, p.mixed, 1)),
                  f'{ips[(1, p.mixed, 1)] / ips[(1, "float32", 1)]:.2f}x float32 speed; '
                  f'{_change(memory_mb(mixed), memory_mb(f32))} memory',
                  _memory_cell(p, mixed)))
     if p.device == 'cpu':   # RSS counts the runtime too: the growth while training, apart
-        rows.append((f'same, memory grown during training ({p.mixed} vs float32)', '',
+        rows.append((f'same, memory grown during training ({p.mixed} vs float32)', '', '',
                      _change(_growth(mixed), _growth(f32)),
                      f'{_growth(mixed):.0f} vs {_growth(f32):.0f}'))
-    accum = ips[(1, p.train_policy, ACCUM)]
+    config = (1, p.train_policy, ACCUM)
     rows.append((f'accumulation k={ACCUM}: {ACCUM} x {p.batch // ACCUM} images per update, '
-                 f'{p.train_policy}', f'{accum:.1f}',
-                 f'{accum / base:.2f}x one step of {p.batch} ({100 * (1 - accum / base):+.0f}% '
-                 f'overhead)', f'{memory_mb(results[(1, p.train_policy, ACCUM)]):.0f}'))
+                 f'{p.train_policy}', *speed(config),
+                 f'{ips[config] / base:.2f}x one step of {p.batch} '
+                 f'({100 * (1 - ips[config] / base):+.0f}% overhead)',
+                 f'{memory_mb(results[config]):.0f}'))
     return rows
 
 
@@ -168,7 +177,8 @@ def main(argv: Sequence[str] = None) -> None:
           f'synthetic images, {p.batch} per replica per update, SGD, our step functions; '
           f'{p.warmup} warm-up + {p.steps} timed updates each. Load average now: '
           '%.2f %.2f %.2f' % os.getloadavg())
-    print(f'\n| Measurement | Images/s | Against | Peak memory, MB ({memory}) |\n|---|---|---|---|')
+    print(f'\n| Measurement | Images/s | Images/CPU-s | Against | Peak memory, MB ({memory}) |'
+          '\n|---|---|---|---|---|')
     for row in table(p, best):
         print('| ' + ' | '.join(row) + ' |')
 

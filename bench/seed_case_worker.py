@@ -23,6 +23,11 @@ def _current_rss_mb() -> float:
     return 0.0
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _devices(tf, replicas: int) -> list:
     """The first `replicas` GPUs, else that many logical CPU devices (before TF initialises)."""
     gpus = tf.config.list_physical_devices('GPU')
@@ -67,12 +72,14 @@ def measure(args) -> dict:
     for _ in range(args.warmup):   # tracing, graph optimisation, allocator growth: not timed
         float(steps.train_step(iterator)[0])
     warmup_seconds = time.perf_counter() - start
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _cpu_seconds()
     for _ in range(args.steps):
         float(steps.train_step(iterator)[0])   # the float waits for the update to finish
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, _cpu_seconds() - cpu_start
     result = {'images_per_second': args.steps * micro * args.accum / elapsed,
               'seconds_per_update': elapsed / args.steps, 'warmup_seconds': warmup_seconds,
+              # On a shared machine wall time stretches with the load; CPU time much less.
+              'images_per_cpu_second': args.steps * micro * args.accum / cpu,
               'policy': policy, 'replicas': strategy.num_replicas_in_sync,
               'device': devices[0].split(':')[0].strip('/'),
               'rss_before_training_mb': rss_before,
