@@ -18,7 +18,8 @@ def test_cpu_plan_is_smaller_and_trains_float32_without_bf16_instructions():
     assert (p.device, p.replicas, p.mixed, p.train_policy) == (
         'cpu', (1, 2), 'mixed_bfloat16', 'float32')
     assert p.size < 224 and p.batch % bench.ACCUM == 0
-    assert bench.plan(gpus=0, bf16_cpu=True).train_policy == 'mixed_bfloat16'
+    bf16 = bench.plan(gpus=0, bf16_cpu=True)
+    assert bf16.train_policy == 'mixed_bfloat16' and bf16.size * bf16.batch > p.size * p.batch
     smoke = bench.plan(gpus=0, bf16_cpu=False, smoke=True)
     assert smoke.size * smoke.batch * smoke.steps < p.size * p.batch * p.steps
     assert smoke.batch % bench.ACCUM == 0
@@ -60,7 +61,7 @@ def test_gpu_table_gives_efficiency_against_linear_speed_up_and_memory_change():
 
 
 def test_cpu_table_labels_logical_devices_and_separates_growth_from_the_runtime():
-    p = bench.plan(gpus=0, bf16_cpu=False)
+    p = bench.Plan('cpu', (1, 2), 128, 32, 2, 6, 'mixed_bfloat16', 'float32')
     rows = bench.table(p, {
         (1, 'float32', 1): _result(10.0, 2500, before=1000),
         (2, 'float32', 1): _result(11.0, 4000, before=1100),
