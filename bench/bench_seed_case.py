@@ -8,9 +8,10 @@ in speed and peak memory; and the cost of gradient accumulation (k=4 micro-batch
 same update as one step). Every measurement runs in its own fresh process
 (bench/seed_case_worker.py): the replicas are GPUs when present, otherwise logical CPU devices
 of the one CPU, which share its cores and say nothing about multi-GPU scaling. Sizes follow
-the hardware (224 px, 64 per replica on GPU; 128 px, 32 on a bf16 CPU, 64 px, 16 on others); warm-up steps are not timed.
-Peak memory is the GPU allocator's peak on GPU and the process's peak RSS on CPU. Nothing here
-is asserted; with --repeats > 1 the measurements are interleaved and the best of each is kept.
+the hardware (224 px, 64 per replica on GPU; 128 px, 32 on a CPU with bf16 instructions; 64 px,
+16 on other CPUs); warm-up steps are not timed. Peak memory is the GPU allocator's peak on GPU
+and the process's peak RSS on CPU. Nothing here is asserted; with --repeats > 1 the
+measurements are interleaved and the best of each is kept.
 """
 import argparse
 import dataclasses
