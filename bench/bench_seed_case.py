@@ -46,7 +46,7 @@ def plan(gpus: int, bf16_cpu: bool, smoke: bool = False) -> Plan:
             return Plan('gpu', tuple(counts[:2]), 64, 16, 2, 3, 'mixed_float16', 'mixed_float16')
         return Plan('gpu', tuple(counts), 224, 64, 5, 20, 'mixed_float16', 'mixed_float16')
     # Without bf16 instructions the CPU emulates bfloat16, far slower than float32 (measured
-    # here on AVX2: 3.5-3.9x the CPU time per image at 64 px, 10x the wall time at 128 px), so
+    # here on AVX2: 3.5-3.8x the CPU time per image at 64 px, 10x the wall time at 128 px), so
     # the scaling and accumulation rows use the policy one would train with there, and the
     # images are smaller for the bfloat16 row to finish.
     policy = 'mixed_bfloat16' if bf16_cpu else 'float32'
