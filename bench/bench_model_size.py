@@ -5,12 +5,12 @@
 
 Prints, per input size, the parameters and multiply-adds (convolutions and dense layers,
 counted analytically by components/trainer/cost.py) of the default models.resnet.build_model.
-With --npz (uint8 x_train Nx28x28, y_train, x_test, y_test), it then compares candidates, each a set of build_model
-keyword arguments, on one table: training images/s on this CPU (short fits taken in turns over
-the repeats, best kept, so machine noise hits every candidate alike), parameters, multiply-adds
-per image, and accuracy after --epochs of keras fit (batch 64, Adam 3e-3 with cosine decay, the
-pipeline's `light` augmentation from components/trainer/augment.py) on --train-size images, on a
-held-out 10% of x_train and on x_test. Nothing here is asserted.
+With --npz (uint8 x_train Nx28x28, y_train, x_test, y_test), it then compares candidates, each
+a set of build_model keyword arguments, on one table: training images/s on this CPU (short fits
+taken in turns over the repeats, best kept, so machine noise hits every candidate alike),
+parameters, multiply-adds per image, and accuracy after --epochs of keras fit (batch 64, Adam
+3e-3 with cosine decay, the pipeline's `light` augmentation from components/trainer/augment.py)
+on --train-size images, on a held-out 10% of x_train and on x_test. Nothing here is asserted.
 """
 import argparse
 import json
