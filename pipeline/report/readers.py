@@ -167,7 +167,10 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
     replicas = recorded('replicas')
     rows.append(('replicas', 'not recorded' if replicas is None else str(int(replicas))))
     policy, asked = recorded('mixed_precision'), properties.get('mixed_precision')
-    if policy is not None:
+    precision = summary_text.precision_text(model) if model is not None else None
+    if precision:  # with the reason when auto chose it
+        rows.append(('precision policy', precision))
+    elif policy is not None:
         rows.append(('precision policy', policy + (f' (asked: {asked})' if asked and asked != policy
                                                     else '')))
     elif asked:
