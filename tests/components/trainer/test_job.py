@@ -214,7 +214,8 @@ def test_auto_precision_on_a_bf16_cpu_measures_the_real_model(builder, shape, ex
     import keras
     job = job_lib.TrainJob(train_pattern='', eval_pattern='', class_names=('a', 'b'),
                            image_shape=shape, model_builder=builder, mixed_precision='auto',
-                           options=loop.LoopOptions(train_steps=1, global_batch_size=8))
+                           options=loop.LoopOptions(train_steps=1, global_batch_size=8,
+                                                    learning_rate=1e-3))
     policy, why = job_lib.decide_precision(job, num_gpus=0, bf16_cpu=True)
     assert policy == expected and 'multiply-adds per example' in why
     assert keras.mixed_precision.global_policy().name == 'float32'
