@@ -1,10 +1,11 @@
 """Mixed-precision policy choice and our own dynamic loss scaling (no TFX imports).
 
-`auto` never picks a policy slower than float32: mixed_float16 on a GPU; on a CPU,
-mixed_bfloat16 only for a model whose forward pass costs at least BF16_MIN_MACS multiply-adds
-per example (components/trainer/cost.py), since below that bfloat16's casts cost more than its
-arithmetic saves; float32 otherwise. The decision comes with its reason, for the log and the run
-summary.
+`auto` never picks a policy slower than float32: mixed_float16 on a GPU; on a CPU with
+bfloat16 instructions, mixed_bfloat16 only for a model whose forward pass costs at least
+BF16_MIN_MACS multiply-adds per example (components/trainer/cost.py), since below that the casts
+and memory-bound layers cost more than the faster arithmetic saves; float32 otherwise, and
+always on a CPU without them, which emulates bfloat16 (bench/bench_precision.py). The decision
+comes with its reason, for the log, the Model artifact and the run summary.
 
 Why our own loss scale: Keras 3's LossScaleOptimizer does a merge_call inside a cond, which fails
 inside strategy.run with more than one replica (the keras #20582 family; measured here with 2
@@ -22,6 +23,7 @@ from components.trainer.choices import POLICIES
 # mixed_bfloat16 pays on a bf16 CPU from this many forward multiply-adds per example up.
 # CALIBRATION_COMMENT
 BF16_MIN_MACS = 500_000_000
+
 
 def cpu_has_bf16(cpuinfo: str = '/proc/cpuinfo') -> bool:
     """True when the CPU computes bfloat16 natively (AVX512_BF16 or AMX), where it pays off."""
