@@ -33,7 +33,7 @@ LADDER = {
     'resnet50 32': ('models.applications.resnet50', 32, 3, 16),
     'resnet wide 64x64x3': ('bench.bench_precision.resnet_wide', 64, 3, 16),
     'resnet50 64': ('models.applications.resnet50', 64, 3, 16),
-    'resnet50 128': ('models.applications.resnet50', 128, 3, 16),
+    'resnet50 128': ('models.applications.resnet50', 128, 3, 32),   # the case
 }
 
 

@@ -21,7 +21,13 @@ from components.trainer import cost
 from components.trainer.choices import POLICIES
 
 # mixed_bfloat16 pays on a bf16 CPU from this many forward multiply-adds per example up.
-# CALIBRATION_COMMENT
+# Measured with bf16 instructions (the CPU issue 11 was measured on): the default model at 8x8
+# (2.1M) ran 0.94x float32 and ResNet-50 at 128 px (1,259M, batch 32) 1.56x. The line sits
+# between them, nearer the measured gain, so that `auto` does not bet on bfloat16 for unmeasured
+# mid-sized models (ResNet-50 qualifies from 80 px). Without bf16 instructions bfloat16 never
+# paid: bench/bench_precision.py on this 2-core AMD EPYC (AVX2, no AVX512) gave 0.07x-0.54x
+# float32 over its whole ladder, 2.1M to 1,259M (README, "Precision on this CPU"), so there
+# `auto` is float32 whatever the size. Run the bench on a bf16 CPU to move this line.
 BF16_MIN_MACS = 500_000_000
 
 
