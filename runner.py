@@ -67,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         'MultiWorkerMirroredStrategy worker each (default: 1, in-process)')
     add('--accumulation-steps', type=int, help='micro-batches per optimizer update (default: 1)')
     add('--learning-rate', type=float, help=f'peak learning rate (default: {t.learning_rate})')
-    add('--mixed-precision', choices=POLICIES, help='auto = mixed_float16 on GPU, mixed_bfloat16 '
-        'on a bf16 CPU, else float32 (default: auto)')
+    add('--mixed-precision', choices=POLICIES, help='auto = mixed_float16 on GPU; on a bf16 CPU '
+        'mixed_bfloat16 for models of 500M+ multiply-adds per example; else float32 '
+        '(default: auto)')
     add('--warm-start', action='store_true', default=None,
         help='start from the served model\'s weights (when the shapes match)')
     add('--augment', choices=AUGMENTS, help='random changes to train images: light = small '

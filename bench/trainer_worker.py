@@ -3,7 +3,9 @@
     python -m bench.trainer_worker MODE DATA_DIR [--policy P] [--batch B] [--accum K] ...
 
 MODE is `loop` (our StepFunctions), `fit` (Keras model.fit on the same model, strategy, data
-and batch), `input` (the tf.data pipeline alone) or `matmul` (a float32/bfloat16 matmul peak).
+and batch), `input` (the tf.data pipeline alone), `matmul` (a float32/bfloat16 matmul peak) or
+`policies` (float32 against mixed_bfloat16 on any builder and synthetic images, in turns in one
+process: bench/bench_precision.py; DATA_DIR is unused).
 """
 import argparse
 import json
@@ -12,9 +14,10 @@ import resource
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from components.trainer import data, job as job_lib, loop, precision, steps as steps_lib
+from components.trainer import cost, data, job as job_lib, loop, precision, steps as steps_lib
 
 IMAGE_SHAPE = [8, 8, 1]  # --size changes the model's input; images are resized in-graph
 
@@ -35,19 +38,6 @@ def _train_data(args):
                               tuple(IMAGE_SHAPE), seed=0, cache_decoded=args.cache)
 
 
-def forward_flops(model: keras.Model) -> int:
-    """Multiply-adds x 2 of the convolutions and dense layers for one example."""
-    flops = 0
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.Conv2D):
-            _, height, width, out_channels = layer.output.shape
-            kh, kw = layer.kernel_size
-            flops += 2 * height * width * kh * kw * layer.input.shape[-1] * out_channels
-        elif isinstance(layer, keras.layers.Dense):
-            flops += 2 * layer.input.shape[-1] * layer.units
-    return flops
-
-
 def measure_loop(args) -> dict:
     job = _job(args)
     policy = precision.resolve_policy(args.policy)
@@ -63,7 +53,7 @@ def measure_loop(args) -> dict:
     elapsed = time.perf_counter() - start
     examples = args.steps * args.batch * args.accum
     return {'examples_per_second': examples / elapsed, 'input_wait_fraction': wait / elapsed,
-            'train_flops_per_example': 3 * forward_flops(steps.model)}
+            'train_flops_per_example': 3 * 2 * cost.macs(steps.model)}  # forward + 2x backward
 
 
 def measure_fit(args) -> dict:
@@ -104,9 +94,55 @@ def measure_matmul(args) -> dict:
     return {'flops_per_second': repeats * 2 * size ** 3 / (time.perf_counter() - start)}
 
 
+def measure_policies(args) -> dict:
+    """Training images/s of args.builder under float32 and mixed_bfloat16, timed in turns.
+
+    Both models are built and traced first; then each round times both (order swapped every
+    round, so a drift in machine load hits both alike), ~args.seconds each; the best is kept.
+    """
+    shape = (args.size, args.size, args.channels)
+    job = job_lib.TrainJob(train_pattern='', eval_pattern='', image_shape=shape,
+                           class_names=tuple(str(i) for i in range(10)),
+                           model_builder=args.builder, mixed_precision='float32',
+                           options=loop.LoopOptions(train_steps=1, global_batch_size=args.batch,
+                                                    learning_rate=1e-3))
+    rng = np.random.default_rng(0)
+    images = rng.random((4 * args.batch, *shape), dtype=np.float32)
+    labels = rng.integers(0, 10, 4 * args.batch).astype(np.int32)
+    dataset = tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(
+        args.batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    strategy = tf.distribute.MirroredStrategy()
+    start = time.perf_counter()   # what deciding `auto` adds: one float32 build and a count
+    macs = precision.measure_macs(lambda: job_lib.import_builder(args.builder)(shape, 10))
+    measure_seconds = time.perf_counter() - start
+    runs = {}
+    for policy in ('float32', 'mixed_bfloat16'):
+        keras.mixed_precision.set_global_policy(policy)
+        steps = job_lib.build_steps(job, strategy, policy)
+        iterator = iter(strategy.experimental_distribute_dataset(dataset))
+        for _ in range(args.warmup):
+            steps.train_step(iterator)
+        start = time.perf_counter()
+        float(steps.train_step(iterator)[0])
+        runs[policy] = [steps, iterator, time.perf_counter() - start, 0.0]
+    keras.mixed_precision.set_global_policy('float32')
+    for round_ in range(args.rounds):
+        for policy in (('float32', 'mixed_bfloat16') if round_ % 2 == 0
+                       else ('mixed_bfloat16', 'float32')):
+            steps, iterator, step_seconds, best = runs[policy]
+            count = max(2, round(args.seconds / step_seconds))
+            start = time.perf_counter()
+            for _ in range(count):
+                loss = steps.train_step(iterator)[0]
+            float(loss)
+            runs[policy][3] = max(best, count * args.batch / (time.perf_counter() - start))
+    return {'macs': macs, 'measure_seconds': measure_seconds,
+            'float32': runs['float32'][3], 'mixed_bfloat16': runs['mixed_bfloat16'][3]}
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument('mode', choices=('loop', 'fit', 'input', 'matmul'))
+    parser.add_argument('mode', choices=('loop', 'fit', 'input', 'matmul', 'policies'))
     parser.add_argument('data')
     parser.add_argument('--policy', default='float32')
     parser.add_argument('--batch', type=int, default=64)
@@ -116,10 +152,15 @@ def main():
     parser.add_argument('--size', type=int, default=8, help='model input height and width')
     parser.add_argument('--cache', type=int, default=1,
                         help='cache the decoded split in memory, as the trainer does for small splits')
+    parser.add_argument('--builder', default='models.resnet.build_model', help='policies mode')
+    parser.add_argument('--channels', type=int, default=1, help='policies mode')
+    parser.add_argument('--rounds', type=int, default=3, help='policies mode: timed turns')
+    parser.add_argument('--seconds', type=float, default=3.0,
+                        help='policies mode: seconds per timed run')
     args = parser.parse_args()
     IMAGE_SHAPE[:2] = [args.size, args.size]
     measure = {'loop': measure_loop, 'fit': measure_fit, 'input': measure_input,
-               'matmul': measure_matmul}[args.mode]
+               'matmul': measure_matmul, 'policies': measure_policies}[args.mode]
     result = measure(args)
     result['peak_rss_mb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print('RESULT ' + json.dumps(result))

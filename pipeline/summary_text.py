@@ -41,6 +41,9 @@ def format_summary(summary: RunSummary) -> str:
         training = training_text(model)
         if training:  # how long it trained, and why it stopped
             lines.append(f'  training: {training}')
+        precision = precision_text(model)
+        if precision:  # the policy it trained under, and why auto chose it
+            lines.append(f'  precision: {precision}')
         statement = _custom(model, 'input_statement') or table_input_text(summary)
         if statement:  # the input the model takes, and how it was chosen or filled in
             lines.append(f'  input: {statement}')
@@ -70,6 +73,15 @@ def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
     held_out = int(_custom(model, 'held_out_examples') or 0)
     return (f'{epochs:g} epoch{"" if epochs == 1 else "s"}, {reason}'
             + (f' (held-out {held_out:,} examples of train)' if held_out else ''))
+
+
+def precision_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
+    """The policy the model trained under and why, e.g. 'float32 (auto on a CPU without bfloat16
+    instructions)'. None for a model recorded before the trainer gave its reason."""
+    policy, reason = _custom(model, 'mixed_precision'), _custom(model, 'precision_reason')
+    if not policy or not reason:
+        return None
+    return policy if reason == 'asked' else f'{policy} ({reason})'
 
 
 def failed_checks(blessing: metadata_store_pb2.Artifact) -> List[str]:

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import tempfile
+import time
 from typing import Callable, Dict, Optional, Tuple
 
 from absl import logging
@@ -140,6 +141,20 @@ def import_builder(path: str) -> Callable[..., keras.Model]:
     return builder
 
 
+def decide_precision(job: TrainJob, num_gpus: Optional[int] = None,
+                     bf16_cpu: Optional[bool] = None) -> Tuple[str, str]:
+    """(policy, why): `auto` on a bf16 CPU builds the model once in float32 to count its cost.
+
+    Keras' policy is global and applies when layers are built, so it must be known before the
+    real model is; the throw-away build runs before the seed is set, so the real model's
+    initial weights do not depend on it.
+    """
+    builder = import_builder(job.model_builder)
+    shape = inputs.builder_input_shape(job.input_spec, job.image_shape)
+    return precision.choose_policy(job.mixed_precision, macs=lambda: precision.measure_macs(
+        lambda: builder(shape, len(job.class_names))), num_gpus=num_gpus, bf16_cpu=bf16_cpu)
+
+
 def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
                 policy: str) -> steps_lib.StepFunctions:
     """Model, optimizer and loss scale under the strategy, with the policy already set."""
@@ -165,15 +180,19 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                      checkpoint_dir: Optional[str] = None,
                      strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, float]:
     """Trains (resuming from checkpoint_dir), evaluates, exports, and writes metrics.json."""
+    # The strategy first: a multi-worker one must be made before TensorFlow runs much.
+    strategy = strategy or distribute.make_strategy(job.devices)
+    start = time.perf_counter()
+    policy, why = decide_precision(job)
+    logging.info('Precision %s -> %s: %s (%.2f s to decide; bench/bench_precision.py)',
+                 job.mixed_precision, policy, why, time.perf_counter() - start)
     keras.utils.set_random_seed(job.seed)
     job, held_out, note = plan_epochs(job)
-    strategy = strategy or distribute.make_strategy(job.devices)
     replicas = strategy.num_replicas_in_sync
     if job.options.global_batch_size % replicas:
         raise ValueError(f'global_batch_size {job.options.global_batch_size} does not split '
                          f'evenly over {replicas} replicas')
     is_chief, task = distribute.chief_and_task(strategy)
-    policy = precision.resolve_policy(job.mixed_precision)
     logging.info('Training %s on %d replica(s), policy %s (asked: %s)%s%s: %s', job.model_builder,
                  strategy.num_replicas_in_sync, policy, job.mixed_precision,
                  f', input {job.input_statement}' if job.input_statement else '',
@@ -217,6 +236,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         if job.epochs > 0:
             metrics['held_out_examples'] = held_out
         metrics['mixed_precision'] = policy
+        metrics['precision_reason'] = why
         metrics['num_replicas'] = strategy.num_replicas_in_sync
         metrics['num_workers'] = workers
         metrics['input_sharding'] = shard

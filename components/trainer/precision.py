@@ -1,15 +1,35 @@
 """Mixed-precision policy choice and our own dynamic loss scaling (no TFX imports).
 
+`auto` never picks a policy slower than float32: mixed_float16 on a GPU; on a CPU with
+bfloat16 instructions, mixed_bfloat16 only for a model whose forward pass costs at least
+BF16_MIN_MACS multiply-adds per example (components/trainer/cost.py), since below that the casts
+and memory-bound layers cost more than the faster arithmetic saves; float32 otherwise, and
+always on a CPU without them, which emulates bfloat16 (bench/bench_precision.py). The decision
+comes with its reason, for the log, the Model artifact and the run summary.
+
 Why our own loss scale: Keras 3's LossScaleOptimizer does a merge_call inside a cond, which fails
 inside strategy.run with more than one replica (the keras #20582 family; measured here with 2
 logical CPU devices). The train step therefore all-reduces gradients itself, checks them for
 inf/NaN once per update in cross-replica context, and updates this scale there.
 """
-from typing import Optional
+from typing import Callable, Optional, Tuple, Union
 
+import keras
 import tensorflow as tf
 
+from components.trainer import cost
 from components.trainer.choices import POLICIES
+
+# mixed_bfloat16 pays on a bf16 CPU from this many forward multiply-adds per example up.
+# Measured with bf16 instructions (the CPU issue 11 was measured on): the default model at 8x8
+# (2.1M) ran 0.94x float32 and ResNet-50 at 128 px (1,259M, batch 32) 1.56x. The line sits
+# between them, nearer the measured gain, so that `auto` does not bet on bfloat16 for unmeasured
+# mid-sized models (ResNet-50 qualifies from 80 px). Without bf16 instructions bfloat16 never
+# paid: bench/bench_precision.py on this 2-core AMD EPYC (AVX2, no AVX512) gave 0.07x-0.54x
+# float32 over its whole ladder, 2.1M to 1,259M (README, "Precision on this CPU"), so there
+# `auto` is float32 whatever the size. Run the bench on a bf16 CPU to move this line.
+BF16_MIN_MACS = 500_000_000
+
 
 def cpu_has_bf16(cpuinfo: str = '/proc/cpuinfo') -> bool:
     """True when the CPU computes bfloat16 natively (AVX512_BF16 or AMX), where it pays off."""
@@ -21,20 +41,59 @@ def cpu_has_bf16(cpuinfo: str = '/proc/cpuinfo') -> bool:
     return 'avx512_bf16' in flags or 'amx_bf16' in flags
 
 
-def resolve_policy(name: str, num_gpus: Optional[int] = None,
-                   bf16_cpu: Optional[bool] = None) -> str:
-    """Maps 'auto' to mixed_float16 on GPU, mixed_bfloat16 on a bf16 CPU, float32 otherwise."""
+def measure_macs(build: Callable[[], keras.Model]) -> int:
+    """Multiply-adds per example of the model `build` returns, built in float32 on the CPU.
+
+    For deciding `auto` before the real model is built under the chosen (global) policy; the
+    throw-away build is a few seconds for ResNet-50, a fraction of one for the default model.
+    """
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy('float32')
+    try:
+        with tf.device('/CPU:0'):
+            return cost.macs(build())
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+Macs = Union[int, Callable[[], int], None]
+
+
+def choose_policy(name: str, macs: Macs = None, num_gpus: Optional[int] = None,
+                  bf16_cpu: Optional[bool] = None,
+                  threshold: int = BF16_MIN_MACS) -> Tuple[str, str]:
+    """(policy, why) for the policy asked; 'auto' as in the module docstring.
+
+    `macs` is the model's multiply-adds per example, or a function computing them: it is only
+    called when the answer depends on it (auto on a CPU). None there means unknown: float32.
+    """
     if name not in POLICIES:
         raise ValueError(f'mixed_precision must be one of {POLICIES}, got {name!r}')
     if name != 'auto':
-        return name
+        return name, 'asked'
     if num_gpus is None:
         num_gpus = len(tf.config.list_physical_devices('GPU'))
     if num_gpus:
-        return 'mixed_float16'
+        return 'mixed_float16', f'auto on {num_gpus} GPU(s)'
     if bf16_cpu is None:
         bf16_cpu = cpu_has_bf16()
-    return 'mixed_bfloat16' if bf16_cpu else 'float32'
+    if not bf16_cpu:  # emulated bfloat16: its convolution gradients are many times slower
+        return 'float32', 'auto on a CPU without bfloat16 instructions'
+    if callable(macs):
+        macs = macs()
+    if macs is None:
+        return 'float32', 'auto on a bf16 CPU, model cost unknown'
+    if macs >= threshold:
+        return 'mixed_bfloat16', (f'auto on a bf16 CPU: {macs / 1e6:,.1f}M multiply-adds per '
+                                  f'example >= {threshold / 1e6:,.0f}M, where bfloat16 pays')
+    return 'float32', (f'auto on a bf16 CPU: {macs / 1e6:,.1f}M multiply-adds per example < '
+                       f'{threshold / 1e6:,.0f}M, below which bfloat16 is slower')
+
+
+def resolve_policy(name: str, num_gpus: Optional[int] = None, bf16_cpu: Optional[bool] = None,
+                   macs: Macs = None) -> str:
+    """The policy of choose_policy, without its reason."""
+    return choose_policy(name, macs, num_gpus, bf16_cpu)[0]
 
 
 class DynamicLossScale:

@@ -171,7 +171,10 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
     if recorded('num_workers') is not None:
         rows.append(('training processes', str(int(recorded('num_workers')))))
     policy, asked = recorded('mixed_precision'), properties.get('mixed_precision')
-    if policy is not None:
+    precision = summary_text.precision_text(model) if model is not None else None
+    if precision:  # with the reason when auto chose it
+        rows.append(('precision policy', precision))
+    elif policy is not None:
         rows.append(('precision policy', policy + (f' (asked: {asked})' if asked and asked != policy
                                                     else '')))
     elif asked:

@@ -112,3 +112,18 @@ def test_the_beam_line_says_how_beam_ran_and_only_when_known():
     lines = summary_text.format_summary(dataclasses.replace(summary, beam=reason)).splitlines()
     assert lines[2] == f'  beam: {reason}'  # right after the steps line
     assert 'beam:' not in summary_text.format_summary(summary)
+
+
+def test_the_precision_line_says_the_policy_and_why_auto_chose_it():
+    reason = ('auto on a bf16 CPU: 2.1M multiply-adds per example < 500M, below which '
+              'bfloat16 is slower')
+    lines = summary_text.format_summary(_summary(_model(
+        train_accuracy=1.0, eval_accuracy=0.9, mixed_precision='float32',
+        precision_reason=reason))).splitlines()
+    assert f'  precision: float32 ({reason})' in lines
+    asked = summary_text.format_summary(_summary(_model(
+        mixed_precision='mixed_bfloat16', precision_reason='asked'))).splitlines()
+    assert '  precision: mixed_bfloat16' in asked
+    # A model recorded before the trainer gave its reason: no line rather than half of one.
+    assert 'precision:' not in summary_text.format_summary(_summary(_model(
+        mixed_precision='float32')))

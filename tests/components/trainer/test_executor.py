@@ -61,6 +61,7 @@ def test_do_trains_exports_and_records_how(tmp_path):
         metrics = json.load(handle)
     assert metrics['mixed_precision'] == 'float32' and metrics['start_step'] == 0
     assert model.get_string_custom_property('mixed_precision') == 'float32'
+    assert model.get_string_custom_property('precision_reason') == 'asked'
     assert model.get_string_custom_property('augment') == 'standard'
     assert model.get_int_custom_property('flip') == 1
     # Configured shape, on Examples that record no sizes (as before ingestion recorded them).

@@ -189,3 +189,20 @@ def test_every_named_model_resolves_to_a_builder():
     from pipeline import config
     for name, path in config.NAMED_MODELS.items():
         assert job_lib.import_builder(path).__name__ == name
+
+
+@pytest.mark.parametrize('builder, shape, expected', [
+    ('models.resnet.build_model', (8, 8, 1), 'float32'),              # 2.1M multiply-adds
+    ('models.applications.resnet50', (128, 128, 3), 'mixed_bfloat16')])  # 1,259M
+def test_auto_precision_on_a_bf16_cpu_measures_the_real_model(builder, shape, expected):
+    import keras
+    job = job_lib.TrainJob(train_pattern='', eval_pattern='', class_names=('a', 'b'),
+                           image_shape=shape, model_builder=builder, mixed_precision='auto',
+                           options=loop.LoopOptions(train_steps=1, global_batch_size=8,
+                                                    learning_rate=1e-3))
+    policy, why = job_lib.decide_precision(job, num_gpus=0, bf16_cpu=True)
+    assert policy == expected and 'multiply-adds per example' in why
+    assert keras.mixed_precision.global_policy().name == 'float32'
+    # Without bfloat16 instructions no model is built: float32 whatever its size.
+    assert job_lib.decide_precision(job, num_gpus=0, bf16_cpu=False) == (
+        'float32', 'auto on a CPU without bfloat16 instructions')

@@ -289,3 +289,14 @@ def test_confusion_matrix_grows_with_classes_and_shortens_very_long_names(tmp_pa
     long_name = 'a_very_long_class_name_that_keeps_going_and_' + 'differs_at_the_end_7'
     short = plots.short_label(long_name)
     assert len(short) == 40 and short.startswith('a_very_long') and short.endswith('end_7')
+
+
+def test_settings_say_why_auto_chose_the_policy(tmp_path):
+    reason = 'auto on a CPU without bfloat16 instructions'
+    model = _artifact(tmp_path / 'model', mixed_precision='float32', precision_reason=reason)
+    summary = summary_lib.RunSummary(
+        run_id='r1', states={'ImageTrainer': 'COMPLETE'}, outputs={'Model': [model]},
+        execution_properties={'ImageTrainer': _trainer_properties()})
+    text = open(page.write_report(summary, str(tmp_path / 'out')), encoding='utf-8').read()
+    rows = dict(re.findall(r'<tr><td>([^<]+)</td><td>([^<]+)</td></tr>', text))
+    assert rows['precision policy'] == f'float32 ({reason})'
