@@ -8,7 +8,9 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
   the image, under KubeflowConfig.image_workdir;
 - the trainer's task gets its resources through TFX's own `with_platform_config`, which the
   compiler copies into the task's container `resources` (both the numeric fields Vertex AI reads
-  and the string fields open-source KFP prefers);
+  and the string fields open-source KFP prefers); with `trainer_workers` > 1 those resources go
+  to each pod of a TFJob the task creates instead (components/trainer/tfjob.py), and the task
+  itself, which only waits, gets 1 core and 4 GB;
 - one documented post-processing step: the ingestion task is compiled uncached unless
   `cache_ingestion` is set (open-source KFP ignores TFX's pre-cache-check hook, see README).
 """
@@ -22,11 +24,14 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from components.ingest.component import ImageExampleGen
+from components.trainer import tfjob
 from components.trainer.component import ImageTrainer
 from pipeline import beam_mode
 from pipeline import config as config_lib
 from pipeline import pipeline as pipeline_lib
 
+# The trainer's task when a TFJob trains: TFX, TensorFlow and polling, no GPU.
+_WATCHER = config_lib.KubeflowConfig(image='watcher', trainer_cpu=1.0, trainer_memory_gb=4.0)
 _ResourceSpec = pipeline_spec_pb2.PipelineDeploymentConfig.PipelineContainerSpec.ResourceSpec
 
 
@@ -72,7 +77,14 @@ def build_job(config: config_lib.PipelineConfig,
     """Compiles the pipeline; returns the PipelineJob as a JSON-ready dict."""
     pipeline = pipeline_lib.create_pipeline(for_image(config, kubeflow.image_workdir))
     for component in pipeline.components:
-        if isinstance(component, ImageTrainer):
+        if isinstance(component, ImageTrainer) and kubeflow.trainer_workers > 1:
+            # The workers get the trainer's resources; the task only creates and watches them.
+            component.with_tfjob(tfjob.TFJobSpec(
+                workers=kubeflow.trainer_workers, image=kubeflow.image,
+                cpu=kubeflow.trainer_cpu, memory_gb=kubeflow.trainer_memory_gb,
+                gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type))
+            component.with_platform_config(trainer_resources(_WATCHER))
+        elif isinstance(component, ImageTrainer):
             component.with_platform_config(trainer_resources(kubeflow))
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
