@@ -129,7 +129,11 @@ def main(argv=None) -> int:
         from pipeline import local
         return local.run(config, wait=not args.no_wait)
     from pipeline import kubeflow as kubeflow_lib
-    job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+    try:
+        job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+    except ValueError as error:  # settings only the compile can check (e.g. --trainer-workers)
+        print(f'error: {error}', file=sys.stderr)
+        return 2
     print(f'Compiled {job_file}')
     if kubeflow.endpoint:
         run = kubeflow_lib.schedule(job_file, config, kubeflow)
