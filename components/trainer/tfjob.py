@@ -25,6 +25,8 @@ and a retry of the task resumes from the checkpoints on the pipeline root.
 import dataclasses
 import json
 import os
+import signal
+import threading
 import time
 from typing import Any, Dict, List
 
@@ -112,6 +114,46 @@ def _failed_pod_logs(core, namespace: str, name: str) -> str:
     return '\n'.join(parts) or '(no pods found)'
 
 
+def _create(objects, namespace: str, body: Dict[str, Any], poll_seconds: float) -> None:
+    """Creates the TFJob. One of the same name is left by an earlier attempt of this very
+    task that was killed outright (its name hashes the Model folder): it would write into the
+    same folders, so it is deleted first."""
+    from kubernetes.client.exceptions import ApiException
+    name = body['metadata']['name']
+    try:
+        objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+        return
+    except ApiException as error:
+        if error.status != 409:
+            raise
+    logging.warning('TFJob %s/%s exists, left by an earlier attempt: deleting it', namespace,
+                    name)
+    objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+    while True:  # deletion is asynchronous: wait until the name is free
+        try:
+            objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        except ApiException as error:
+            if error.status == 404:
+                break
+            raise
+        time.sleep(poll_seconds)
+    objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+
+
+def _terminate_raises():
+    """Makes SIGTERM (KFP cancelling the run deletes the task's pod) raise SystemExit, so the
+    cleanup below deletes the TFJob; returns what restores the previous handler (nothing to
+    do off the main thread, where Python allows no handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def terminate(signum, frame):
+        raise SystemExit(f'terminated by signal {signum} while waiting for the TFJob')
+    previous = signal.signal(signal.SIGTERM, terminate)
+    return lambda: signal.signal(signal.SIGTERM,
+                                 signal.SIG_DFL if previous is None else previous)
+
+
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpec,
         name: str, poll_seconds: float = 2.0) -> Dict[str, float]:
     """Trains with a TFJob of spec.workers workers; returns the chief's metrics."""
@@ -122,21 +164,23 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpe
         handle.write(workers.job_to_json(job))
     objects, core, namespace = _clients()
     body = manifest(name, spec, [job_file, serving_dir, log_dir, checkpoint_dir])
-    objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+    _create(objects, namespace, body, poll_seconds)
     logging.info('Created TFJob %s/%s: %d workers of %s, each %s', namespace, name,
                  spec.workers, spec.image,
                  body['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0]
                  ['resources']['requests'])
+    restore = _terminate_raises()
     try:
-        seen, outcome = 0, ''
+        seen, outcome = set(), ''
         while not outcome:
             status = objects.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name).get('status') or {}
-            conditions = status.get('conditions') or []
-            for condition in conditions[seen:]:  # the operator appends; log each once
-                logging.info('TFJob %s: %s (%s) %s', name, condition.get('type'),
-                             condition.get('reason', ''), condition.get('message', ''))
-            seen = len(conditions)
+            for condition in status.get('conditions') or []:  # each change logged once
+                key = tuple(condition.get(k, '') for k in ('type', 'status', 'reason'))
+                if key not in seen:
+                    seen.add(key)
+                    logging.info('TFJob %s: %s=%s (%s) %s', name, *key,
+                                 condition.get('message', ''))
             outcome = _finished(status)
             if not outcome:
                 time.sleep(poll_seconds)
@@ -146,5 +190,6 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpe
     finally:  # ended, failed or interrupted: its pods go with it (owner references)
         objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
         logging.info('Deleted TFJob %s/%s', namespace, name)
+        restore()
     with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json')) as handle:
         return json.load(handle)

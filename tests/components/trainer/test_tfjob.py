@@ -4,17 +4,22 @@ process with the TF_CONFIG the Training Operator injects. The `kubernetes` clien
 executor's path and the 2-worker MultiWorkerMirroredStrategy training are real; the cluster,
 its scheduling and the operator itself are not.
 """
+import dataclasses
 import json
 import os
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
 import tensorflow as tf
 from tfx.types import artifact_utils, standard_artifacts
 
-from components.trainer import executor, tfjob
+from components.common import inputs as inputs_lib
+from components.trainer import executor, job as job_lib, loop, tfjob, workers
 import fake_k8s_server
-from helpers import write_digit_examples
+from helpers import REPO_ROOT, write_digit_examples
 
 SPEC = tfjob.TFJobSpec(workers=2, image='registry/image-pipeline:1', cpu=8.0, memory_gb=30.0,
                        gpus=2, gpu_resource='nvidia.com/gpu')
@@ -138,3 +143,70 @@ def test_a_failing_pod_fails_the_task_with_its_log_and_the_job_is_deleted(cluste
                           capture_output=True, text=True)
     assert left.stdout == ''
     assert not os.path.exists(os.path.join(outputs['model'][0].uri, 'Format-Serving'))
+
+
+def _failing_job(tmp_path):
+    """A job whose workers fail at once (no train files): cheap to start and end."""
+    return job_lib.TrainJob(
+        train_pattern=str(tmp_path / 'missing' / '*'), eval_pattern=str(tmp_path / 'e' / '*'),
+        class_names=('0', '1'), image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
+        options=loop.LoopOptions(train_steps=5, global_batch_size=8, learning_rate=1e-3),
+        input_spec=inputs_lib.InputSpec())
+
+
+def _paths(tmp_path):
+    return dict(serving_dir=str(tmp_path / 'serving'), log_dir=str(tmp_path / 'logs'),
+                checkpoint_dir=str(tmp_path / 'ckpt'))
+
+
+@pytest.mark.slow
+def test_a_job_left_by_a_killed_attempt_is_replaced(cluster, tmp_path):
+    spec = tfjob.TFJobSpec(workers=2, image='local')
+    stale = tfjob.manifest('train-same', spec, [])
+    stale['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0][
+        'command'] = ['python', '-c', 'import time; time.sleep(600)']
+    cluster.start('ml-team', stale)
+    stale_pods = cluster.jobs['train-same']['pods']
+    with pytest.raises(RuntimeError, match='No files matched pattern'):
+        tfjob.run(_failing_job(tmp_path), spec=spec, name='train-same', poll_seconds=0.2,
+                  **_paths(tmp_path))
+    assert all(pod.process.poll() is not None for pod in stale_pods)  # deleted, pods killed
+    assert [c['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0]
+            ['command'][:3] for c in cluster.created] == [
+        ['python', '-c', 'import time; time.sleep(600)'],
+        ['python', '-m', 'components.trainer.workers']]
+    calls = _calls(cluster)
+    assert calls[:3] == [('POST', 'tfjobs'), ('DELETE', 'train-same'), ('GET', 'train-same')]
+    assert calls[3] == ('POST', 'tfjobs') and cluster.jobs == {}
+
+
+@pytest.mark.slow
+def test_terminating_the_task_deletes_the_job(cluster, tmp_path):
+    """KFP cancels a run by deleting the task's pod: SIGTERM. The job, whose workers would
+    train for a very long time, must not train on."""
+    for split, offset in (('train', 0), ('eval', 40)):
+        write_digit_examples(str(tmp_path / split / 'part.gz'), ('0', '1'), 16, offset)
+    job = dataclasses.replace(
+        _failing_job(tmp_path), train_pattern=str(tmp_path / 'train' / '*'),
+        eval_pattern=str(tmp_path / 'eval' / '*'),
+        options=loop.LoopOptions(train_steps=100_000, global_batch_size=8, learning_rate=1e-3,
+                                 checkpoint_interval=100_000))
+    job_file = tmp_path / 'job.json'
+    job_file.write_text(workers.job_to_json(job))
+    script = ('import sys\n'
+              'from components.trainer import tfjob, workers\n'
+              'job = workers.job_from_json(open(sys.argv[1]).read())\n'
+              'tfjob.run(job, spec=tfjob.TFJobSpec(workers=2, image="i"), name="train-cancel",'
+              ' serving_dir=sys.argv[2] + "/s", log_dir=sys.argv[2] + "/logs",'
+              ' checkpoint_dir=sys.argv[2] + "/c", poll_seconds=0.2)\n')
+    task = subprocess.Popen([sys.executable, '-c', script, str(job_file), str(tmp_path)],
+                            cwd=REPO_ROOT)
+    deadline = time.time() + 120
+    while not any(r['method'] == 'GET' for r in cluster.requests):  # created, now waiting
+        assert time.time() < deadline and task.poll() is None, 'the task never waited'
+        time.sleep(0.2)
+    pods = cluster.jobs['train-cancel']['pods']
+    task.send_signal(signal.SIGTERM)
+    assert task.wait(timeout=60) != 0
+    assert _calls(cluster)[-1] == ('DELETE', 'train-cancel') and cluster.jobs == {}
+    assert all(pod.process.poll() is not None for pod in pods)
