@@ -167,6 +167,15 @@ def test_trainer_workers_compile_a_tfjob_with_the_trainer_resources_per_worker(t
     resources = _container_spec(spec, 'ImageTrainer').resources
     assert (resources.resource_cpu_limit, resources.resource_memory_limit) == ('1', '4G')
     assert not resources.HasField('accelerator')
+    # Ingestion leaves every pod train shards of its own (FILE sharding): at least 3 of them.
+    result = _compile(output, '--trainer-workers', '3', '--batch-size', '48')
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(output) as handle:
+        parameters = json.load(handle)['pipelineSpec']['root']['dag']['tasks'][
+            'ImageExampleGen']['inputs']['parameters']
+    assert {k: parameters[k]['runtimeValue']['constantValue'] for k in (
+        'num_shards', 'min_train_shards')} == {'num_shards': {'intValue': '3'},
+                                               'min_train_shards': {'intValue': '3'}}
 
 
 def test_without_trainer_workers_the_task_trains_in_its_own_pod(spec):
