@@ -104,12 +104,16 @@ def _finished(status: Dict[str, Any]) -> str:
 
 def _failed_pod_logs(core, namespace: str, name: str) -> str:
     """The log tails of the job's failed pods (every pod's if none is marked failed)."""
+    from kubernetes.client.exceptions import ApiException
     pods = core.list_namespaced_pod(namespace, label_selector=f'{JOB_LABEL}={name}').items
     failed = [p for p in pods if p.status and p.status.phase == 'Failed'] or pods
     parts = []
     for pod in failed:
-        log = core.read_namespaced_pod_log(pod.metadata.name, namespace, container=CONTAINER,
-                                           tail_lines=_TAIL_LINES)
+        try:
+            log = core.read_namespaced_pod_log(pod.metadata.name, namespace,
+                                               container=CONTAINER, tail_lines=_TAIL_LINES)
+        except ApiException as error:  # e.g. never scheduled: say so, keep the others
+            log = f'(no log: {error.status} {error.reason})'
         parts.append(f'--- pod {pod.metadata.name} ({pod.status.phase}), last lines:\n{log}')
     return '\n'.join(parts) or '(no pods found)'
 
@@ -158,6 +162,9 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpe
         name: str, poll_seconds: float = 2.0) -> Dict[str, float]:
     """Trains with a TFJob of spec.workers workers; returns the chief's metrics."""
     import tensorflow as tf  # gfile: the paths are on the pipeline root (gs://...)
+    # Imported here: the client comes with the `kubeflow` extra (through kfp), which a local
+    # install need not have.
+    from kubernetes.client.exceptions import ApiException
     job_file = os.path.join(log_dir, 'tfjob', 'job.json')
     tf.io.gfile.makedirs(os.path.dirname(job_file))
     with tf.io.gfile.GFile(job_file, 'w') as handle:
@@ -188,8 +195,12 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpe
             raise RuntimeError(f'TFJob {namespace}/{name} failed; '
                                f'{_failed_pod_logs(core, namespace, name)}')
     finally:  # ended, failed or interrupted: its pods go with it (owner references)
-        objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
-        logging.info('Deleted TFJob %s/%s', namespace, name)
         restore()
+        try:
+            objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+            logging.info('Deleted TFJob %s/%s', namespace, name)
+        except ApiException as error:
+            if error.status != 404:  # already gone (deleted by hand) is what was wanted
+                raise
     with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json')) as handle:
         return json.load(handle)
