@@ -91,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     add('--trainer-cpu', type=float, default=kf.trainer_cpu, help='%(default)s cores')
     add('--trainer-memory', type=float, default=kf.trainer_memory_gb, help='%(default)s GB')
     add('--trainer-gpus', type=int, default=kf.trainer_gpus, help='%(default)s GPUs')
+    add('--trainer-workers', type=int, default=kf.trainer_workers, metavar='N', help='N > 1: '
+        'train in a TFJob of N pods, each with the resources above (needs the Training Operator)')
     add('--endpoint', help='KFP API URL: upload the pipeline and schedule it')
     add('--schedule', help='six-field cron, e.g. "0 0 3 * * *" (03:00 daily)')
     add('--experiment', default=kf.experiment, help='KFP experiment (default: %(default)s)')
@@ -111,7 +113,7 @@ def build_configs(args):
     return config, config_lib.KubeflowConfig(
         image=args.image, output_file=args.output or 'pipeline.json',
         trainer_cpu=args.trainer_cpu, trainer_memory_gb=args.trainer_memory,
-        trainer_gpus=args.trainer_gpus, endpoint=args.endpoint, schedule=args.schedule,
+        trainer_gpus=args.trainer_gpus, trainer_workers=args.trainer_workers, endpoint=args.endpoint, schedule=args.schedule,
         experiment=args.experiment)
 
 
@@ -128,7 +130,11 @@ def main(argv=None) -> int:
         from pipeline import local
         return local.run(config, wait=not args.no_wait)
     from pipeline import kubeflow as kubeflow_lib
-    job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+    try:
+        job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+    except ValueError as error:  # settings only the compile can check (e.g. --trainer-workers)
+        print(f'error: {error}', file=sys.stderr)
+        return 2
     print(f'Compiled {job_file}')
     if kubeflow.endpoint:
         run = kubeflow_lib.schedule(job_file, config, kubeflow)

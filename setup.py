@@ -31,7 +31,8 @@ setup(
     extras_require={
         # scikit-learn only regenerates the embedded data (data/make_digits.py); TFX pulls it in anyway.
         'dev': ['pytest', 'scikit-learn'],
-        # Compiling for and scheduling on Kubeflow Pipelines; the image installs it too.
-        'kubeflow': ['kfp==2.13.0', 'kfp-pipeline-spec==0.6.0'],
+        # Compiling for and scheduling on Kubeflow Pipelines; the image installs it too. The
+        # kubernetes client (also a kfp dependency) creates the trainer's TFJob.
+        'kubeflow': ['kfp==2.13.0', 'kfp-pipeline-spec==0.6.0', 'kubernetes'],
     },
 )

@@ -257,6 +257,9 @@ class KubeflowConfig:
     trainer_memory_gb: float = 16.0
     trainer_gpus: int = 0
     gpu_type: str = 'nvidia.com/gpu'   # Kubernetes resource name (Vertex AI: e.g. NVIDIA_TESLA_T4)
+    # > 1: the trainer's task creates a TFJob of this many workers (Kubeflow Training Operator),
+    # each with the trainer's cpu/memory/gpus, and waits for it (components/trainer/tfjob.py).
+    trainer_workers: int = 1
     # Open-source KFP does not run TFX's pre-cache-check hook that fingerprints the input files,
     # so a cached ingestion task would never see new images there: it is compiled uncached.
     cache_ingestion: bool = False
@@ -273,6 +276,8 @@ class KubeflowConfig:
         _check(self.trainer_memory_gb > 0,
                f'trainer_memory_gb must be > 0, got {self.trainer_memory_gb}')
         _check(self.trainer_gpus >= 0, f'trainer_gpus must be >= 0, got {self.trainer_gpus}')
+        _check(self.trainer_workers >= 1,
+               f'trainer_workers must be >= 1, got {self.trainer_workers}')
         _check((self.endpoint is None) == (self.schedule is None),
                '--endpoint and --schedule go together')
         if self.schedule is not None:

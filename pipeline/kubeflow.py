@@ -8,7 +8,9 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
   the image, under KubeflowConfig.image_workdir;
 - the trainer's task gets its resources through TFX's own `with_platform_config`, which the
   compiler copies into the task's container `resources` (both the numeric fields Vertex AI reads
-  and the string fields open-source KFP prefers);
+  and the string fields open-source KFP prefers); with `trainer_workers` > 1 those resources go
+  to each pod of a TFJob the task creates instead (components/trainer/tfjob.py), and the task
+  itself, which only waits, gets 1 core and 4 GB, and ingestion leaves a train shard per pod;
 - one documented post-processing step: the ingestion task is compiled uncached unless
   `cache_ingestion` is set (open-source KFP ignores TFX's pre-cache-check hook, see README).
 """
@@ -22,11 +24,14 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from components.ingest.component import ImageExampleGen
+from components.trainer import tfjob
 from components.trainer.component import ImageTrainer
 from pipeline import beam_mode
 from pipeline import config as config_lib
 from pipeline import pipeline as pipeline_lib
 
+# The trainer's task when a TFJob trains: TFX, TensorFlow and polling, no GPU.
+_WATCHER_CPU, _WATCHER_MEMORY_GB = 1.0, 4.0
 _ResourceSpec = pipeline_spec_pb2.PipelineDeploymentConfig.PipelineContainerSpec.ResourceSpec
 
 
@@ -55,12 +60,15 @@ def for_image(config: config_lib.PipelineConfig, workdir: str) -> config_lib.Pip
 
 
 def trainer_resources(kubeflow: config_lib.KubeflowConfig) -> _ResourceSpec:
-    cpu, memory = kubeflow.trainer_cpu, kubeflow.trainer_memory_gb
+    if kubeflow.trainer_workers > 1:  # the workers get the resources; the task only waits
+        cpu, memory = _WATCHER_CPU, _WATCHER_MEMORY_GB
+    else:
+        cpu, memory = kubeflow.trainer_cpu, kubeflow.trainer_memory_gb
     spec = _ResourceSpec(cpu_limit=cpu, memory_limit=memory, cpu_request=cpu,
                          memory_request=memory, resource_cpu_limit=f'{cpu:g}',
                          resource_memory_limit=f'{memory:g}G', resource_cpu_request=f'{cpu:g}',
                          resource_memory_request=f'{memory:g}G')
-    if kubeflow.trainer_gpus:
+    if kubeflow.trainer_gpus and kubeflow.trainer_workers == 1:
         spec.accelerator.type = spec.accelerator.resource_type = kubeflow.gpu_type
         spec.accelerator.count = kubeflow.trainer_gpus
         spec.accelerator.resource_count = str(kubeflow.trainer_gpus)
@@ -71,9 +79,21 @@ def build_job(config: config_lib.PipelineConfig,
               kubeflow: config_lib.KubeflowConfig) -> Dict[str, Any]:
     """Compiles the pipeline; returns the PipelineJob as a JSON-ready dict."""
     pipeline = pipeline_lib.create_pipeline(for_image(config, kubeflow.image_workdir))
+    workers = kubeflow.trainer_workers
     for component in pipeline.components:
+        if isinstance(component, ImageExampleGen) and workers > 1:
+            # Room for every pod of the TFJob to read train shards of its own (FILE sharding),
+            # as create_components leaves for TrainConfig.workers.
+            props = component.exec_properties
+            props['num_shards'] = props['num_shards'] and max(props['num_shards'], workers)
+            props['min_train_shards'] = max(props.get('min_train_shards') or 1, workers)
         if isinstance(component, ImageTrainer):
             component.with_platform_config(trainer_resources(kubeflow))
+            if kubeflow.trainer_workers > 1:  # each worker pod gets the trainer's resources
+                component.with_tfjob(tfjob.TFJobSpec(
+                    workers=kubeflow.trainer_workers, image=kubeflow.image,
+                    cpu=kubeflow.trainer_cpu, memory_gb=kubeflow.trainer_memory_gb,
+                    gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type))
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             display_name=config.name, default_image=kubeflow.image))

@@ -158,12 +158,14 @@ def test_kubeflow_needs_an_image_and_a_pipeline_root(tmp_path):
 
 def test_kubeflow_flags_reach_the_configs():
     cfg, kubeflow = _configs('--kubeflow', '--image', 'img:1', '--pipeline-root', 'gs://b/r',
-                             '--data', 'gs://b/images', '--trainer-gpus', '1', '--endpoint',
+                             '--data', 'gs://b/images', '--trainer-gpus', '1',
+                             '--trainer-workers', '4', '--endpoint',
                              'http://kfp', '--schedule', '0 0 3 * * *', '--experiment', 'nightly')
     assert cfg.output_dir == 'gs://b/r' and cfg.serving_dir == 'gs://b/r/serving'
     assert cfg.ingest.data_dir == 'gs://b/images' and cfg.schema_path is None
     assert (kubeflow.image, kubeflow.output_file, kubeflow.trainer_gpus) == (
         'img:1', 'pipeline.json', 1)
+    assert kubeflow.trainer_workers == 4 and cfg.train.workers == 1  # pods, not processes
     assert (kubeflow.schedule, kubeflow.experiment) == ('0 0 3 * * *', 'nightly')
 
 

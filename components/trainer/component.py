@@ -15,7 +15,7 @@ from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
-from components.trainer import choices, executor, loop, precision
+from components.trainer import choices, executor, loop, precision, tfjob
 
 
 class ImageTrainerSpec(ComponentSpec):
@@ -50,6 +50,9 @@ class ImageTrainerSpec(ComponentSpec):
         # same input fingerprint, parameters and model code (unchanged.py).
         'serving_dir': ExecutionParameter(type=str, optional=True),
         'skip_unchanged': ExecutionParameter(type=int, optional=True),
+        # Kubeflow only (pipeline/kubeflow.py, with_tfjob): a TFJobSpec as JSON; the task then
+        # trains in the Worker pods of a TFJob (tfjob.py). '' = in the task's own pod.
+        'tfjob': ExecutionParameter(type=str, optional=True),
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
     OUTPUTS = {
@@ -113,3 +116,15 @@ class ImageTrainer(base_component.BaseComponent):
             num_workers=num_workers, serving_dir=serving_dir,
             skip_unchanged=int(bool(skip_unchanged and serving_dir)), model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))
+
+    def with_tfjob(self, spec: tfjob.TFJobSpec) -> 'ImageTrainer':
+        """Trains in a TFJob of spec.workers pods instead (Kubeflow compile only)."""
+        batch = self.exec_properties['global_batch_size']
+        if spec.workers < 2 or batch % spec.workers:
+            raise ValueError(f'trainer workers must be >= 2 and split global_batch_size '
+                             f'({batch}) evenly, got {spec.workers}')
+        if (self.exec_properties.get('num_workers') or 1) > 1:
+            raise ValueError('give --workers (processes in one pod) or --trainer-workers (a '
+                             'TFJob of pods), not both')
+        self.exec_properties['tfjob'] = spec.to_json()
+        return self

@@ -6,7 +6,8 @@ on the Examples (components/common/image_shape.py). The Model records the result
 records how long training ran and why it stopped (the loop's metrics): `steps_run`,
 `stop_reason`, and with epochs `epochs_run`, `best_epoch`, `held_out_accuracy`,
 `held_out_examples`, and how it was spread: `num_workers` (processes; `num_workers` > 1 runs
-them on this machine through workers.py) and `num_replicas`.
+them on this machine through workers.py; with the `tfjob` property, set by the Kubeflow
+compile, they are the Worker pods of a TFJob, tfjob.py) and `num_replicas`.
 
 Crash safety: TFX gives every execution a fresh output folder, so checkpoints cannot live
 there. They go to `<pipeline_root>/<trainer node>/checkpoints/<key>/`, where the key hashes the
@@ -28,7 +29,7 @@ from tfx.utils import path_utils
 from components.common import image_shape, inputs
 from components.trainer import job as job_lib
 from components.trainer import loop
-from components.trainer import unchanged, workers
+from components.trainer import tfjob, unchanged, workers
 from components.push import versions
 
 
@@ -148,6 +149,10 @@ class Executor(base_executor.BaseExecutor):
                                'fingerprint, training parameters and model code; not trained)'))
             metrics.pop('epochs_run', None)
             logging.info('Training skipped: %s', metrics['stop_reason'])
+        elif props.get('tfjob'):  # Kubeflow with --trainer-workers: the pods of a TFJob
+            metrics = tfjob.run(job, spec=tfjob.TFJobSpec.from_json(props['tfjob']),
+                                name='train-' + hashlib.sha256(
+                                    model.uri.encode('utf-8')).hexdigest()[:12], **paths)
         elif num_workers > 1:  # processes on this machine, each with its TF_CONFIG
             metrics = workers.run(job, num_workers=num_workers, **paths)
         else:

@@ -153,8 +153,9 @@ def main(argv: List[str]) -> None:
     job_file, serving_dir, log_dir, checkpoint_dir = argv[1:5]
     _exit_with_parent()
     logging.set_verbosity(logging.INFO)
+    import tensorflow as tf  # gfile: in a TFJob the file is on the pipeline root (gs://...)
     from components.trainer import job as job_lib
-    with open(job_file) as handle:
+    with tf.io.gfile.GFile(job_file) as handle:
         job = job_from_json(handle.read())
     job_lib.train_and_export(job, serving_dir, log_dir, checkpoint_dir=checkpoint_dir)
 

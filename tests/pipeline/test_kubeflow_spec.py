@@ -143,3 +143,50 @@ def test_a_weights_file_of_the_checkout_is_read_from_the_image(tmp_path):
         '/pipeline/models/applications.py')
     assert kubeflow.for_image(dataclasses.replace(cfg, train=config.TrainConfig()),
                               '/pipeline').train.model_weights is None
+
+
+def _compile(output, *flags):
+    return subprocess.run(
+        [sys.executable, 'runner.py', '--kubeflow', '--image', IMAGE, '--pipeline-root', ROOT,
+         '--output', output, '--trainer-cpu', '8', '--trainer-memory', '30',
+         '--trainer-gpus', '2', *flags], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_trainer_workers_compile_a_tfjob_with_the_trainer_resources_per_worker(tmp_path):
+    from components.trainer import tfjob
+    output = str(tmp_path / 'pipeline.json')
+    result = _compile(output, '--trainer-workers', '2')
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(output) as handle:
+        spec = json_format.ParseDict(json.load(handle)['pipelineSpec'],
+                                     pipeline_spec_pb2.PipelineSpec())
+    assert tfjob.TFJobSpec.from_json(_parameter(spec, 'ImageTrainer', 'tfjob')) == \
+        tfjob.TFJobSpec(workers=2, image=IMAGE, cpu=8.0, memory_gb=30.0, gpus=2,
+                        gpu_resource='nvidia.com/gpu')
+    # The task itself only creates and watches the job: no GPU, little CPU and memory.
+    resources = _container_spec(spec, 'ImageTrainer').resources
+    assert (resources.resource_cpu_limit, resources.resource_memory_limit) == ('1', '4G')
+    assert not resources.HasField('accelerator')
+    # Ingestion leaves every pod train shards of its own (FILE sharding): at least 3 of them.
+    result = _compile(output, '--trainer-workers', '3', '--batch-size', '48')
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(output) as handle:
+        parameters = json.load(handle)['pipelineSpec']['root']['dag']['tasks'][
+            'ImageExampleGen']['inputs']['parameters']
+    assert {k: parameters[k]['runtimeValue']['constantValue'] for k in (
+        'num_shards', 'min_train_shards')} == {'num_shards': {'intValue': '3'},
+                                               'min_train_shards': {'intValue': '3'}}
+
+
+def test_without_trainer_workers_the_task_trains_in_its_own_pod(spec):
+    assert 'tfjob' not in spec.root.dag.tasks['ImageTrainer'].inputs.parameters
+
+
+def test_workers_and_trainer_workers_are_exclusive_and_must_split_the_batch(tmp_path):
+    output = str(tmp_path / 'pipeline.json')
+    result = _compile(output, '--trainer-workers', '2', '--workers', '2')
+    assert result.returncode == 2 and 'not both' in result.stderr
+    result = _compile(output, '--trainer-workers', '3', '--batch-size', '32')
+    assert result.returncode == 2 and 'split global_batch_size (32) evenly, got 3' in \
+        result.stderr
+    assert not os.path.exists(output)

@@ -63,3 +63,17 @@ def test_the_input_shape_defaults_to_zero_meaning_from_the_data():
     assert (props['image_height'], props['image_width'], props['channels']) == (0, 0, 0)
     props = ImageTrainer(image_shape=(0, 0, 3), **args).exec_properties
     assert (props['image_height'], props['image_width'], props['channels']) == (0, 0, 3)
+
+
+def test_with_tfjob_sets_the_property_and_checks_the_workers():
+    from components.trainer import tfjob
+    spec = tfjob.TFJobSpec(workers=4, image='img:1', gpus=1)
+    assert _trainer().exec_properties.get('tfjob') is None  # trains in its own process
+    trainer = _trainer().with_tfjob(spec)
+    assert tfjob.TFJobSpec.from_json(trainer.exec_properties['tfjob']) == spec
+    with pytest.raises(ValueError, match=r'split global_batch_size \(32\) evenly, got 3'):
+        _trainer().with_tfjob(tfjob.TFJobSpec(workers=3, image='i'))
+    with pytest.raises(ValueError, match='>= 2'):
+        _trainer().with_tfjob(tfjob.TFJobSpec(workers=1, image='i'))
+    with pytest.raises(ValueError, match='not both'):
+        _trainer(num_workers=2).with_tfjob(spec)
