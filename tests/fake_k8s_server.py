@@ -154,18 +154,11 @@ class Handler(BaseHTTPRequestHandler):
         return 404, {'kind': 'Status', 'reason': 'NotFound', 'code': 404,
                      'message': f'not implemented or not found: {method} {self.path}'}
 
-    def _handle(self, method):
-        status, payload = self._route(method)
+    def _handle(self):
+        status, payload = self._route(self.command)  # the request's method
         self._reply(payload, status)
 
-    def do_GET(self):
-        self._handle('GET')
-
-    def do_POST(self):
-        self._handle('POST')
-
-    def do_DELETE(self):
-        self._handle('DELETE')
+    do_GET = do_POST = do_DELETE = _handle
 
 
 def start(log_dir: str):

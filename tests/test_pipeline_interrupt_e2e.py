@@ -11,6 +11,9 @@ import time
 
 import pytest
 
+from pipeline import beam_mode
+from pipeline import config as config_lib
+
 from helpers import REPO_ROOT, copy_digits, runner_command
 
 pytestmark = pytest.mark.e2e
@@ -55,9 +58,11 @@ def test_ctrl_c_in_training_prints_one_line_exits_130_and_the_rerun_resumes(tmp_
 
 def test_ctrl_c_in_a_beam_stage_with_worker_processes_names_the_stage(tmp_path):
     data, out = copy_digits(str(tmp_path / 'data')), str(tmp_path / 'out')
-    # Default Beam settings: worker processes, which get the SIGINT too.
+    # Beam's worker processes (what a large input gets by default), which get the SIGINT too.
+    beam_args = ' '.join(beam_mode.MULTI_PROCESSING + (config_lib.SETUP_FILE_ARG,))
     process, stdout, stderr = _interrupt_when(
-        runner_command(data, out), os.path.join(out, 'pipeline_root', 'StatisticsGen', '*', '*'))
+        runner_command(data, out, f'--beam-args={beam_args}'),
+        os.path.join(out, 'pipeline_root', 'StatisticsGen', '*', '*'))
     assert process.returncode == 130 and stderr == '' and 'Traceback' not in stdout
     assert stdout.splitlines()[-1] == ('interrupted in StatisticsGen; finished stages are '
                                        'cached; run the same command to resume')

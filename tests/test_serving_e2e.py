@@ -18,6 +18,7 @@ from tfx import v1 as tfx
 
 import runner
 from components.push import versions
+from pipeline import beam_mode
 from pipeline import config as config_lib
 from pipeline import pipeline as pipeline_lib
 from pipeline import summary as summary_lib
@@ -130,7 +131,12 @@ def test_report_is_written_printed_and_has_every_section(run):
 
 def test_rerun_where_only_the_pusher_misses_the_cache_makes_no_new_version(run):
     cfg, _, _ = run
-    changed = dataclasses.replace(cfg, push=config_lib.PushConfig(keep_versions=3))
+    # The Beam args runner.py chose for the first run (they are part of every Beam stage's cache
+    # key), and only the Pusher's setting changed.
+    beam_args = beam_mode.resolve(cfg.beam_args, cfg.ingest.data_dir,
+                                  (config_lib.SETUP_FILE_ARG,))[0]
+    changed = dataclasses.replace(cfg, push=config_lib.PushConfig(keep_versions=3),
+                                  beam_args=beam_args)
     tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(changed))
     summary = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
     states = {n: s for n, s in summary.states.items() if n != 'Resolver'}

@@ -1,8 +1,9 @@
 """End-to-end: the compiled Kubeflow spec, executed task by task as KFP's launcher would.
 
 Compiles create_pipeline() for a small sample (smoke config), then runs every task's container
-command from the spec in a subprocess (kfp_launcher.py), twice: the first run has nothing served
-(no baseline) and pushes; the second compares with that served model and pushes after it.
+command from the spec in a subprocess (kfp_launcher.py), twice, with the preCacheCheck hook as
+Vertex AI runs it: the first run has nothing served (no baseline) and pushes; the second, on the
+same input, compares with that served model, trains nothing and makes no new version.
 """
 import glob
 import os
@@ -99,6 +100,11 @@ def test_second_run_compares_with_the_served_model(runs):
     assert os.path.exists(os.path.join(baseline.uri, 'Format-Serving', 'saved_model.pb'))
     blessing = _metadata(_artifact(second, 'Evaluator', 'blessing'))
     assert blessing['baseline_model'] == baseline.uri
-    # Not worse than production (the smoke config allows any drop): pushed as a new version.
-    assert _metadata(_artifact(second, 'Pusher', 'pushed_model'))['pushed'] == 1
-    assert len(os.listdir(cfg.serving_dir)) == 2
+    # The same input (the hook's fingerprint), settings and code: the served model was handed
+    # on untrained, found equal to itself, and no new version was made.
+    model = _metadata(_artifact(second, 'ImageTrainer', 'model'))
+    assert model['training_skipped'] == 1 and model['stop_reason'].startswith(
+        f'no new data: serving version {served} unchanged')
+    pushed = _metadata(_artifact(second, 'Pusher', 'pushed_model'))
+    assert pushed['pushed_version'] == str(served) and pushed['pushed_version_reused'] == 1
+    assert os.listdir(cfg.serving_dir) == [str(served)]

@@ -60,7 +60,8 @@ def test_the_first_run_trains_and_pushes_version_one(runs):
     _, first, _, _, _ = runs
     model = _metadata(first, 'ImageTrainer', 'model')
     assert 'training_skipped' not in model and model['steps_run'] == 30
-    assert _metadata(first, 'Pusher', 'pushed_model')['pushed_version'] == 1
+    # TFX's Pusher records the version as a string.
+    assert _metadata(first, 'Pusher', 'pushed_model')['pushed_version'] == '1'
 
 
 def test_unchanged_data_trains_nothing_and_makes_no_new_version(runs):
@@ -70,7 +71,7 @@ def test_unchanged_data_trains_nothing_and_makes_no_new_version(runs):
     assert model['stop_reason'].startswith('no new data: serving version 1 unchanged')
     assert model['eval_accuracy'] == _metadata(first, 'ImageTrainer', 'model')['eval_accuracy']
     pushed = _metadata(unchanged, 'Pusher', 'pushed_model')
-    assert pushed['pushed_version'] == 1 and pushed['pushed_version_reused'] == 1
+    assert pushed['pushed_version'] == '1' and pushed['pushed_version_reused'] == 1
     assert versions_after == ['1']
 
 
@@ -78,5 +79,5 @@ def test_a_new_span_retrains_and_pushes_a_new_version(runs):
     cfg, _, _, _, third = runs
     model = _metadata(third, 'ImageTrainer', 'model')
     assert 'training_skipped' not in model and model['steps_run'] == 30
-    assert _metadata(third, 'Pusher', 'pushed_model')['pushed_version'] == 2
+    assert _metadata(third, 'Pusher', 'pushed_model')['pushed_version'] == '2'
     assert sorted(os.listdir(cfg.serving_dir)) == ['1', '2']
