@@ -25,12 +25,17 @@ from models import resnet
 # name: (builder import path, side, channels, batch); ordered by cost.
 LADDER = {
     'resnet 8x8x1 (digits)': ('models.resnet.build_model', 8, 1, 64),
+    'resnet 12x12x1': ('models.resnet.build_model', 12, 1, 64),
+    'resnet 48x48x3': ('models.resnet.build_model', 48, 3, 64),
     'resnet 28x28x1': ('models.resnet.build_model', 28, 1, 64),
     'mobilenet_v3_small 128': ('models.applications.mobilenet_v3_small', 128, 3, 32),
     'resnet 64x64x3': ('models.resnet.build_model', 64, 3, 64),
+    'resnet 96x96x3': ('models.resnet.build_model', 96, 3, 32),
     'resnet 224x224x3': ('models.resnet.build_model', 224, 3, 32),
     'mobilenet_v3_small 224': ('models.applications.mobilenet_v3_small', 224, 3, 32),
+    'efficientnet_b0 128': ('models.applications.efficientnet_b0', 128, 3, 32),
     'resnet50 32': ('models.applications.resnet50', 32, 3, 16),
+    'mobilenet_v3_small 320': ('models.applications.mobilenet_v3_small', 320, 3, 32),
     'resnet wide 64x64x3': ('bench.bench_precision.resnet_wide', 64, 3, 16),
     'resnet50 64': ('models.applications.resnet50', 64, 3, 16),
     'resnet50 128': ('models.applications.resnet50', 128, 3, 32),   # the issue's case
@@ -48,9 +53,16 @@ def measure(rung: str, rounds: int, seconds: float) -> dict:
                rounds=rounds, seconds=seconds, warmup=2)
 
 
+def _cost(result: dict) -> precision.Cost:
+    return precision.Cost(result['macs'], result.get('depthwise_macs', 0))
+
+
 def crossover(results: dict) -> tuple:
-    """(largest cost where bf16 lost, smallest cost from which it never lost), in multiply-adds."""
-    ordered = sorted(results.values(), key=lambda r: r['macs'])
+    """(largest cost where bf16 lost, smallest cost from which it never lost), in multiply-adds,
+    over the models that the multiply-add threshold decides (not the depthwise-heavy ones)."""
+    ordered = sorted((r for r in results.values()
+                      if _cost(r).depthwise_share < precision.DEPTHWISE_MAX_SHARE),
+                     key=lambda r: r['macs'])
     losing = [r['macs'] for r in ordered if r['mixed_bfloat16'] < r['float32']]
     above = [r['macs'] for r in ordered if not losing or r['macs'] > max(losing)]
     return (max(losing) if losing else None), (min(above) if above else None)
@@ -74,13 +86,15 @@ def main() -> None:
         print(f'{rung}: {json.dumps(results[rung])}', flush=True)
     print(f'\nload average before: {load[0]:.2f}, after: {os.getloadavg()[0]:.2f} '
           f'({os.cpu_count()} cores); bf16 CPU flags: {precision.cpu_has_bf16()}')
-    print('\n| Model (batch) | Multiply-adds per example | float32 img/s | mixed_bfloat16 img/s '
-          '| bf16/f32 | auto picks | auto decision s |\n|---|---|---|---|---|---|---|')
+    print('\n| Model (batch) | Multiply-adds per example | depthwise share | float32 img/s | '
+          'mixed_bfloat16 img/s | bf16/f32 | auto picks | auto decision s |\n'
+          '|---|---|---|---|---|---|---|---|')
     for rung, r in sorted(results.items(), key=lambda item: item[1]['macs']):
         ratio = r['mixed_bfloat16'] / r['float32']
-        auto = precision.resolve_policy('auto', num_gpus=0, macs=r['macs'])
+        auto = precision.resolve_policy('auto', num_gpus=0, model_cost=_cost(r))
         gain = r[auto] / r['float32']
-        print(f'| {rung} ({LADDER[rung][3]}) | {r["macs"] / 1e6:,.1f}M | {r["float32"]:.1f} | '
+        print(f'| {rung} ({LADDER[rung][3]}) | {r["macs"] / 1e6:,.1f}M | '
+              f'{_cost(r).depthwise_share:.0%} | {r["float32"]:.1f} | '
               f'{r["mixed_bfloat16"]:.1f} | {ratio:.2f}x | {auto} ({gain:.2f}x) | '
               f'{r["measure_seconds"]:.2f} |')
     lost, won = crossover(results)

@@ -113,7 +113,7 @@ def measure_policies(args) -> dict:
         args.batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
     strategy = tf.distribute.MirroredStrategy()
     start = time.perf_counter()   # what deciding `auto` adds: one float32 build and a count
-    macs = precision.measure_macs(lambda: job_lib.import_builder(args.builder)(shape, 10))
+    model_cost = precision.measure_cost(lambda: job_lib.import_builder(args.builder)(shape, 10))
     measure_seconds = time.perf_counter() - start
     runs = {}
     for policy in ('float32', 'mixed_bfloat16'):
@@ -136,7 +136,8 @@ def measure_policies(args) -> dict:
                 loss = steps.train_step(iterator)[0]
             float(loss)
             runs[policy][3] = max(best, count * args.batch / (time.perf_counter() - start))
-    return {'macs': macs, 'measure_seconds': measure_seconds,
+    return {'macs': model_cost.macs, 'depthwise_macs': model_cost.depthwise_macs,
+            'measure_seconds': measure_seconds,
             'float32': runs['float32'][3], 'mixed_bfloat16': runs['mixed_bfloat16'][3]}
 
 

@@ -10,6 +10,10 @@ multiply-adds, and bfloat16 does not speed them up. Nested models (a keras.appli
 inside our builder) are counted through. A layer called on several inputs (shared weights) counts
 once per call. Shapes come from the functional graph, so this costs no forward pass: a model
 whose layers have no symbolic shapes (a subclassed model never called on a keras.Input) counts 0.
+
+`depthwise_macs` counts the depthwise part alone (depthwise layers, the first half of separable
+ones): those are memory-bound, have no fast bfloat16 kernel on CPU, and decide `auto` apart from
+the total (MobileNetV3 ran slower in bfloat16 at every size measured, bench/bench_precision.py).
 """
 import math
 from typing import Iterator, Sequence, Tuple
@@ -37,8 +41,10 @@ def _spatial(shape: Sequence) -> int:
     return math.prod(int(d) for d in shape[1:-1])
 
 
-def layer_macs(layer: keras.layers.Layer, in_shape: Sequence, out_shape: Sequence) -> int:
-    """Multiply-adds of one example through one call of a layer (0 for uncounted kinds)."""
+def layer_macs(layer: keras.layers.Layer, in_shape: Sequence, out_shape: Sequence,
+               depthwise_only: bool = False) -> int:
+    """Multiply-adds of one example through one call of a layer (0 for uncounted kinds); with
+    depthwise_only, only those of its depthwise part."""
     if getattr(layer, 'data_format', 'channels_last') == 'channels_first':
         in_shape = (in_shape[0], *in_shape[2:], in_shape[1])
         out_shape = (out_shape[0], *out_shape[2:], out_shape[1])
@@ -46,9 +52,12 @@ def layer_macs(layer: keras.layers.Layer, in_shape: Sequence, out_shape: Sequenc
     if isinstance(layer, _SEPARABLE):   # depthwise, then a 1x1 pointwise convolution
         kernel = math.prod(layer.kernel_size)
         middle = in_channels * layer.depth_multiplier
-        return _spatial(out_shape) * (kernel * middle + middle * out_channels)
+        return _spatial(out_shape) * (kernel * middle + (0 if depthwise_only else
+                                                         middle * out_channels))
     if isinstance(layer, _DEPTHWISE):
         return _spatial(out_shape) * math.prod(layer.kernel_size) * out_channels
+    if depthwise_only:
+        return 0
     if isinstance(layer, _TRANSPOSED):  # each input position is spread over a kernel window
         return _spatial(in_shape) * math.prod(layer.kernel_size) * in_channels * out_channels
     if isinstance(layer, _CONVS):
@@ -60,15 +69,21 @@ def layer_macs(layer: keras.layers.Layer, in_shape: Sequence, out_shape: Sequenc
     return 0
 
 
-def macs(model: keras.Model) -> int:
+def macs(model: keras.Model, depthwise_only: bool = False) -> int:
     """Multiply-adds of one example through the model's forward pass (see the module docstring)."""
     total = 0
     for layer in model.layers:
         if isinstance(layer, keras.Model):
             calls = sum(1 for _ in _calls(layer)) or 1
-            total += calls * macs(layer)   # its own graph, once per call of the nested model
+            # Its own graph, once per call of the nested model.
+            total += calls * macs(layer, depthwise_only)
             continue
         for in_shape, out_shape in _calls(layer):
             if None not in in_shape[1:] and None not in out_shape[1:]:
-                total += layer_macs(layer, in_shape, out_shape)
+                total += layer_macs(layer, in_shape, out_shape, depthwise_only)
     return total
+
+
+def depthwise_macs(model: keras.Model) -> int:
+    """The part of macs(model) in depthwise convolutions (see the module docstring)."""
+    return macs(model, depthwise_only=True)

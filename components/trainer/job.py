@@ -151,8 +151,10 @@ def decide_precision(job: TrainJob, num_gpus: Optional[int] = None,
     """
     builder = import_builder(job.model_builder)
     shape = inputs.builder_input_shape(job.input_spec, job.image_shape)
-    return precision.choose_policy(job.mixed_precision, macs=lambda: precision.measure_macs(
-        lambda: builder(shape, len(job.class_names))), num_gpus=num_gpus, bf16_cpu=bf16_cpu)
+    def measure():
+        return precision.measure_cost(lambda: builder(shape, len(job.class_names)))
+    return precision.choose_policy(job.mixed_precision, measure, num_gpus=num_gpus,
+                                   bf16_cpu=bf16_cpu)
 
 
 def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,

@@ -2,17 +2,19 @@
 
 `auto` never picks a policy slower than float32: mixed_float16 on a GPU; on a CPU with
 bfloat16 instructions, mixed_bfloat16 only for a model whose forward pass costs at least
-BF16_MIN_MACS multiply-adds per example (components/trainer/cost.py), since below that the casts
-and memory-bound layers cost more than the faster arithmetic saves; float32 otherwise, and
-always on a CPU without them, which emulates bfloat16 (bench/bench_precision.py). The decision
-comes with its reason, for the log, the Model artifact and the run summary.
+BF16_MIN_MACS multiply-adds per example (components/trainer/cost.py) with less than
+DEPTHWISE_MAX_SHARE of them in depthwise convolutions, since below that size the casts and
+memory-bound layers cost as much as the faster arithmetic saves, and depthwise layers are slower
+in bfloat16; float32 otherwise, and always on a CPU without them, which emulates bfloat16
+(bench/bench_precision.py). The decision comes with its reason, for the log, the Model artifact
+and the run summary.
 
 Why our own loss scale: Keras 3's LossScaleOptimizer does a merge_call inside a cond, which fails
 inside strategy.run with more than one replica (the keras #20582 family; measured here with 2
 logical CPU devices). The train step therefore all-reduces gradients itself, checks them for
 inf/NaN once per update in cross-replica context, and updates this scale there.
 """
-from typing import Callable, Optional, Tuple, Union
+from typing import Callable, NamedTuple, Optional, Tuple, Union
 
 import keras
 import tensorflow as tf
@@ -21,14 +23,19 @@ from components.trainer import cost
 from components.trainer.choices import POLICIES
 
 # mixed_bfloat16 pays on a bf16 CPU from this many forward multiply-adds per example up.
-# Measured with bf16 instructions (the CPU issue 11 was measured on): the default model at 8x8
-# (2.1M) ran 0.94x float32 and ResNet-50 at 128 px (1,259M, batch 32) 1.56x. The line sits
-# between them, nearer the measured gain, so that `auto` does not bet on bfloat16 for unmeasured
-# mid-sized models (ResNet-50 qualifies from 80 px). Without bf16 instructions bfloat16 never
-# paid: bench/bench_precision.py on this 2-core AMD EPYC (AVX2, no AVX512) gave 0.07x-0.54x
-# float32 over its whole ladder, 2.1M to 1,259M (README, "Precision on this CPU"), so there
-# `auto` is float32 whatever the size. Run the bench on a bf16 CPU to move this line.
-BF16_MIN_MACS = 500_000_000
+# bench/bench_precision.py on a 2-core AMD EPYC with AVX512_BF16, two runs (README, "Precision on
+# this CPU"): models of dense convolutions ran 0.94x-1.27x float32 between 2.1M and 38M, 0.97x-
+# 1.07x at 63M and 79M (the default model at 224 px, ResNet-50 at 32 px), and won in every run
+# from 200M up (1.15x-1.37x; ResNet-50 at 128 px 1.27x and 1.37x). The line sits between the last
+# loss and the first sure win (their geometric mean): ResNet-50 qualifies from about 40 px, the
+# default model from about 310 px (133M at 320 px). Without bf16 instructions bfloat16 never paid (0.07x-0.54x over the
+# same ladder on an AVX2 EPYC), so there `auto` is float32 whatever the size.
+BF16_MIN_MACS = 125_000_000
+# Depthwise convolutions have no fast bfloat16 kernel here: MobileNetV3Small (14% of its
+# multiply-adds depthwise) ran 0.69x-0.89x float32 at every size measured (128-320 px, 18M-112M).
+# Models with at least this share (MobileNets, EfficientNets: 7-14%) stay float32; Xception
+# (1.6%) is decided by its total like a dense model.
+DEPTHWISE_MAX_SHARE = 0.05
 
 
 def cpu_has_bf16(cpuinfo: str = '/proc/cpuinfo') -> bool:
@@ -41,8 +48,18 @@ def cpu_has_bf16(cpuinfo: str = '/proc/cpuinfo') -> bool:
     return 'avx512_bf16' in flags or 'amx_bf16' in flags
 
 
-def measure_macs(build: Callable[[], keras.Model]) -> int:
-    """Multiply-adds per example of the model `build` returns, built in float32 on the CPU.
+class Cost(NamedTuple):
+    """A model's forward multiply-adds per example, and the part of them in depthwise layers."""
+    macs: int
+    depthwise_macs: int = 0
+
+    @property
+    def depthwise_share(self) -> float:
+        return self.depthwise_macs / self.macs if self.macs else 0.0
+
+
+def measure_cost(build: Callable[[], keras.Model]) -> Cost:
+    """The Cost of the model `build` returns, built in float32 on the CPU.
 
     For deciding `auto` before the real model is built under the chosen (global) policy; the
     throw-away build is a few seconds for ResNet-50, a fraction of one for the default model.
@@ -51,22 +68,21 @@ def measure_macs(build: Callable[[], keras.Model]) -> int:
     keras.mixed_precision.set_global_policy('float32')
     try:
         with tf.device('/CPU:0'):
-            return cost.macs(build())
+            model = build()
+            return Cost(cost.macs(model), cost.depthwise_macs(model))
     finally:
         keras.mixed_precision.set_global_policy(previous)
 
 
-Macs = Union[int, Callable[[], int], None]
+# What choose_policy accepts as the model's cost: a Cost, bare multiply-adds (no depthwise
+# part), a function returning either (called only when the answer depends on it), or None.
+CostLike = Union[Cost, int, Callable[[], Union[Cost, int]], None]
 
 
-def choose_policy(name: str, macs: Macs = None, num_gpus: Optional[int] = None,
+def choose_policy(name: str, model_cost: CostLike = None, num_gpus: Optional[int] = None,
                   bf16_cpu: Optional[bool] = None,
                   threshold: int = BF16_MIN_MACS) -> Tuple[str, str]:
-    """(policy, why) for the policy asked; 'auto' as in the module docstring.
-
-    `macs` is the model's multiply-adds per example, or a function computing them: it is only
-    called when the answer depends on it (auto on a CPU). None there means unknown: float32.
-    """
+    """(policy, why) for the policy asked; 'auto' as in the module docstring."""
     if name not in POLICIES:
         raise ValueError(f'mixed_precision must be one of {POLICIES}, got {name!r}')
     if name != 'auto':
@@ -79,21 +95,27 @@ def choose_policy(name: str, macs: Macs = None, num_gpus: Optional[int] = None,
         bf16_cpu = cpu_has_bf16()
     if not bf16_cpu:  # emulated bfloat16: its convolution gradients are many times slower
         return 'float32', 'auto on a CPU without bfloat16 instructions'
-    if callable(macs):
-        macs = macs()
-    if macs is None:
+    if callable(model_cost):
+        model_cost = model_cost()
+    if model_cost is None:
         return 'float32', 'auto on a bf16 CPU, model cost unknown'
-    if macs >= threshold:
-        return 'mixed_bfloat16', (f'auto on a bf16 CPU: {macs / 1e6:,.1f}M multiply-adds per '
-                                  f'example >= {threshold / 1e6:,.0f}M, where bfloat16 pays')
-    return 'float32', (f'auto on a bf16 CPU: {macs / 1e6:,.1f}M multiply-adds per example < '
-                       f'{threshold / 1e6:,.0f}M, below which bfloat16 is slower')
+    if not isinstance(model_cost, Cost):
+        model_cost = Cost(int(model_cost))
+    total = f'{model_cost.macs / 1e6:,.1f}M multiply-adds per example'
+    if model_cost.depthwise_share >= DEPTHWISE_MAX_SHARE:
+        return 'float32', (f'auto on a bf16 CPU: {model_cost.depthwise_share:.0%} of its {total} '
+                           'in depthwise convolutions, which are slower in bfloat16')
+    if model_cost.macs >= threshold:
+        return 'mixed_bfloat16', (f'auto on a bf16 CPU: {total} >= {threshold / 1e6:,.0f}M, '
+                                  'where bfloat16 pays')
+    return 'float32', (f'auto on a bf16 CPU: {total} < {threshold / 1e6:,.0f}M, below which '
+                       'bfloat16 is slower')
 
 
 def resolve_policy(name: str, num_gpus: Optional[int] = None, bf16_cpu: Optional[bool] = None,
-                   macs: Macs = None) -> str:
+                   model_cost: CostLike = None) -> str:
     """The policy of choose_policy, without its reason."""
-    return choose_policy(name, macs, num_gpus, bf16_cpu)[0]
+    return choose_policy(name, model_cost, num_gpus, bf16_cpu)[0]
 
 
 class DynamicLossScale:

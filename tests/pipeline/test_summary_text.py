@@ -115,7 +115,7 @@ def test_the_beam_line_says_how_beam_ran_and_only_when_known():
 
 
 def test_the_precision_line_says_the_policy_and_why_auto_chose_it():
-    reason = ('auto on a bf16 CPU: 2.1M multiply-adds per example < 500M, below which '
+    reason = ('auto on a bf16 CPU: 2.1M multiply-adds per example < 125M, below which '
               'bfloat16 is slower')
     lines = summary_text.format_summary(_summary(_model(
         train_accuracy=1.0, eval_accuracy=0.9, mixed_precision='float32',

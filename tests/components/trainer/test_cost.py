@@ -27,6 +27,8 @@ def test_a_small_model_is_counted_as_by_hand():
                 + 2 * 5 * 6                     # the shared Dense, twice
                 + 6 * 3)                        # head
     assert cost.macs(model) == expected == 14046
+    # The depthwise part alone: the depthwise layer and the separable one's first half.
+    assert cost.depthwise_macs(model) == 5 * 6 * 3 * 3 * 16 + 3 * 4 * 3 * 3 * 16
 
 
 def test_the_default_models_match_their_documented_costs():
@@ -46,6 +48,10 @@ def test_an_application_is_counted_through_its_nested_backbone():
     assert backbone.output.shape[-1] == 576
     assert cost.macs(model) == cost.macs(backbone) + 576 * 10
     assert cost.macs(backbone) > 1_000_000
+    # Its inverted-residual blocks: a depthwise share that keeps `auto` at float32.
+    share = cost.depthwise_macs(model) / cost.macs(model)
+    assert precision.DEPTHWISE_MAX_SHARE < share < 0.2
+    assert cost.depthwise_macs(resnet.build_model((28, 28, 1), 10)) == 0
 
 
 def test_measuring_builds_in_float32_and_restores_the_global_policy():
@@ -57,7 +63,7 @@ def test_measuring_builds_in_float32_and_restores_the_global_policy():
             model = resnet.build_model((8, 8, 1), 10)
             dtypes.append(model.layers[1].compute_dtype)
             return model
-        assert precision.measure_macs(build) == 2_116_224
+        assert precision.measure_cost(build) == precision.Cost(2_116_224, 0)
         assert dtypes == ['float32']
         assert keras.mixed_precision.global_policy().name == 'mixed_bfloat16'
     finally:

@@ -193,7 +193,8 @@ def test_every_named_model_resolves_to_a_builder():
 
 @pytest.mark.parametrize('builder, shape, expected', [
     ('models.resnet.build_model', (8, 8, 1), 'float32'),              # 2.1M multiply-adds
-    ('models.applications.resnet50', (128, 128, 3), 'mixed_bfloat16')])  # 1,259M
+    ('models.applications.resnet50', (128, 128, 3), 'mixed_bfloat16'),  # 1,259M
+    ('models.applications.mobilenet_v3_small', (224, 224, 3), 'float32')])  # 14% depthwise
 def test_auto_precision_on_a_bf16_cpu_measures_the_real_model(builder, shape, expected):
     import keras
     job = job_lib.TrainJob(train_pattern='', eval_pattern='', class_names=('a', 'b'),
