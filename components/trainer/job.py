@@ -151,6 +151,7 @@ def decide_precision(job: TrainJob, num_gpus: Optional[int] = None,
     """
     builder = import_builder(job.model_builder)
     shape = inputs.builder_input_shape(job.input_spec, job.image_shape)
+
     def measure():
         return precision.measure_cost(lambda: builder(shape, len(job.class_names)))
     return precision.choose_policy(job.mixed_precision, measure, num_gpus=num_gpus,
