@@ -96,7 +96,10 @@ def build_job(config: config_lib.PipelineConfig,
                     gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type))
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
-            display_name=config.name, default_image=kubeflow.image))
+            display_name=config.name, default_image=kubeflow.image,
+            # Open-source KFP's API server accepts schema 2.1.0 only (README, Kubeflow
+            # compatibility); 2.1 also compiles parameters as runtimeValue.constant.
+            use_pipeline_spec_2_1=True))
     job = runner.run(pipeline, write_out=False)
     if not kubeflow.cache_ingestion:
         for component in pipeline.components:
