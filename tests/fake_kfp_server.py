@@ -175,17 +175,19 @@ class Handler(BaseHTTPRequestHandler):
         # pkg/errors error, the message followed by a Go stack trace we do not imitate.
         self._reply({'error_message': message, 'error_details': message}, status)
 
+    def _record(self, method: str, path: str, query, body):
+        self.state.requests.append(dict(method=method, path=path, query=query, body=body, headers={
+            key.lower(): value for key, value in self.headers.items()}))
+
     def _handle(self, method: str):
         url = urlparse(self.path)
         path, query = url.path[len(PREFIX):], parse_qs(url.query)
         if method == 'POST' and path in ('/pipelines/upload', '/pipelines/upload_version'):
-            self.state.requests.append(dict(method=method, path=path, query=query, body=None,
-                                            headers=dict(self.headers.items())))
+            self._record(method, path, query, None)
             return self._upload(path, query)
         length = int(self.headers.get('Content-Length') or 0)
         body = json.loads(self.rfile.read(length) or b'{}') if length else None
-        self.state.requests.append(dict(method=method, path=path, query=query, body=body,
-                                        headers=dict(self.headers.items())))
+        self._record(method, path, query, body)
         if (method, path) == ('GET', '/healthz'):  # main.go newHealthzResponse
             return self._reply({'commit_sha': 'unknown', 'tag_name': 'unknown',
                                 'multi_user': self.state.multi_user,
@@ -218,5 +220,5 @@ def start(**settings):
     state = State(**settings)
     handler = type('BoundHandler', (Handler,), {'state': state})
     server = ThreadingHTTPServer(('127.0.0.1', 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server, state
