@@ -147,6 +147,9 @@ def main(argv=None) -> int:
     except ValueError as error:  # settings only the compile can check (e.g. --trainer-workers)
         print(f'error: {error}', file=sys.stderr)
         return 2
+    except kubeflow_schedule.SchedulingError as error:  # the API server is unreachable
+        print(f'error: {error}', file=sys.stderr)
+        return 1
     print(f'Compiled {job_file}')
     if kubeflow.endpoint:
         try:

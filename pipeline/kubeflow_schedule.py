@@ -12,6 +12,8 @@ import json
 import os
 from typing import Tuple
 
+import urllib3
+
 from pipeline import config as config_lib
 from pipeline.kubeflow import write_pipeline_spec
 
@@ -25,12 +27,17 @@ class SchedulingError(Exception):
     """The KFP API server refused a step of scheduling (its message), or cannot be used as set."""
 
 
+# No answer at all: urllib3's connection errors, and kfp.Client's healthz giving up after retries.
+_UNREACHABLE = (TimeoutError, urllib3.exceptions.HTTPError)
+
+
 def connect(kubeflow: config_lib.KubeflowConfig):
     """A kfp.Client for kubeflow.endpoint with the configured namespace and credentials, passed
     the way kfp.Client takes them: a token as `existing_token` (sent as "Authorization: Bearer"),
     a token file as `credentials` (ServiceAccountTokenVolumeCredentials re-reads it for every
     request, as projected tokens rotate; without a path, $KF_PIPELINES_SA_TOKEN_PATH or
-    /var/run/secrets/kubeflow/pipelines/token). ValueError when the token cannot be read."""
+    /var/run/secrets/kubeflow/pipelines/token). ValueError when the token cannot be read,
+    SchedulingError when the server does not answer."""
     import kfp  # only scheduling needs the client (and an API server)
     from kfp import client as kfp_client
     from kfp.client import set_volume_credentials
@@ -54,7 +61,10 @@ def connect(kubeflow: config_lib.KubeflowConfig):
         options['credentials'] = set_volume_credentials.ServiceAccountTokenVolumeCredentials(path)
     if kubeflow.namespace:
         options['namespace'] = kubeflow.namespace
-    return kfp.Client(host=kubeflow.endpoint, **options)
+    try:  # without a namespace, kfp.Client asks the server whether it runs multi-user
+        return kfp.Client(host=kubeflow.endpoint, **options)
+    except _UNREACHABLE as error:
+        raise SchedulingError(f'cannot reach the KFP API at {kubeflow.endpoint}: {error}') from None
 
 
 def _pipeline_version(client, spec_file: str, name: str, namespace) -> Tuple[str, str]:
@@ -131,4 +141,6 @@ def schedule(client, job_file: str, config: config_lib.PipelineConfig,
     except kfp_server_api.ApiException as error:
         raise SchedulingError(f'{step}: the KFP API server answered {error.status} '
                               f'{error.reason}: {_refusal(error)}') from None
+    except _UNREACHABLE as error:
+        raise SchedulingError(f'{step}: no answer from the KFP API: {error}') from None
     return created

@@ -166,3 +166,8 @@ def test_a_missing_token_stops_before_the_compile(tmp_path, monkeypatch, capsys)
               '--token-env', 'KFP_TOKEN', code=2)
     assert 'KFP_TOKEN holds no token' in capsys.readouterr().err
     assert not (tmp_path / 'pipeline.json').exists()
+
+
+def test_an_unreachable_server_is_a_one_line_error(tmp_path, capsys):
+    _schedule('http://127.0.0.1:9', str(tmp_path / 'pipeline.json'), code=1)
+    assert 'cannot reach the KFP API at http://127.0.0.1:9' in capsys.readouterr().err
