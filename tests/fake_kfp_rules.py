@@ -73,8 +73,7 @@ def parse_template(data: bytes) -> dict:
                       f'version {version}')
     # Unanchored regexp.MatchString: any lowercase letter or digit somewhere passes.
     if not re.search(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*',
-                     spec['pipelineInfo']['name'] if 'pipelineInfo' in spec
-                     else spec['pipeline_info']['name']):
+                     spec_name(spec)):
         raise invalid("invalid v2 pipeline spec: name should consist of lower case alphanumeric "
                       "characters, '-' or '.', and must start and end with an alphanumeric "
                       "character")
@@ -82,6 +81,7 @@ def parse_template(data: bytes) -> dict:
 
 
 def spec_name(spec: dict) -> str:
+    """pipelineInfo.name, under either of the names protojson accepts."""
     return (spec.get('pipelineInfo') or spec.get('pipeline_info'))['name']
 
 

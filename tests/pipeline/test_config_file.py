@@ -1,5 +1,7 @@
 """Unit tests: the TOML config file mirrors the typed config, and flags override it."""
 import os
+import re
+import tomllib
 
 import pytest
 
@@ -182,3 +184,13 @@ token_file = "kfp-token"
 def test_kubeflow_table_errors_name_the_key(tmp_path, text, message):
     with pytest.raises(ValueError, match=message):
         presets.kubeflow_from_flags(_write(tmp_path, text), {}, None)
+
+
+def test_every_commented_kubeflow_key_of_the_example_is_known_and_typed():
+    with open(os.path.join(REPO, 'config.example.toml')) as handle:
+        table = handle.read().split('[kubeflow]')[1]
+    lines = [line[2:] for line in table.splitlines() if re.match(r'# \w+ = ', line)]
+    assert len(lines) >= 10
+    for line in lines:
+        key, value = next(iter(tomllib.loads(line.split('  #')[0]).items()))
+        config_file.typed({f'kubeflow.{key}': value}, {})  # ValueError on a wrong key or type
