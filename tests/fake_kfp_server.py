@@ -1,6 +1,7 @@
 """A KFP API server on 127.0.0.1 for tests: the v2beta1 REST endpoints `runner.py --kubeflow
 --endpoint` uses, in memory, recording every request, and refusing what KFP's server refuses with
-its messages and error bodies (the rules themselves: fake_kfp_rules.py).
+its messages and error bodies. This file: routing, state, healthz, uploads and authorization;
+fake_kfp_gateway.py: the gRPC services behind the gateway; fake_kfp_rules.py: the rules.
 
 Transcribed from kubeflow/pipelines master (VERSION 2.17.0), backend/src/apiserver/:
 main.go (healthz, routes), server/pipeline_upload_server.go (multipart uploads; their own error
