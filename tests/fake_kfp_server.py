@@ -27,6 +27,7 @@ from fake_kfp_rules import (HTTP_STATUS, KfpError, check_length, not_found, pars
                             spec_name, validate_pipeline_name)
 
 PREFIX = '/apis/v2beta1'
+TOKEN_AUDIENCE = 'pipelines.kubeflow.org'  # common/const.go DefaultTokenReviewAudience
 _STATUS_TYPE = 'type.googleapis.com/google.rpc.Status'
 
 
@@ -34,7 +35,8 @@ class State:
     def __init__(self, multi_user=False, tokens=None, allowed=(),
                  userid_header='kubeflow-userid', userid_prefix=''):
         self.multi_user = multi_user             # MULTIUSER=true (multi-user manifests)
-        self.tokens = dict(tokens or {})         # TokenReview: bearer token -> user name
+        # TokenReview: bearer token -> user name, or (user name, the token's audiences).
+        self.tokens = dict(tokens or {})
         self.allowed = set(allowed)              # SubjectAccessReview: (user, namespace) allowed
         # KUBEFLOW_USERID_HEADER / _PREFIX as Kubeflow's pipeline-install-config sets them.
         self.userid_header, self.userid_prefix = userid_header, userid_prefix
@@ -88,9 +90,13 @@ class Handler(BaseHTTPRequestHandler):
         if len(values) == 1 and values[0].startswith(self.state.userid_prefix):
             return values[0][len(self.state.userid_prefix):]
         values = self.headers.get_all('Authorization') or []
-        if len(values) == 1 and values[0].startswith('Bearer '):
-            return self.state.tokens.get(values[0][len('Bearer '):], '')
-        return ''
+        if len(values) != 1 or not values[0].startswith('Bearer '):
+            return ''
+        user = self.state.tokens.get(values[0][len('Bearer '):], ('', ()))
+        user, audiences = (user, (TOKEN_AUDIENCE,)) if isinstance(user, str) else user
+        # ensureAudience: the review must report TOKEN_REVIEW_AUDIENCE, so a token made for the
+        # Kubernetes API (kubectl create token without --audience) authenticates no one.
+        return user if TOKEN_AUDIENCE in audiences else ''
 
     def _authorize(self, namespace: str, verb: str, resource: str, name: str = ''):
         """resource/resource_manager.go IsAuthorized (skipped unless multi-user)."""

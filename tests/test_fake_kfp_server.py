@@ -105,7 +105,8 @@ def test_unknown_ids_answer_404(api):
 
 
 def test_multi_user_mode_wants_an_identity_and_a_namespace():
-    server, _ = fake_kfp_server.start(multi_user=True, allowed={('alice', 'team-ml')})
+    server, _ = fake_kfp_server.start(multi_user=True, allowed={('alice', 'team-ml')}, tokens={
+        'for-kfp': 'alice', 'for-kubernetes': ('alice', ['https://kubernetes.default.svc'])})
     url = f'http://127.0.0.1:{server.server_port}/apis/v2beta1'
 
     def get(path, **headers):
@@ -120,6 +121,10 @@ def test_multi_user_mode_wants_an_identity_and_a_namespace():
                                                          'User identity is empty in the request '
                                                          'header')
         assert get('/experiments?namespace=team-ml', **{'kubeflow-userid': 'alice'}) == (200, {})
+        assert get('/experiments?namespace=team-ml', Authorization='Bearer for-kfp')[0] == 200
+        # A TokenReview for another audience authenticates no one (ensureAudience).
+        assert get('/experiments?namespace=team-ml', Authorization='Bearer for-kubernetes')[0] \
+            == 401
         assert get('/experiments', **{'kubeflow-userid': 'alice'}) == (
             400, 'An experiment cannot have an empty namespace in multi-user mode')
         status, message = get('/experiments?namespace=other', **{'kubeflow-userid': 'alice'})
