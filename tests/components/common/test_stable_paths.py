@@ -10,11 +10,14 @@ import os
 import re
 
 import pytest
-from tfx.types import artifact_utils, standard_artifacts
+from tfx.types import Channel, artifact_utils, standard_artifacts
 
 from components.common import stable_paths
 from components.ingest import checks, records
+from components.ingest.component import ImageExampleGen
 from components.trainer import executor, job as job_lib
+from components.trainer.component import ImageTrainer
+from ingest_helpers import ingest_do
 
 ROOT = 'gs://bucket/out/pipeline_root'
 
@@ -99,10 +102,21 @@ def test_the_pipeline_root_places_the_checkpoints_but_is_not_part_of_their_key()
     assert os.path.relpath(here, '/here') == os.path.relpath(moved, '/moved')
 
 
-def test_an_execution_compiled_without_the_pipeline_root_is_refused():
+def test_an_execution_compiled_without_the_pipeline_root_is_refused(
+        tmp_path, given_checkpoint_dirs):
     with pytest.raises(ValueError, match=r"'pipeline_root' is missing: it names where "
                                          r'checkpoints and kept quarantines go'):
-        stable_paths.pipeline_root({'seed': 1})
+        given_checkpoint_dirs('/e', '/m', '/r', pipeline_root='')
+    # Ingestion refuses before reading anything (the input base does not even exist).
+    with pytest.raises(ValueError, match="'pipeline_root' is missing"):
+        ingest_do(str(tmp_path / 'nowhere'), str(tmp_path / 'out'), pipeline_root='')
+    # And neither component is built without one.
+    with pytest.raises(ValueError, match='pipeline_root is required'):
+        ImageExampleGen(input_base=str(tmp_path))
+    with pytest.raises(ValueError, match='pipeline_root is required'):
+        ImageTrainer(examples=Channel(type=standard_artifacts.Examples),
+                     model_builder='models.resnet.build_model', global_batch_size=8,
+                     learning_rate=1e-3, train_steps=5)
 
 
 def _quarantine_in(examples_uri):

@@ -117,15 +117,6 @@ def test_checkpoint_folder_is_stable_per_training_and_differs_otherwise(tmp_path
     assert moved == first.replace('/root/', '/moved/', 1)
 
 
-def test_an_execution_without_the_pipeline_root_is_refused(tmp_path):
-    props = _properties()
-    del props['pipeline_root']
-    with pytest.raises(ValueError, match="'pipeline_root' is missing"):
-        executor.Executor().Do({'examples': [_examples(tmp_path)]}, {
-            'model': [standard_artifacts.Model()], 'model_run': [standard_artifacts.ModelRun()]},
-            props)
-
-
 @pytest.mark.parametrize('steps, epochs, examples, expected', [
     (100, 0.0, 1000, 100), (100, 3.0, 1000, 100), (0, 1.0, 1000, 31), (0, 0.5, 10, 1)])
 def test_train_steps_come_from_steps_or_epochs(steps, epochs, examples, expected):
