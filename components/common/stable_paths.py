@@ -1,4 +1,4 @@
-"""Folders that outlive one execution: the trainer's checkpoints and a failed ingestion's quarantine.
+"""Folders that outlive an execution: the trainer's checkpoints, a failed ingestion's quarantine.
 
 Both are computed from the pipeline root and a stable key, never by climbing folders from an
 artifact URI, because every orchestrator lays its artifacts out differently:
@@ -16,9 +16,9 @@ Here the layout is ours and the same everywhere:
     <pipeline_root>/_checkpoints/<node>/<key>/       the key hashes what makes the training the same
     <pipeline_root>/_quarantine/<node>/<key>.jsonl   the key hashes the Examples URI
 
-The leading underscore keeps them clear of every orchestrator's own folders: TFX node ids and
-KFP pipeline names (apiserver/common/utils.go pipelineNamePattern `^[a-z0-9][a-z0-9-]{0,127}$`)
-never start with one, and Vertex's project numbers are digits.
+The leading underscore keeps them clear of every orchestrator's own folders: our node ids are
+class names, KFP pipeline names never start with one (apiserver/common/utils.go
+pipelineNamePattern `^[a-z0-9][a-z0-9-]{0,127}$`), and Vertex's project numbers are digits.
 
 The pipeline root reaches the executors as the execution property `pipeline_root`, set by
 pipeline/pipeline.py from PipelineConfig.pipeline_root. TFX's executor context does not carry it
@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterable
 PIPELINE_ROOT = 'pipeline_root'  # the execution property naming the pipeline root
 CHECKPOINTS = '_checkpoints'
 QUARANTINE = '_quarantine'
-_KEY_CHARS = 16  # 64 bits of sha256: no two trainings or ingestions of one root collide
+_KEY_CHARS = 16  # 64 bits of sha256: a collision within one pipeline root is negligible
 
 
 def _digest(value: Any) -> str:
@@ -57,10 +57,11 @@ def checkpoint_dir(root: str, node: str, examples_uris: Iterable[str],
     execution property but the pipeline root (the folder already says which root), so every
     attempt of the same training finds the same folder and a different training never does.
 
-    The URIs stand for the data: they are the same for a retried task (KFP keeps a task's
-    upstream outputs, and Argo retries reuse the driver's output URIs) and for a rerun whose
-    ingestion is a cache hit; new Examples (ingestion ran again) get a new URI, hence a fresh
-    start, even when they hold the same records: only the same bytes may resume a stream.
+    The URIs stand for the data. They are the same for a retried task (a task's retryStrategy
+    reruns only the executor pod, argocompiler/container.go; KFP's Retry keeps every succeeded
+    node, util/workflow.go GenerateRetryExecution) and for a rerun whose ingestion is a cache
+    hit. New Examples (ingestion ran again) get a new URI, hence a fresh start, even when they
+    hold the same records: only the same bytes may resume the same example stream.
     """
     properties = {k: v for k, v in exec_properties.items() if k != PIPELINE_ROOT}
     key = _digest({'examples': sorted(uri.rstrip('/') for uri in examples_uris),
