@@ -45,7 +45,7 @@ def _batched(records: tf.data.Dataset, batch_size: int, image_shape, spec: input
 def _records(file_pattern: str, worker: int = 0, num_workers: int = 1) -> tf.data.Dataset:
     # Sorted file order (shuffle=False) keeps the pipeline deterministic for a given seed.
     files = tf.data.Dataset.list_files(file_pattern, shuffle=False)
-    if num_workers > 1:  # FILE sharding: this worker's files i, i+W, ... (see _file_sharded)
+    if num_workers > 1:  # FILE sharding: this worker's files i, i+W, ... (see _file_shard)
         files = files.shard(num_workers, worker)
     # Ingestion writes GZIP shards (.gz) unless compression is off; the suffix says which.
     return files.interleave(
@@ -181,6 +181,8 @@ def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip
     # give the workers' examples at one position the same transformation), a resumed worker
     # (which skips its share, stream_skip) keys as before, and on one stream (W = 1, and every
     # DATA worker, which runs the global stream) the key is the position as it always was.
+    # A key from the record itself (a hash) would repeat an example's transformation every
+    # epoch, and the decoded cache no longer holds the record's bytes.
     parse = _parse_image_fn(image_shape, spec)
     if decode_first:
         stream = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
