@@ -7,12 +7,14 @@ worker index), so calling it here shows what worker i reads without starting a c
 e2e test (tests/test_workers_e2e.py) runs FILE sharding on two real workers, on 28x28 images
 with the default (light) augmentation.
 """
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.python.distribute import input_ops
 
-from components.trainer import augment, data
+from components.trainer import augment, data, distribute
 
 from helpers import write_digit_examples
 
@@ -139,3 +141,18 @@ def test_file_sharding_refuses_a_worker_without_its_index(pattern28):
         data.train_dataset(pattern28, 8, SHAPE, seed=0, shard='FILE')
     with pytest.raises(ValueError, match='shard must be DATA or FILE'):
         data.train_dataset(pattern28, 8, SHAPE, seed=0, shard='AUTO')
+
+
+def test_a_worker_reads_by_the_index_tf_distribute_gives_its_input():
+    # distribute.input_pipeline numbers tasks as MultiWorkerMirroredStrategy's InputContext
+    # does: the chief first, then the workers (Vertex AI's chief + workers; our TF_CONFIGs have
+    # workers only, worker 0 the chief).
+    def index(cluster, task_type, task_id):
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+            tf.train.ClusterSpec(cluster), task_type=task_type, task_id=task_id)
+        return distribute.input_pipeline(SimpleNamespace(cluster_resolver=resolver))
+    with_chief = {'chief': ['a:1'], 'worker': ['b:1', 'c:1']}
+    assert [index(with_chief, t, i) for t, i in (('chief', 0), ('worker', 0), ('worker', 1))] \
+        == [0, 1, 2]
+    assert index({'worker': ['a:1', 'b:1']}, 'worker', 1) == 1
+    assert distribute.input_pipeline(tf.distribute.get_strategy()) == 0  # one process
