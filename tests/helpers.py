@@ -7,12 +7,32 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIGITS = os.path.join(REPO_ROOT, 'data', 'digits')
 
 
-def copy_digits(dest: str, classes=('0', '1', '2'), per_class: int = 30) -> str:
-    """Copies the first `per_class` PNGs of each class into dest/<class>/; returns dest."""
+def digit_png(name: str, file_name: str, size: int = 8) -> bytes:
+    """The PNG of one embedded 8x8 digit; size > 8 scales it up (bilinear) to size x size, for
+    tests that need images big enough for the default augmentation (under 10 px it does nothing)."""
+    with open(os.path.join(DIGITS, name, file_name), 'rb') as handle:
+        encoded = handle.read()
+    if size == 8:
+        return encoded
+    import io
+    from PIL import Image
+    buffer = io.BytesIO()
+    Image.open(io.BytesIO(encoded)).resize((size, size), Image.BILINEAR).save(buffer, 'PNG')
+    return buffer.getvalue()
+
+
+def copy_digits(dest: str, classes=('0', '1', '2'), per_class: int = 30, size: int = 8) -> str:
+    """Copies the first `per_class` PNGs of each class into dest/<class>/ (scaled to size x size,
+    see digit_png); returns dest."""
     for name in classes:
         os.makedirs(os.path.join(dest, name), exist_ok=True)
         for file_name in sorted(os.listdir(os.path.join(DIGITS, name)))[:per_class]:
-            shutil.copy(os.path.join(DIGITS, name, file_name), os.path.join(dest, name, file_name))
+            if size == 8:
+                shutil.copy(os.path.join(DIGITS, name, file_name),
+                            os.path.join(dest, name, file_name))
+            else:
+                with open(os.path.join(dest, name, file_name), 'wb') as handle:
+                    handle.write(digit_png(name, file_name, size))
     return dest
 
 
@@ -34,11 +54,13 @@ def smoke_sample_config(base: str):
                                    schema_path=config_lib.DIGITS_SCHEMA)
 
 
-def runner_command(data: str, out: str, *flags: str) -> list:
+def runner_command(data: str, out: str, *flags: str, digits_schema: bool = True) -> list:
     """argv of `runner.py --local` on data into out (run with cwd=REPO_ROOT), validated against
-    the curated digits schema; flags are added as given."""
+    the curated digits schema (8x8 images only; digits_schema=False leaves the runner's default,
+    an inferred schema); flags are added as given."""
+    schema = ['--schema', os.path.join(REPO_ROOT, 'data', 'schema', 'digits.pbtxt')]
     return [sys.executable, 'runner.py', '--local', '--data', data, '--output', out,
-            '--schema', os.path.join(REPO_ROOT, 'data', 'schema', 'digits.pbtxt'), *flags]
+            *(schema if digits_schema else []), *flags]
 
 
 def run_log(console: str) -> str:
@@ -74,17 +96,17 @@ def unlearnable_model(input_shape, num_classes):
     return keras.Model(inputs, outputs)
 
 
-def write_digit_examples(path, classes, per_class, offset=0):
-    """Writes GZIP TFRecords of real digit PNGs, as ingestion does; returns the Examples."""
+def write_digit_examples(path, classes, per_class, offset=0, size=8):
+    """Writes GZIP TFRecords of real digit PNGs (size x size, see digit_png), as ingestion does;
+    returns the Examples."""
     import tensorflow as tf  # heavy: only the tests that write records import it
     from components.common import features
     examples = []
     for label, name in enumerate(classes):
         folder = os.path.join(DIGITS, name)
         for file_name in sorted(os.listdir(folder))[offset:offset + per_class]:
-            with open(os.path.join(folder, file_name), 'rb') as handle:
-                examples.append(features.make_example(handle.read(), label, name, 8, 8,
-                                                      f'{name}/{file_name}'))
+            examples.append(features.make_example(digit_png(name, file_name, size), label, name,
+                                                  size, size, f'{name}/{file_name}'))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path, options='GZIP') as writer:
         for example in examples:

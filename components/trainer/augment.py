@@ -3,7 +3,9 @@
 Every random draw is a stateless op keyed by (seed, the example's position in the endless
 shuffled stream): the same position always gets the same transformation, whether the stream
 was read from the start or resumed with `skip_examples`, and however tf.data parallelises the
-map. Each epoch puts an example at new positions, so it sees new transformations.
+map. Each epoch puts an example at new positions, so it sees new transformations. Under FILE
+sharding each worker has a stream of its own, and its position p becomes p x W + worker
+(data.py, _augmented), so no two workers' examples share a key.
 
 Modes (AUGMENTS in choices.py):
 - none: the images as decoded;

@@ -42,9 +42,11 @@ def _batched(records: tf.data.Dataset, batch_size: int, image_shape, spec: input
             .batch(batch_size, drop_remainder=drop_remainder))
 
 
-def _records(file_pattern: str) -> tf.data.Dataset:
+def _records(file_pattern: str, worker: int = 0, num_workers: int = 1) -> tf.data.Dataset:
     # Sorted file order (shuffle=False) keeps the pipeline deterministic for a given seed.
     files = tf.data.Dataset.list_files(file_pattern, shuffle=False)
+    if num_workers > 1:  # FILE sharding: this worker's files i, i+W, ... (see _file_shard)
+        files = files.shard(num_workers, worker)
     # Ingestion writes GZIP shards (.gz) unless compression is off; the suffix says which.
     return files.interleave(
         lambda f: tf.data.TFRecordDataset(f, compression_type=tf.where(
@@ -56,8 +58,9 @@ def _held_out(record: tf.Tensor, held_out_percent: int) -> tf.Tensor:
     return tf.strings.to_hash_bucket_fast(record, 100) < held_out_percent
 
 
-def _train_records(file_pattern: str, held_out_percent: int) -> tf.data.Dataset:
-    records = _records(file_pattern)
+def _train_records(file_pattern: str, held_out_percent: int, worker: int = 0,
+                   num_workers: int = 1) -> tf.data.Dataset:
+    records = _records(file_pattern, worker, num_workers)
     if held_out_percent:
         records = records.filter(lambda r: tf.logical_not(_held_out(r, held_out_percent)))
     return records
@@ -93,6 +96,29 @@ def stream_skip(skip_examples: int, policy: str, num_workers: int) -> int:
     return skip_examples // num_workers if policy == 'FILE' else skip_examples
 
 
+def _file_shard(shard: str, worker: int, num_workers: int) -> tuple:
+    """(worker, num_workers) to shard the train files by, and the auto-shard policy to leave.
+
+    FILE sharding is done here, on the file list, and tf.distribute's own rewrite is turned OFF.
+    Its rewrite (the tf.data AutoShard pass) walks every source of the pipeline and refuses any
+    that is not a file reader: the augmented stream is zipped with a counter (enumerate, a
+    RangeDataset), so it failed with "Found an unshardable source dataset: RangeDataset". The
+    counter must come after the shard anyway: under FILE there is no global stream, and each
+    worker numbers its own (see _augmented). The files are those the rewrite chose (files.shard
+    after list_files), and tf.distribute still rebatches each global batch into the workers'
+    shares, so the unaugmented streams are exactly what FILE auto-sharding gave.
+    """
+    if shard not in ('DATA', 'FILE'):
+        raise ValueError(f'shard must be DATA or FILE, got {shard!r}')
+    if shard == 'DATA':
+        return (0, 1), 'DATA'
+    # Without its index every worker would read every file and train on the same examples.
+    if not 0 <= worker < num_workers or num_workers < 2:
+        raise ValueError(f'FILE sharding needs a worker index in [0, num_workers) and at least '
+                         f'2 workers, got worker {worker} of {num_workers}')
+    return (worker, num_workers), 'OFF'
+
+
 def _sharded(dataset: tf.data.Dataset, policy: str = 'DATA') -> tf.data.Dataset:
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = getattr(
@@ -105,7 +131,8 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
                   shuffle_buffer: int = 10_000,
                   spec: inputs.InputSpec = inputs.InputSpec(),
                   augment: str = 'none', flip: bool = False,
-                  held_out_percent: int = 0, shard: str = 'DATA') -> tf.data.Dataset:
+                  held_out_percent: int = 0, shard: str = 'DATA', worker: int = 0,
+                  num_workers: int = 1) -> tf.data.Dataset:
     """An endless, shuffled stream of (features, label) batches of exactly global_batch_size.
 
     drop_remainder keeps every micro-batch at the global batch, which the loss normalisation
@@ -117,16 +144,20 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
     each decoded image after the cache, keyed by its position in the endless stream, counted
     before the skip: a resumed run sees the same transformed examples as an uninterrupted one.
     held_out_percent leaves out the held-out slice (see the module docstring), before all that.
-    shard is how several workers split it (shard_policy); the eval and held-out sets stay DATA,
-    so every example counts once, wherever it is read.
+    shard is how several workers split it (shard_policy); under FILE, this is worker `worker` of
+    `num_workers` (tf.distribute's input pipeline id, distribute.input_pipeline) and the stream
+    is its own. The eval and held-out sets stay DATA, so every example counts once, wherever it
+    is read.
     """
-    records = _train_records(file_pattern, held_out_percent)
+    (worker, num_workers), policy = _file_shard(shard, worker, num_workers)
+    records = _train_records(file_pattern, held_out_percent, worker, num_workers)
     decode_first = cache_decoded and spec.kind != 'tabular'
     if spec.kind != 'tabular' and augment_lib.is_active(augment, flip, image_shape):
         return _sharded(_augmented(records, decode_first, global_batch_size, image_shape,
                                    seed, skip_examples, shuffle_buffer, spec,
-                                   augment_lib.make_augment_fn(augment, flip, seed, image_shape)),
-                        shard)
+                                   augment_lib.make_augment_fn(augment, flip, seed, image_shape),
+                                   worker, num_workers),
+                        policy)
     if decode_first:
         stream = records.map(_parse_image_fn(image_shape, spec),
                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).cache()
@@ -139,12 +170,19 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
         batched = stream.batch(global_batch_size, drop_remainder=True)
     else:
         batched = _batched(stream, global_batch_size, image_shape, spec, drop_remainder=True)
-    return _sharded(batched.prefetch(tf.data.AUTOTUNE), shard)
+    return _sharded(batched.prefetch(tf.data.AUTOTUNE), policy)
 
 
 def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip_examples,
-               shuffle_buffer, spec, augment_fn) -> tf.data.Dataset:
+               shuffle_buffer, spec, augment_fn, worker, num_workers) -> tf.data.Dataset:
     # The same shuffled stream as train_dataset's; enumerate numbers it before the skip.
+    # Under FILE each worker numbers its own stream, and position p of worker w is keyed
+    # p * W + w: no two examples of any worker share a key (numbering per worker alone would
+    # give the workers' examples at one position the same transformation), a resumed worker
+    # (which skips its share, stream_skip) keys as before, and on one stream (W = 1, and every
+    # DATA worker, which runs the global stream) the key is the position as it always was.
+    # A key from the record itself (a hash) would repeat an example's transformation every
+    # epoch, and the decoded cache no longer holds the record's bytes.
     parse = _parse_image_fn(image_shape, spec)
     if decode_first:
         stream = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
@@ -153,10 +191,14 @@ def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip
         stream = records
     stream = stream.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
     stream = stream.enumerate().skip(skip_examples)
+
+    def key(position):
+        return position * num_workers + worker if num_workers > 1 else position
+
     if decode_first:
-        transform = lambda position, example: augment_fn(position, *example)
+        transform = lambda position, example: augment_fn(key(position), *example)
     else:
-        transform = lambda position, record: augment_fn(position, *parse(record))
+        transform = lambda position, record: augment_fn(key(position), *parse(record))
     return (stream.map(transform, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             .batch(global_batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
 

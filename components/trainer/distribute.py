@@ -9,6 +9,7 @@ import os
 from typing import Optional, Sequence, Tuple
 
 import tensorflow as tf
+from tensorflow.python.distribute import multi_worker_util
 
 
 def cluster_spec() -> Optional[dict]:
@@ -41,3 +42,15 @@ def chief_and_task(strategy: tf.distribute.Strategy) -> Tuple[bool, str]:
     has_chief = 'chief' in resolver.cluster_spec().as_dict()
     is_chief = task_type == 'chief' or (task_type == 'worker' and task_id == 0 and not has_chief)
     return is_chief, f'{task_type}_{task_id}'
+
+
+def input_pipeline(strategy: tf.distribute.Strategy) -> int:
+    """This process's input pipeline id: the index tf.distribute gives its share of the input
+    (InputContext.input_pipeline_id), 0 without a cluster. The same function as the strategy's
+    own (collective_all_reduce_strategy.py _initialize_multi_worker: id_in_cluster): the chief
+    is 0, then the workers in order; FILE sharding (data.py) reads files by it."""
+    resolver = getattr(strategy, 'cluster_resolver', None)
+    if resolver is None or not resolver.task_type:
+        return 0
+    return multi_worker_util.id_in_cluster(resolver.cluster_spec(), resolver.task_type,
+                                           resolver.task_id or 0)

@@ -216,17 +216,17 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         held_out_data = data.held_out_dataset(
             job.train_pattern, job.held_out_percent, options.global_batch_size, job.image_shape,
             spec=job.input_spec) if job.held_out_percent else None
-        workers = distribute.num_workers()
+        workers, worker = distribute.num_workers(), distribute.input_pipeline(strategy)
         shard = data.shard_policy(len(tf.io.gfile.glob(job.train_pattern)), workers)
         if workers > 1:
-            logging.info('Input over %d workers: %s sharding of the train split (%s)', workers,
-                         shard, job.train_pattern)
+            logging.info('Input over %d workers: %s sharding of the train split (%s), this is '
+                         'worker %d', workers, shard, job.train_pattern, worker)
         metrics = loop.run_training(
             steps, lambda skip: data.train_dataset(job.train_pattern, options.global_batch_size,
                                                    job.image_shape, job.seed,
                                                    skip_examples=data.stream_skip(skip, shard,
                                                                                   workers),
-                                                   shard=shard,
+                                                   shard=shard, worker=worker, num_workers=workers,
                                                    cache_decoded=job.cache_decoded,
                                                    spec=job.input_spec, augment=job.augment,
                                                    flip=job.flip,
