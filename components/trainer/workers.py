@@ -63,8 +63,18 @@ def job_from_json(text: str):
 
 
 def _tail(path: str) -> str:
+    """The part of a failed worker's log that says why: the innermost frames of its last
+    traceback and the error after them (TensorFlow can print a long dump after the error,
+    which a plain tail would show instead), else the last lines."""
     with open(path, errors='replace') as handle:
-        return ''.join(handle.readlines()[-_TAIL_LINES:])
+        lines = handle.readlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith('Traceback (most recent')]
+    error = next((j for j in range(starts[-1] + 1, len(lines))
+                  if lines[j].strip() and not lines[j][0].isspace()), None) if starts else None
+    if error is None:
+        return ''.join(lines[-_TAIL_LINES:])
+    first = max(starts[-1], error - 6)
+    return ''.join(lines[first:first + _TAIL_LINES])
 
 
 def _relay(path: str, stop: threading.Event) -> None:

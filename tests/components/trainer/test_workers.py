@@ -89,3 +89,16 @@ def test_killing_the_parent_outright_leaves_no_worker(tmp_path):
     while subprocess.run(['pgrep', '-f', running], capture_output=True).stdout:
         assert time.time() < deadline, 'workers outlived their killed parent'
         time.sleep(0.5)
+
+
+def test_a_failed_workers_error_is_shown_even_when_a_long_dump_follows_it(tmp_path):
+    log = tmp_path / 'worker-0.log'
+    frames = ''.join(f'  File "m{i}.py", line {i}, in f\n    call()\n' for i in range(30))
+    dump = ''.join(f'  tensor spec {i}\n' for i in range(80))
+    log.write_text('starting\nTraceback (most recent call last):\n' + frames +
+                   'ValueError: Found an unshardable source dataset\n' + dump)
+    shown = workers._tail(str(log))
+    assert 'ValueError: Found an unshardable source dataset' in shown
+    assert 'File "m29.py"' in shown and 'File "m0.py"' not in shown  # innermost frames
+    log.write_text(''.join(f'line {i}\n' for i in range(50)))  # no traceback: the last lines
+    assert workers._tail(str(log)).splitlines() == [f'line {i}' for i in range(30, 50)]
