@@ -20,8 +20,8 @@ _KIND_TYPES = {'string_value': ('string', (_TYPE.STRING,)),
                'number_value': ('number', (_TYPE.NUMBER_DOUBLE, _TYPE.NUMBER_INTEGER)),
                'bool_value': ('bool', (_TYPE.BOOLEAN,)),
                'list_value': ('list', (_TYPE.LIST,)),
-               'struct_value': ('struct', (_TYPE.STRUCT, _TYPE.TASK_FINAL_STATUS,
-                                           _TYPE.TASK_CONFIG))}
+               # (and TASK_CONFIG, which the installed kfp-pipeline-spec predates)
+               'struct_value': ('struct', (_TYPE.STRUCT, _TYPE.TASK_FINAL_STATUS))}
 
 
 class DriverError(RuntimeError):

@@ -188,15 +188,14 @@ def collect_output_parameters(executor_input, output, component) -> None:
 
 def merge_runtime_artifacts(src, dst) -> None:
     """launcher_v2.go: mergeRuntimeArtifacts(): from what the executor wrote, only a non-empty
-    URI, the metadata fields (merged over the provisioned ones) and a custom path are kept; its
-    name and type are ignored."""
+    URI and the metadata fields (merged over the provisioned ones) are kept; its name and type
+    are ignored."""
     if src.uri:
         dst.uri = src.uri
     if src.HasField('metadata'):
         for key, value in src.metadata.fields.items():
             dst.metadata.fields[key].CopyFrom(value)
-    if src.HasField('custom_path') and src.custom_path:
-        dst.custom_path = src.custom_path
+    # (custom_path too, a field newer than the installed kfp-pipeline-spec)
 
 
 def artifact_schema(artifact_type) -> str:
