@@ -11,10 +11,10 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
   and the string fields open-source KFP prefers); with `trainer_workers` > 1 those resources go
   to each pod of a TFJob the task creates instead (components/trainer/tfjob.py), and the task
   itself, which only waits, gets 1 core and 4 GB, and ingestion leaves a train shard per pod;
-- every task runs our entry point, `python -m pipeline.kfp_entrypoint` (TFX's own run_executor,
-  given the ExecutorInput as open-source KFP's driver hands it over, see that module), with the
-  arguments TFX compiles; the ExampleGen's pre-cache-check hook stays TFX's driver, which only
-  Vertex AI runs;
+- every task runs our entry point, `python -m pipeline.kfp_entrypoint`, with the arguments TFX
+  compiles: it prepares the ExecutorInput open-source KFP's driver hands over, then runs TFX's
+  own run_executor (see that module); the ExampleGen's pre-cache-check hook stays TFX's driver,
+  which only Vertex AI runs;
 - PipelineSpec schema 2.1.0, the only one open-source KFP's API server accepts: parameters are
   `runtimeValue.constant` with a `parameterType`, and every task carries its declared inputs
   (`--json_serialized_inputs_spec_args`), from which the entry point types its input artifacts;
