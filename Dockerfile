@@ -17,3 +17,12 @@ RUN pip install --no-cache-dir --disable-pip-version-check 'pip==24.2' \
  && pip install --no-cache-dir --disable-pip-version-check --ignore-requires-python \
         -c constraints.txt '.[kubeflow]' \
  && cd / && python -c "import components.baseline.executor, pipeline.kfp_entrypoint"
+
+# Tasks run as a numeric non-root user: a namespace with the "restricted" Pod Security Standard
+# refuses root containers, and runAsNonRoot can only verify a numeric UID. It gets a writable
+# HOME (kfp's context file, Keras and TF caches) and owns the checkout, where Beam's staging of
+# setup.py writes its sdist and egg-info; /tmp is already writable by all (mode 1777).
+RUN useradd --uid 1000 --user-group --create-home --home-dir /home/pipeline pipeline \
+ && chown -R 1000:1000 /pipeline
+ENV HOME=/home/pipeline
+USER 1000:1000

@@ -2,7 +2,9 @@
 
     python runner.py --local [--data DIR] [--output DIR] [--config-file FILE] [--steps N] ...
     python runner.py --kubeflow --image IMAGE --pipeline-root URI [--output FILE]
-                     [--endpoint URL --schedule "CRON" [--experiment NAME]]
+                     [--endpoint URL --schedule "CRON" [--experiment NAME]
+                      [--namespace NS] [--token-file FILE | --token-env VAR |
+                       --service-account-token]]
 
 This is the only module that defines command-line flags; pipeline/presets.py turns them (over a
 TOML config file) into validated configs, and pipeline/local.py or pipeline/kubeflow.py run the
@@ -86,36 +88,42 @@ def build_parser() -> argparse.ArgumentParser:
     add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
         'instead of waiting for it')
     add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
+    # Each also a key of the config file's [kubeflow] table (config.example.toml); flags win.
     add('--image', help='container image of every task (see Dockerfile)')
     add('--pipeline-root', help='run root the cluster writes (gs://...)')
-    add('--trainer-cpu', type=float, default=kf.trainer_cpu, help='%(default)s cores')
-    add('--trainer-memory', type=float, default=kf.trainer_memory_gb, help='%(default)s GB')
-    add('--trainer-gpus', type=int, default=kf.trainer_gpus, help='%(default)s GPUs')
-    add('--trainer-workers', type=int, default=kf.trainer_workers, metavar='N', help='N > 1: '
-        'train in a TFJob of N pods, each with the resources above (needs the Training Operator)')
+    add('--trainer-cpu', type=float, help=f'cores (default: {kf.trainer_cpu:g})')
+    add('--trainer-memory', type=float, help=f'GB (default: {kf.trainer_memory_gb:g})')
+    add('--trainer-gpus', type=int, help=f'GPUs (default: {kf.trainer_gpus})')
+    add('--trainer-workers', type=int, metavar='N', help='N > 1: train in a TFJob of N pods, '
+        'each with the resources above (needs the Training Operator)')
     add('--endpoint', help='KFP API URL: upload the pipeline and schedule it')
-    add('--schedule', help='six-field cron, e.g. "0 0 3 * * *" (03:00 daily)')
-    add('--experiment', default=kf.experiment, help='KFP experiment (default: %(default)s)')
+    add('--schedule', help='six-field cron, seconds first, e.g. "0 0 3 * * *" (03:00 daily), '
+        'or @daily, "@every 6h"')
+    add('--experiment', help=f'KFP experiment (default: {kf.experiment})')
+    add('--namespace', help='Kubeflow profile namespace, needed when KFP runs multi-user (a '
+        'full Kubeflow install) (default: none; in a pod, its own namespace)')
+    add('--token-file', metavar='FILE', help='file holding a bearer token for the KFP API, '
+        're-read for every call (e.g. a projected service-account token)')
+    add('--token-env', metavar='VAR', help='environment variable holding a bearer token for '
+        'the KFP API')
+    add('--service-account-token', action='store_true', default=None, help='in a pod: the '
+        'projected token kfp reads ($KF_PIPELINES_SA_TOKEN_PATH, else '
+        '/var/run/secrets/kubeflow/pipelines/token)')
     return parser
 
 
 def build_configs(args):
     """(PipelineConfig, KubeflowConfig or None); ValueError with a message on bad values."""
-    if args.kubeflow and not (args.image and args.pipeline_root):
-        raise ValueError('--kubeflow needs --image and --pipeline-root')
+    kubeflow = None
+    if args.kubeflow:  # there --output names the compiled file; the run root is the cluster's
+        root, kubeflow = presets.kubeflow_from_flags(args.config_file, {
+            dest: getattr(args, dest) for dest in presets.KUBEFLOW_FLAGS
+            if getattr(args, dest) is not None}, args.output)
     given = {dest: getattr(args, dest) for dest in presets.FLAG_FIELDS
              if getattr(args, dest) is not None}
-    if args.kubeflow:  # there --output names the compiled file; the run root is the cluster's
-        config_lib.check_kubeflow_root(args.pipeline_root)
-        given['output'] = args.pipeline_root
-    config = presets.from_flags(args.config, args.config_file, given, args.no_cache)
-    if not args.kubeflow:
-        return config, None
-    return config, config_lib.KubeflowConfig(
-        image=args.image, output_file=args.output or 'pipeline.json',
-        trainer_cpu=args.trainer_cpu, trainer_memory_gb=args.trainer_memory,
-        trainer_gpus=args.trainer_gpus, trainer_workers=args.trainer_workers, endpoint=args.endpoint, schedule=args.schedule,
-        experiment=args.experiment)
+    if args.kubeflow:
+        given['output'] = root
+    return presets.from_flags(args.config, args.config_file, given, args.no_cache), kubeflow
 
 
 def main(argv=None) -> int:
@@ -131,14 +139,24 @@ def main(argv=None) -> int:
         from pipeline import local
         return local.run(config, wait=not args.no_wait)
     from pipeline import kubeflow as kubeflow_lib
+    from pipeline import kubeflow_schedule
     try:
+        # The credentials are read before the compile, so a missing token fails at once.
+        client = kubeflow.endpoint and kubeflow_schedule.connect(kubeflow)
         job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
     except ValueError as error:  # settings only the compile can check (e.g. --trainer-workers)
         print(f'error: {error}', file=sys.stderr)
         return 2
+    except kubeflow_schedule.SchedulingError as error:  # the API server is unreachable
+        print(f'error: {error}', file=sys.stderr)
+        return 1
     print(f'Compiled {job_file}')
     if kubeflow.endpoint:
-        run = kubeflow_lib.schedule(job_file, config, kubeflow)
+        try:
+            run = kubeflow_schedule.schedule(client, job_file, config, kubeflow)
+        except kubeflow_schedule.SchedulingError as error:
+            print(f'error: {error}', file=sys.stderr)
+            return 1
         print(f'Scheduled "{kubeflow.schedule}": recurring run {run.recurring_run_id}')
     return 0
 

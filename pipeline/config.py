@@ -29,6 +29,9 @@ NAMED_MODELS = {name: 'models.applications.' + name
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
 # The most epochs a default run trains for (early stopping usually ends it sooner).
 SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
+PIPELINE_NAME = r'[a-z0-9][a-z0-9-]{0,127}'   # Kubeflow Pipelines' pipelineNamePattern
+# A Kubernetes namespace (RFC 1123 label), as a Kubeflow profile names one.
+NAMESPACE = r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?'
 
 
 def _check(condition: bool, message: str) -> None:
@@ -212,8 +215,12 @@ class PipelineConfig:
     check_paths: bool = True
 
     def __post_init__(self):
-        _check(bool(self.name) and self.name.replace('-', '').replace('_', '').isalnum(),
-               f'name must be letters, digits, - or _, got {self.name!r}')
+        # Kubeflow Pipelines' API server refuses any other pipeline name (common/utils.go
+        # ValidatePipelineName); the same name serves locally, so it holds everywhere.
+        _check(re.fullmatch(PIPELINE_NAME, self.name) is not None,
+               'name must be 1-128 lowercase letters, digits or -, starting with a letter or '
+               "digit (Kubeflow Pipelines' API server refuses other pipeline names), got "
+               f'{self.name!r}')
         _check(bool(self.output_dir), 'output_dir must not be empty')
         if self.schema_path is not None and self.check_paths and not is_uri(self.schema_path):
             _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
@@ -268,6 +275,14 @@ class KubeflowConfig:
     endpoint: Optional[str] = None
     schedule: Optional[str] = None
     experiment: str = 'Default'
+    # A full Kubeflow install runs KFP in multi-user mode: the pipeline, experiment and recurring
+    # run belong to a profile namespace, and every call needs a user identity. At most one of:
+    # a token file (re-read for every call, as projected tokens rotate), the name of an
+    # environment variable holding a token, or the pod's projected service-account token.
+    namespace: Optional[str] = None
+    token_file: Optional[str] = None
+    token_env: Optional[str] = None
+    service_account_token: bool = False
 
     def __post_init__(self):
         _check(bool(self.image) and ' ' not in self.image, f'image must be set, got {self.image!r}')
@@ -280,15 +295,29 @@ class KubeflowConfig:
         _check(self.trainer_workers >= 1,
                f'trainer_workers must be >= 1, got {self.trainer_workers}')
         _check((self.endpoint is None) == (self.schedule is None),
-               '--endpoint and --schedule go together')
+               'endpoint and schedule go together')
         if self.schedule is not None:
-            # KFP's cron has six fields (seconds first); five-field cron is a common mistake.
-            _check(len(self.schedule.split()) == 6, 'schedule must be a six-field cron expression '
-                   f'"sec min hour day month weekday", got {self.schedule!r}')
+            # KFP parses cron with robfig/cron v1: seconds first. It takes five fields too, as
+            # "sec min hour day month", so a usual five-field cron would run at the wrong times.
+            _check(len(self.schedule.split()) == 6 or self.schedule.startswith('@'),
+                   'schedule must be a six-field cron expression "sec min hour day month '
+                   f'weekday" or a descriptor such as @daily or "@every 6h", got {self.schedule!r}')
         _check(bool(self.experiment), 'experiment must not be empty')
+        _check(self.namespace is None or re.fullmatch(NAMESPACE, self.namespace) is not None,
+               f'namespace must be a Kubernetes namespace name, got {self.namespace!r}')
+        _check(self.token_env is None
+               or re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', self.token_env) is not None,
+               'token_env must name an environment variable (the token itself stays out of '
+               f'flags and files), got {self.token_env!r}')
+        _check(sum((bool(self.token_file), bool(self.token_env),
+                    self.service_account_token)) <= 1,
+               'token_file, token_env and service_account_token are alternatives: give one')
+        _check(self.endpoint is not None or not (
+            self.namespace or self.token_file or self.token_env or self.service_account_token),
+               'namespace and credentials are for scheduling: they need an endpoint')
 
 
-def check_kubeflow_root(root: str) -> None:
+def check_kubeflow_root(root: str, name: str = '--pipeline-root') -> None:
     """Refuses a Kubeflow pipeline root the image cannot write: only gs://BUCKET[/...] works.
 
     Open-source KFP takes only gs://, s3://, minio:// or mem:// roots (backend/src/v2/objectstore/
@@ -296,11 +325,12 @@ def check_kubeflow_root(root: str) -> None:
     (config/env.go), ignoring the spec's defaultPipelineRoot. But every task reads and writes its
     artifacts at their URIs itself (TFX), and the image's TensorFlow and Beam reach gs:// only:
     no S3 file system, no tensorflow-io; minio:// and mem:// are KFP's own names. So gs://.
-    runner.py calls this for --kubeflow; kubeflow.compile_pipeline does not, so that the tests
-    can run a compiled spec on local folders (no bucket is reachable there).
+    runner.py --kubeflow calls this (presets.kubeflow_from_flags, where the root is resolved from
+    the flags and the config file; name says where it came from); kubeflow.compile_pipeline does
+    not, so that the tests can run a compiled spec on local folders (no bucket is reachable here).
     """
     _check(re.match(r'gs://[^/?]+', root) is not None,
-           f'--pipeline-root must be gs://BUCKET[/PATH], got {root!r}: open-source KFP stores '
+           f'{name} must be gs://BUCKET[/PATH], got {root!r}: open-source KFP stores '
            'artifacts only under gs://, s3://, minio:// or mem:// (objectstore/config.go), and '
            "the image's TensorFlow and Beam write only gs:// (no S3 file system, no "
            'tensorflow-io)')

@@ -7,6 +7,10 @@ typo in a key or a string where a number belongs is an error naming the key, bef
 runs. Relative paths in a file are relative to the file's folder, so a file and its data can
 move together and a scheduled run does not depend on the current directory.
 
+A `[kubeflow]` table holds the KubeflowConfig fields (image, resources, endpoint, schedule,
+namespace, credentials...) and `pipeline_root`, so a cluster's settings can live in version
+control too; runner.py builds the KubeflowConfig from it (`kubeflow_table`, `make`).
+
 Overrides are flat: {'train.train_steps': 800, 'output_dir': 'runs/x'}. `apply` replaces those
 fields and re-validates; a validation message names what the user wrote (`--steps`, or
 `[train] train_steps` in the file), not only the dataclass field.
@@ -18,14 +22,19 @@ import tomllib
 import typing
 from typing import Any, Dict, Mapping
 
-from pipeline.config import (EvalConfig, IngestConfig, PipelineConfig, PushConfig, TrainConfig,
-                             is_uri)
+from pipeline.config import (EvalConfig, IngestConfig, KubeflowConfig, PipelineConfig,
+                             PushConfig, TrainConfig, is_uri)
 
 SECTIONS = {'ingest': IngestConfig, 'train': TrainConfig, 'eval': EvalConfig,
             'push': PushConfig}
 # PipelineConfig fields a file may set; check_paths is internal (Kubeflow compilation).
 TOP_LEVEL = ('name', 'output_dir', 'schema_path', 'beam_args', 'enable_cache')
-PATH_KEYS = ('output_dir', 'schema_path', 'ingest.data_dir', 'train.model_weights')
+# [kubeflow]: KubeflowConfig's fields but the compiled file's name (--output), and the run root.
+KUBEFLOW = 'kubeflow'
+KUBEFLOW_EXTRA = {'pipeline_root': str}
+PATH_KEYS = ('output_dir', 'schema_path', 'ingest.data_dir', 'train.model_weights',
+             'kubeflow.token_file')
+TABLES = (*SECTIONS, KUBEFLOW)
 _TYPE_NAMES = {int: 'an integer', float: 'a number', str: 'a string', bool: 'true or false'}
 
 
@@ -40,6 +49,9 @@ def _field_types() -> Dict[str, Any]:
              for name, hint in typing.get_type_hints(cls).items()}
     hints = typing.get_type_hints(PipelineConfig)
     types.update({name: hints[name] for name in TOP_LEVEL})
+    kubeflow = dict(typing.get_type_hints(KubeflowConfig), **KUBEFLOW_EXTRA)
+    types.update({f'{KUBEFLOW}.{name}': hint for name, hint in kubeflow.items()
+                  if name != 'output_file'})
     return types
 
 
@@ -77,10 +89,10 @@ def read(path: str) -> Dict[str, Any]:
         raise ValueError(f'--config-file {path}: not valid TOML: {error}') from None
     flat = {}
     for key, value in data.items():
-        if isinstance(value, dict) and key not in SECTIONS:
+        if isinstance(value, dict) and key not in TABLES:
             raise ValueError(f'{path}: unknown table [{key}] (known: '
-                             + ', '.join(f'[{s}]' for s in SECTIONS) + ')')
-        if key in SECTIONS and isinstance(value, dict):
+                             + ', '.join(f'[{s}]' for s in TABLES) + ')')
+        if key in TABLES and isinstance(value, dict):
             flat.update({f'{key}.{name}': v for name, v in value.items()})
         else:
             flat[key] = value
@@ -99,6 +111,26 @@ def read(path: str) -> Dict[str, Any]:
         if value is not None and value != 'infer' and not is_uri(value):
             overrides[key] = os.path.join(folder, os.path.expanduser(value))
     return overrides
+
+
+def kubeflow_table(overrides: Mapping[str, Any]) -> Dict[str, Any]:
+    """The [kubeflow] settings of read()'s overrides, by bare key."""
+    prefix = KUBEFLOW + '.'
+    return {key[len(prefix):]: value for key, value in overrides.items()
+            if key.startswith(prefix)}
+
+
+def without_kubeflow(overrides: Mapping[str, Any]) -> Dict[str, Any]:
+    return {key: value for key, value in overrides.items()
+            if not key.startswith(KUBEFLOW + '.')}
+
+
+def make(cls, fields: Mapping[str, Any], names: Mapping[str, str] = None):
+    """cls(**fields), a validation message naming each field as the user wrote it."""
+    try:
+        return cls(**fields)
+    except ValueError as error:
+        raise ValueError(_rename(str(error), names or {})) from None
 
 
 def typed(overrides: Mapping[str, Any], names: Mapping[str, str]) -> Dict[str, Any]:

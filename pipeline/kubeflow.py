@@ -1,7 +1,8 @@
 """Kubeflow Pipelines: compile create_pipeline() to a KFP v2 spec, and schedule it.
 
     compile_pipeline(config, kubeflow)  -> the PipelineJob JSON file (TFX's KubeflowV2DagRunner)
-    schedule(job_file, config, kubeflow)  -> uploads it and keeps one recurring run (kfp.Client)
+    write_pipeline_spec(job_file, root)  -> the bare PipelineSpec the KFP API server takes
+(pipeline/kubeflow_schedule.py uploads it and keeps one recurring run.)
 
 The pipeline is the same one `runner.py --local` runs; only the environment differs:
 - paths inside this checkout (embedded data, curated schema, setup.py) become the same files in
@@ -25,10 +26,9 @@ The pipeline root must be gs:// (config.check_kubeflow_root, called by runner.py
 compiles any root, so the tests can run the compiled spec on local folders.
 """
 import dataclasses
-import hashlib
 import json
 import os
-from typing import Any, Dict, Tuple
+from typing import Any, Dict
 
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
@@ -142,52 +142,3 @@ def write_pipeline_spec(job_file: str, pipeline_root: str) -> str:
     with open(path, 'w') as handle:
         json.dump(spec, handle, indent=2, sort_keys=True)
     return path
-
-
-def _name_filter(name: str) -> str:
-    return json.dumps({'predicates': [
-        {'operation': 'EQUALS', 'key': 'display_name', 'stringValue': name}]})
-
-
-def _pipeline_version(client, spec_file: str, name: str) -> Tuple[str, str]:
-    """Uploads the pipeline, or a new version of it; an identical spec reuses its version."""
-    with open(spec_file, 'rb') as handle:
-        version_name = f'{name}-{hashlib.sha256(handle.read()).hexdigest()[:12]}'
-    pipeline_id = client.get_pipeline_id(name)
-    if pipeline_id is None:
-        pipeline_id = client.upload_pipeline(spec_file, pipeline_name=name).pipeline_id
-        # Uploading a pipeline creates its first version; the newest is that one.
-        versions = client.list_pipeline_versions(pipeline_id, sort_by='created_at desc',
-                                                 page_size=1).pipeline_versions
-        return pipeline_id, versions[0].pipeline_version_id
-    existing = client.list_pipeline_versions(
-        pipeline_id, filter=_name_filter(version_name)).pipeline_versions or []
-    if existing:
-        return pipeline_id, existing[0].pipeline_version_id
-    version = client.upload_pipeline_version(spec_file, version_name, pipeline_id=pipeline_id)
-    return pipeline_id, version.pipeline_version_id
-
-
-def schedule(job_file: str, config: config_lib.PipelineConfig,
-             kubeflow: config_lib.KubeflowConfig):
-    """Uploads the compiled pipeline and leaves exactly one recurring run named after it.
-
-    KFP's v2beta1 API cannot edit a recurring run, so "update" is: create the new one (pointing
-    at the new pipeline version), then delete the older ones of the same name in the experiment.
-    Creating first means a failure never leaves the pipeline unscheduled. Returns the new run.
-    """
-    import kfp  # only scheduling needs the client (and an API server)
-    client = kfp.Client(host=kubeflow.endpoint)
-    pipeline_root = config.pipeline_root
-    spec_file = write_pipeline_spec(job_file, pipeline_root)
-    pipeline_id, version_id = _pipeline_version(client, spec_file, config.name)
-    experiment = client.create_experiment(kubeflow.experiment)  # returns it if it exists
-    older = client.list_recurring_runs(experiment_id=experiment.experiment_id, page_size=100,
-                                       filter=_name_filter(config.name)).recurring_runs or []
-    created = client.create_recurring_run(
-        experiment_id=experiment.experiment_id, job_name=config.name,
-        cron_expression=kubeflow.schedule, max_concurrency=1, no_catchup=True,
-        pipeline_id=pipeline_id, version_id=version_id, pipeline_root=pipeline_root)
-    for run in older:
-        client.delete_recurring_run(run.recurring_run_id)
-    return created

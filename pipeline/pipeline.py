@@ -74,7 +74,10 @@ def create_components(config: PipelineConfig) -> List:
         # image's own, so the trainer's channels are inferred from the data as it is.
         image_storage=ingest.image_storage, channels=config.train.channels or 0,
         label_column=ingest.label_column, feature_types=dict(ingest.feature_types),
-        drop_columns=ingest.drop_columns)
+        drop_columns=ingest.drop_columns,
+        # Where what outlives an execution goes (the kept quarantine, the trainer's checkpoints):
+        # computed from the root, not from artifact URIs, whose layout is the orchestrator's.
+        pipeline_root=config.pipeline_root)
     statistics_gen = tfx_components.StatisticsGen(examples=example_gen.outputs['examples'])
     if config.schema_path:
         schema_gen = ImportSchemaGen(schema_file=config.schema_path)
@@ -102,7 +105,8 @@ def create_components(config: PipelineConfig) -> List:
         eval_steps=train.eval_steps, seed=train.seed, augment=train.augment, flip=train.flip,
         warm_start_from=config.serving_dir if train.warm_start else '',
         model_weights=train.model_weights or '', num_workers=train.workers,
-        serving_dir=config.serving_dir, skip_unchanged=train.skip_unchanged)
+        serving_dir=config.serving_dir, skip_unchanged=train.skip_unchanged,
+        pipeline_root=config.pipeline_root)
     trainer.add_upstream_node(gate)  # no training on data that failed validation
 
     # The model in production, chosen once per candidate (see components/baseline/component.py).

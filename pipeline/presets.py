@@ -10,8 +10,9 @@ import re
 from typing import Any, Dict, Optional, Tuple
 
 from pipeline import config_file as config_file_lib
-from pipeline.config import (SOURCE_DEFAULTS, IngestConfig, PipelineConfig, _absolute, _check,
-                             default_config, is_uri, smoke_config)
+from pipeline.config import (SOURCE_DEFAULTS, IngestConfig, KubeflowConfig, PipelineConfig,
+                             _absolute, _check, check_kubeflow_root, default_config, is_uri,
+                             smoke_config)
 
 CONFIG_NAMES = ('default', 'smoke')
 # runner.py's flags that set one config field each: flag dest -> field path (config_file.py).
@@ -28,6 +29,14 @@ FLAG_FIELDS = {
     'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
     'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
     'beam_args': 'beam_args', 'workers': 'train.workers'}
+
+# runner.py's Kubeflow flags: flag dest -> [kubeflow] key (a KubeflowConfig field, or the root).
+KUBEFLOW_FLAGS = {
+    'image': 'image', 'pipeline_root': 'pipeline_root', 'trainer_cpu': 'trainer_cpu',
+    'trainer_memory': 'trainer_memory_gb', 'trainer_gpus': 'trainer_gpus',
+    'trainer_workers': 'trainer_workers', 'endpoint': 'endpoint', 'schedule': 'schedule',
+    'experiment': 'experiment', 'namespace': 'namespace', 'token_file': 'token_file',
+    'token_env': 'token_env', 'service_account_token': 'service_account_token'}
 
 
 def default_schema(source: str, data_dir: str) -> Optional[str]:
@@ -74,7 +83,8 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
     and 'infer' always infers. A shorter run keeps its warm-up shorter than itself, and
     --steps given on the command line wins over epochs from the file.
     """
-    overrides = config_file_lib.read(config_file) if config_file else {}
+    overrides = config_file_lib.without_kubeflow(
+        config_file_lib.read(config_file) if config_file else {})
     names = dict({k: f'{config_file}: {config_file_lib.display_name(k)}' for k in overrides},
                  **names)
     # The length: train_steps > 0 is fixed and wins; 0 = up to train_epochs with early
@@ -115,3 +125,22 @@ def from_flags(name: str, config_file: Optional[str], given: Dict[str, Any],
         flags['enable_cache'] = False
     names = {FLAG_FIELDS[dest]: '--' + dest.replace('_', '-') for dest in given}
     return from_command_line(name, config_file, flags, names)
+
+
+def kubeflow_from_flags(config_file: Optional[str], given: Dict[str, Any],
+                        output_file: Optional[str]) -> Tuple[str, KubeflowConfig]:
+    """(run root, KubeflowConfig) for runner.py --kubeflow: defaults, then the config file's
+    [kubeflow] table, then the flags given (dest -> value, KUBEFLOW_FLAGS' dests)."""
+    fields = config_file_lib.kubeflow_table(
+        config_file_lib.read(config_file) if config_file else {})
+    names = {key: f'{config_file}: [kubeflow] {key}' for key in fields}
+    for dest, value in given.items():
+        fields[KUBEFLOW_FLAGS[dest]] = value
+        names[KUBEFLOW_FLAGS[dest]] = '--' + dest.replace('_', '-')
+    root = fields.pop('pipeline_root', None)
+    if not (fields.get('image') and root):
+        raise ValueError('--kubeflow needs --image and --pipeline-root (or image and '
+                         'pipeline_root in the config file\'s [kubeflow] table)')
+    check_kubeflow_root(root, names['pipeline_root'])
+    fields['output_file'] = output_file or 'pipeline.json'
+    return root, config_file_lib.make(KubeflowConfig, fields, names)

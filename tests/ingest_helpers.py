@@ -21,7 +21,7 @@ def ingest_do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*',
     exec_properties = {
         'input_base': input_base, 'input_config': proto_utils.proto_to_json(input_config),
         'train_percent': 60, 'num_shards': 2, 'max_rejected_fraction': max_rejected_fraction,
-        **extra}
+        'pipeline_root': output_uri, **extra}
     context = base_beam_executor.BaseBeamExecutor.Context(
         beam_pipeline_args=['--direct_running_mode=in_memory', '--setup_file=setup.py'])
     executor.Executor(context).Do({}, {'examples': [examples]}, exec_properties)

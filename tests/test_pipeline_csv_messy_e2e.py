@@ -155,7 +155,7 @@ def test_too_many_structural_faults_fail_and_the_quarantine_outlives_the_artifac
     assert "non_numeric 2 (by column: 'mean radius' 2)" in message
     assert len([line for line in message.splitlines() if line.startswith('  tumours.csv:')]) <= 5
     path = re.search(r'Every rejected record, with its reason: (\S+)$', message).group(1)
-    assert path.startswith(os.path.join(cfg.pipeline_root, 'ImageExampleGen', 'quarantine'))
+    assert path.startswith(os.path.join(cfg.pipeline_root, '_quarantine', 'ImageExampleGen'))
     with open(path) as handle:
         reasons = [json.loads(line)['reason'] for line in handle]
     assert sorted(reasons) == ['missing_label'] + ['non_numeric'] * 2 + [

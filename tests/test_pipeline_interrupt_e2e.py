@@ -41,7 +41,7 @@ def test_ctrl_c_in_training_prints_one_line_exits_130_and_the_rerun_resumes(tmp_
     command = runner_command(data, out, '--steps', '400')
     # TensorFlow writes the `checkpoint` index last: then the first checkpoint is complete.
     process, stdout, stderr = _interrupt_when(command, os.path.join(
-        out, 'pipeline_root', 'ImageTrainer', 'checkpoints', '*', 'checkpoint'))
+        out, 'pipeline_root', '_checkpoints', 'ImageTrainer', '*', 'checkpoint'))
     assert process.returncode == 130 and stderr == ''
     assert 'Traceback' not in stdout and 'KeyboardInterrupt' not in stdout
     last = stdout.splitlines()[-1]

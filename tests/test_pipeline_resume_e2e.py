@@ -23,7 +23,7 @@ def _command(data, out):
 def test_killed_trainer_resumes_when_the_pipeline_runs_again(tmp_path):
     data = copy_digits(str(tmp_path / 'data'), per_class=30)
     out = str(tmp_path / 'out')
-    pattern = os.path.join(out, 'pipeline_root', 'ImageTrainer', 'checkpoints', '*',
+    pattern = os.path.join(out, 'pipeline_root', '_checkpoints', 'ImageTrainer', '*',
                            'ckpt-100.index')
     first = subprocess.Popen(_command(data, out), cwd=REPO_ROOT, start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -49,5 +49,5 @@ def test_killed_trainer_resumes_when_the_pipeline_runs_again(tmp_path):
     summary = second.stdout[second.stdout.index('\nRun '):]
     assert 'ImageExampleGen cached' in summary and 'ImageTrainer complete' in summary
     assert 'pushed: version' in summary
-    assert glob.glob(os.path.join(out, 'pipeline_root', 'ImageTrainer', 'checkpoints', '*',
+    assert glob.glob(os.path.join(out, 'pipeline_root', '_checkpoints', 'ImageTrainer', '*',
                                   '*.index')) == []  # cleaned up after the export

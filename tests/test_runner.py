@@ -183,6 +183,22 @@ def test_kubeflow_flags_reach_the_configs():
         'img:1', 'pipeline.json', 1)
     assert kubeflow.trainer_workers == 4 and cfg.train.workers == 1  # pods, not processes
     assert (kubeflow.schedule, kubeflow.experiment) == ('0 0 3 * * *', 'nightly')
+    assert kubeflow.namespace is None and kubeflow.token_env is None  # single-user KFP
+
+
+def test_namespace_and_credential_flags_reach_the_kubeflow_config():
+    _, kubeflow = _configs('--kubeflow', '--image', 'img:1', '--pipeline-root', 'gs://b/r',
+                           '--endpoint', 'http://kfp', '--schedule', '@daily',
+                           '--namespace', 'team-ml', '--token-env', 'KFP_TOKEN')
+    assert (kubeflow.namespace, kubeflow.token_env) == ('team-ml', 'KFP_TOKEN')
+    _, kubeflow = _configs('--kubeflow', '--image', 'img:1', '--pipeline-root', 'gs://b/r',
+                           '--endpoint', 'http://kfp', '--schedule', '@daily',
+                           '--service-account-token')
+    assert kubeflow.service_account_token is True and kubeflow.token_file is None
+    with pytest.raises(ValueError, match='--token-file, --token-env and service_account_token '
+                       'are alternatives'):  # named as the user wrote them
+        _configs('--kubeflow', '--image', 'i', '--pipeline-root', 'gs://b/r', '--endpoint',
+                 'http://kfp', '--schedule', '@daily', '--token-env', 'T', '--token-file', 'f')
 
 
 def test_five_field_cron_is_rejected():

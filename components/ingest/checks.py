@@ -4,8 +4,9 @@ No TFX imports. The run fails with `IngestionError`, whose message says what to 
 counts do not reconcile, when nothing was found or nothing was valid, and when more than the
 allowed fraction was rejected. A rejection failure reports the counts per reason (and per CSV
 column), then a few differing examples, and names the quarantine file holding every rejected
-record. That file is first copied out of the Examples artifact: the orchestrator deletes a
-failed execution's output folders, and with them the records that explain the failure.
+record. That file is first copied out of the Examples artifact, to a path computed from the
+pipeline root (components/common/stable_paths.py): the orchestrator deletes a failed
+execution's output folders, and with them the records that explain the failure.
 """
 import itertools
 import json
@@ -15,11 +16,11 @@ from typing import Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
-from components.common import features
+from components.common import features, stable_paths
 from components.ingest import records
 
 SHOWN_REJECTIONS = 5  # examples in a message; every rejected record is in the quarantine file
-KEPT_QUARANTINE_DIR = 'quarantine'  # beside the node's artifact folders; survives a failure
+NODE = 'ImageExampleGen'  # names its folder under <pipeline_root>/_quarantine/
 
 
 class IngestionError(RuntimeError):
@@ -30,22 +31,20 @@ def quarantine_path(output_dir: str) -> str:
     return os.path.join(output_dir, records.QUARANTINE_DIR, records.QUARANTINE_FILE)
 
 
-def kept_quarantine_path(output_dir: str) -> str:
-    """Where a failed run's quarantine is kept: for the Examples artifact folder
-    `<pipeline_root>/<node>/examples/<execution id>`, `<pipeline_root>/<node>/quarantine/
-    <execution id>.jsonl`, outside every artifact folder (TFX removes those on failure)."""
-    artifact = output_dir.rstrip('/')
-    node_dir = os.path.dirname(os.path.dirname(artifact))
-    return os.path.join(node_dir, KEPT_QUARANTINE_DIR, os.path.basename(artifact) + '.jsonl')
+def kept_quarantine_path(pipeline_root: str, output_dir: str) -> str:
+    """Where a failed run's quarantine is kept: `<pipeline_root>/_quarantine/ImageExampleGen/
+    <hash of the Examples URI>.jsonl`, outside every artifact folder (TFX removes those on
+    failure), and found the same way whatever the orchestrator's output layout."""
+    return stable_paths.kept_quarantine_path(pipeline_root, NODE, output_dir)
 
 
-def keep_quarantine(output_dir: str) -> Optional[str]:
+def keep_quarantine(pipeline_root: str, output_dir: str) -> Optional[str]:
     """Copies the quarantine out of the artifact (see kept_quarantine_path); returns the copy's
     path, or None when there is no quarantine file."""
     source = quarantine_path(output_dir)
     if not tf.io.gfile.exists(source):
         return None
-    kept = kept_quarantine_path(output_dir)
+    kept = kept_quarantine_path(pipeline_root, output_dir)
     tf.io.gfile.makedirs(os.path.dirname(kept))
     tf.io.gfile.copy(source, kept, overwrite=True)
     return kept
@@ -118,11 +117,13 @@ def format_rejections(counts: Dict[str, int], by_column: Dict[Tuple[str, str], i
 
 
 def check_counts(counts: Dict[str, int], output_dir: str, max_rejected_fraction: float,
-                 root: str, by_column: Optional[Dict[Tuple[str, str], int]] = None) -> None:
+                 root: str, pipeline_root: str,
+                 by_column: Optional[Dict[Tuple[str, str], int]] = None) -> None:
     """Raises IngestionError unless the counts reconcile and rejections are within bounds.
 
-    On a rejection failure the quarantine is first kept outside the artifact (keep_quarantine)
-    and the message names that copy; within bounds, rejections are logged as a warning.
+    On a rejection failure the quarantine is first kept outside the artifact, under
+    `pipeline_root` (keep_quarantine), and the message names that copy; within bounds,
+    rejections are logged as a warning.
     """
     written = sum(counts[f'written_{s}'] for s in features.SPLITS)
     by_reason = sum(counts[f'rejected_{r}'] for r in records.REASONS)
@@ -135,7 +136,7 @@ def check_counts(counts: Dict[str, int], output_dir: str, max_rejected_fraction:
     fraction = counts['rejected'] / counts['found']
     samples = sample_rejections(quarantine_path(output_dir))
     if written == 0 or fraction > max_rejected_fraction:
-        kept = keep_quarantine(output_dir)
+        kept = keep_quarantine(pipeline_root, output_dir)
         details = format_rejections(counts, by_column or {}, samples, kept)
         if written == 0:
             raise IngestionError(f'Nothing valid under {root}; every record was rejected '

@@ -22,7 +22,9 @@ the `quarantine_uri` property), not an artifact of its own: it is meaningful onl
 Examples it was split from, travels (and is garbage-collected) with them, and the stock
 components that read Examples ignore folders other than `Split-*`. When ingestion fails, TFX
 deletes the Examples folder, so the executor first copies the quarantine to
-`<pipeline_root>/ImageExampleGen/quarantine/<execution id>.jsonl` and the error names it.
+`<pipeline_root>/_quarantine/ImageExampleGen/<hash of the Examples URI>.jsonl` and the error
+names it. The `pipeline_root` execution property says where that is: the Examples URI's layout
+is the orchestrator's (components/common/stable_paths.py).
 """
 import json
 from typing import Dict, Optional, Sequence, Tuple
@@ -83,6 +85,7 @@ class ImageExampleGenSpec(ComponentSpec):
         'label_column': ExecutionParameter(type=str),      # csv
         'feature_types': ExecutionParameter(type=str),     # csv: JSON {column: type}; rest inferred
         'drop_columns': ExecutionParameter(type=str),      # csv: JSON [column, ...] not features
+        'pipeline_root': ExecutionParameter(type=str),     # a failed run's quarantine goes under it
     }
     INPUTS = {}
     OUTPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
@@ -102,7 +105,9 @@ class ImageExampleGen(FileBasedExampleGen):
                  feature_types: Optional[Dict[str, str]] = None,
                  drop_columns: Sequence[str] = (),
                  range_config: Optional[range_config_pb2.RangeConfig] = None,
-                 min_train_shards: int = 1):
+                 min_train_shards: int = 1, pipeline_root: str = ''):
+        if not pipeline_root:  # a failed run keeps its quarantine there
+            raise ValueError('pipeline_root is required: a failed run keeps its quarantine there')
         if source not in _PATTERNS:
             raise ValueError(f'source must be one of {tuple(_PATTERNS)}, got {source!r}')
         input_config = example_gen_pb2.Input(splits=[example_gen_pb2.Input.Split(
@@ -117,5 +122,5 @@ class ImageExampleGen(FileBasedExampleGen):
             image_size=json.dumps(list(image_size)) if image_size else '',
             image_storage=image_storage, channels=channels, label_column=label_column,
             feature_types=json.dumps(dict(sorted((feature_types or {}).items()))),
-            drop_columns=json.dumps(list(drop_columns)),
+            drop_columns=json.dumps(list(drop_columns)), pipeline_root=pipeline_root,
             examples=Channel(type=standard_artifacts.Examples)))

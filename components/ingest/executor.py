@@ -26,7 +26,7 @@ from tfx.types import artifact_utils
 from tfx.components.util import examples_utils
 from tfx.utils import proto_utils
 
-from components.common import features, inputs
+from components.common import features, inputs, stable_paths
 from components.ingest import beam_pipeline, checks, sources, stats, tabular
 from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)
 
@@ -101,6 +101,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
            exec_properties: Dict[str, Any]) -> None:
         examples = artifact_utils.get_single_instance(output_dict['examples'])
         input_base = exec_properties['input_base']
+        pipeline_root = stable_paths.pipeline_root(exec_properties)  # refused before any work
         resolve_without_driver(exec_properties, examples)
         root = _source_root(input_base, exec_properties)
         options = sources.options_from_properties(root, input_base, exec_properties)
@@ -139,7 +140,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             logging.info('Train images as stored: sizes %s, modes %s, %d colour',
                          shapes['image_sizes'], shapes['color_modes'], shapes['color_images'])
         checks.check_counts(counts, examples.uri, float(exec_properties['max_rejected_fraction']),
-                            root, by_column=stats.read_rejected_by_column(result))
+                            root, pipeline_root,
+                            by_column=stats.read_rejected_by_column(result))
 
         examples.split_names = artifact_utils.encode_split_names(list(features.SPLITS))
         examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)

@@ -53,6 +53,9 @@ class ImageTrainerSpec(ComponentSpec):
         # Kubeflow only (pipeline/kubeflow.py, with_tfjob): a TFJobSpec as JSON; the task then
         # trains in the Worker pods of a TFJob (tfjob.py). '' = in the task's own pod.
         'tfjob': ExecutionParameter(type=str, optional=True),
+        # Where checkpoints outlive a failed attempt: <pipeline_root>/_checkpoints/ImageTrainer/
+        # (components/common/stable_paths.py). Not a training parameter (unchanged.py).
+        'pipeline_root': ExecutionParameter(type=str),
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
     OUTPUTS = {
@@ -75,7 +78,9 @@ class ImageTrainer(base_component.BaseComponent):
                  warm_start_from: str = '', augment: str = 'none', flip: bool = False,
                  model_weights: str = '', patience: int = 0, validation_percent: int = 0,
                  time_budget_minutes: float = 0.0, freeze_epochs: int = 0, num_workers: int = 1,
-                 serving_dir: str = '', skip_unchanged: bool = False):
+                 serving_dir: str = '', skip_unchanged: bool = False, pipeline_root: str = ''):
+        if not pipeline_root:  # the executor puts its checkpoints there
+            raise ValueError('pipeline_root is required: checkpoints go under it')
         if train_steps > 0 and train_epochs > 0:  # both 0: epochs from the data
             raise ValueError('Give at most one of train_steps and train_epochs (> 0), got '
                              f'{train_steps} and {train_epochs}')
@@ -114,7 +119,8 @@ class ImageTrainer(base_component.BaseComponent):
             validation_percent=validation_percent,
             time_budget_minutes=float(time_budget_minutes), freeze_epochs=freeze_epochs,
             num_workers=num_workers, serving_dir=serving_dir,
-            skip_unchanged=int(bool(skip_unchanged and serving_dir)), model=Channel(type=standard_artifacts.Model),
+            skip_unchanged=int(bool(skip_unchanged and serving_dir)),
+            pipeline_root=pipeline_root, model=Channel(type=standard_artifacts.Model),
             model_run=Channel(type=standard_artifacts.ModelRun)))
 
     def with_tfjob(self, spec: tfjob.TFJobSpec) -> 'ImageTrainer':

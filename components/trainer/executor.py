@@ -10,8 +10,10 @@ them on this machine through workers.py; with the `tfjob` property, set by the K
 compile, they are the Worker pods of a TFJob, tfjob.py) and `num_replicas`.
 
 Crash safety: TFX gives every execution a fresh output folder, so checkpoints cannot live
-there. They go to `<pipeline_root>/<trainer node>/checkpoints/<key>/`, where the key hashes the
-input Examples and every execution property: a retry of the same training (same data, same
+there. They go to `<pipeline_root>/_checkpoints/ImageTrainer/<key>/`, computed from the
+`pipeline_root` execution property (components/common/stable_paths.py, never climbed to from
+the Model's URI, whose layout each orchestrator chooses), where the key hashes the input
+Examples and every other execution property: a retry of the same training (same data, same
 settings) finds and resumes them; a different training never does.
 """
 import hashlib
@@ -26,22 +28,20 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import image_shape, inputs
+from components.common import image_shape, inputs, stable_paths
 from components.trainer import job as job_lib
 from components.trainer import loop
 from components.trainer import tfjob, unchanged, workers
 from components.push import versions
 
 
-def checkpoint_dir(model_uri: str, examples: List[types.Artifact],
-                   exec_properties: Dict[str, Any]) -> str:
-    """The stable checkpoint folder of this training, next to the node's output folders."""
-    identity = json.dumps({'examples': sorted(a.uri for a in examples),
-                           'properties': {k: exec_properties[k] for k in sorted(exec_properties)}},
-                          sort_keys=True, default=str)
-    key = hashlib.sha256(identity.encode('utf-8')).hexdigest()[:16]
-    node_dir = os.path.dirname(os.path.dirname(model_uri.rstrip('/')))
-    return os.path.join(node_dir, 'checkpoints', key)
+NODE = 'ImageTrainer'  # names its checkpoint folder under <pipeline_root>/_checkpoints/
+
+
+def checkpoint_dir(examples: List[types.Artifact], exec_properties: Dict[str, Any]) -> str:
+    """The stable checkpoint folder of this training (stable_paths.checkpoint_dir)."""
+    return stable_paths.checkpoint_dir(stable_paths.pipeline_root(exec_properties), NODE,
+                                       [a.uri for a in examples], exec_properties)
 
 
 def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
@@ -132,7 +132,7 @@ class Executor(base_executor.BaseExecutor):
                 time_budget_seconds=60 * float(props.get('time_budget_minutes') or 0),
                 freeze_epochs=int(props.get('freeze_epochs') or 0)))
         paths = dict(serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
-                     checkpoint_dir=checkpoint_dir(model.uri, examples, exec_properties))
+                     checkpoint_dir=checkpoint_dir(examples, exec_properties))
         record = unchanged.training_record(
             source.get_string_custom_property('input_fingerprint')
             if source.has_custom_property('input_fingerprint') else '', props)

@@ -20,8 +20,9 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 
 RECORD_PATH = os.path.join('assets.extra', 'training_record.json')
-# Properties that say where things are, not how the model is trained.
-_NOT_PARAMETERS = ('serving_dir', 'skip_unchanged')
+# Properties that say where things are, not how the model is trained: a moved output folder
+# (another pipeline root) must not retrain an unchanged model.
+_NOT_PARAMETERS = ('serving_dir', 'skip_unchanged', 'pipeline_root')
 
 
 def builder_digest(builder_path: str) -> str:

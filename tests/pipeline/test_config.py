@@ -104,3 +104,39 @@ def test_model_weights_must_be_an_existing_file_unless_on_a_cluster(tmp_path):
     for bad in ('', 'gs://bucket/b.weights.h5'):  # Keras reads weights from local disk only
         with pytest.raises(ValueError, match='model_weights must be a local file path'):
             config.TrainConfig(model_weights=bad)
+
+
+@pytest.mark.parametrize('name', ['Image_Pipeline', 'has space', '-leading', 'x' * 129, ''])
+def test_pipeline_names_follow_the_kubeflow_pipelines_rule(name):
+    # common/utils.go ValidatePipelineName: ^[a-z0-9][a-z0-9-]{0,127}$, checked at upload.
+    with pytest.raises(ValueError, match="Kubeflow Pipelines' API server refuses"):
+        config.PipelineConfig(name=name)
+
+
+def test_names_kubeflow_pipelines_takes_are_valid():
+    for name in ('image-pipeline', 'smoke', '0day', 'x' * 128):
+        assert config.PipelineConfig(name=name).name == name
+
+
+_SCHEDULED = dict(image='img:1', endpoint='http://kfp', schedule='0 0 3 * * *')
+
+
+@pytest.mark.parametrize('settings, message', [
+    (dict(schedule='0 3 * * *'), 'six-field cron'),
+    (dict(namespace='Team_ML'), 'namespace must be a Kubernetes namespace name'),
+    (dict(token_env='KFP-TOKEN'), 'token_env must name an environment variable'),
+    (dict(token_env='KFP_TOKEN', token_file='/t'), 'are alternatives'),
+    (dict(token_file='/t', service_account_token=True), 'are alternatives'),
+    (dict(endpoint=None, schedule=None, namespace='team-ml'), 'they need an endpoint'),
+    (dict(endpoint=None), 'endpoint and schedule go together'),
+])
+def test_scheduling_settings_are_checked(settings, message):
+    with pytest.raises(ValueError, match=message):
+        config.KubeflowConfig(**dict(_SCHEDULED, **settings))
+
+
+def test_scheduling_settings_kfp_accepts():
+    for schedule in ('0 0 3 * * *', '@daily', '@every 6h'):
+        assert config.KubeflowConfig(**dict(_SCHEDULED, schedule=schedule)).schedule == schedule
+    kubeflow = config.KubeflowConfig(**_SCHEDULED, namespace='team-ml', token_env='KFP_TOKEN')
+    assert (kubeflow.namespace, kubeflow.token_env) == ('team-ml', 'KFP_TOKEN')

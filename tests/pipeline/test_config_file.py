@@ -1,5 +1,7 @@
 """Unit tests: the TOML config file mirrors the typed config, and flags override it."""
 import os
+import re
+import tomllib
 
 import pytest
 
@@ -144,3 +146,51 @@ def test_coerce_follows_the_field_types():
         'feature_types'], 'k') == (('a', 'numeric'),)
     with pytest.raises(ValueError, match='k must be a number'):
         config_file.coerce('x', float, 'k')
+
+
+def test_the_kubeflow_table_under_the_flags(tmp_path):
+    path = _write(tmp_path, '''
+[train]
+train_steps = 30
+[kubeflow]
+image = "registry/image-pipeline:1"
+pipeline_root = "gs://acme/run"
+trainer_cpu = 8
+endpoint = "https://kfp"
+schedule = "@daily"
+namespace = "team-ml"
+token_file = "kfp-token"
+''')
+    root, kubeflow = presets.kubeflow_from_flags(path, {'namespace': 'team-b', 'trainer_gpus': 1},
+                                                 None)
+    assert root == 'gs://acme/run' and kubeflow.image == 'registry/image-pipeline:1'
+    assert kubeflow.trainer_cpu == 8.0 and kubeflow.trainer_gpus == 1  # file, then flags
+    assert (kubeflow.endpoint, kubeflow.schedule) == ('https://kfp', '@daily')
+    assert kubeflow.namespace == 'team-b' and kubeflow.output_file == 'pipeline.json'
+    assert kubeflow.token_file == str(tmp_path / 'kfp-token')  # relative to the file
+    assert kubeflow.experiment == config.KubeflowConfig.experiment  # the default
+    assert _build(path, output=str(tmp_path)).train.train_steps == 30  # a local run ignores it
+
+
+@pytest.mark.parametrize('text, message', [
+    ('[kubeflow]\nimage = "i"\n', 'needs --image and --pipeline-root'),
+    ('[kubeflow]\nimage = "i"\npipeline_root = "gs://b"\ntrainer_cpu = 0\n',
+     r'\[kubeflow\] trainer_cpu must be > 0'),
+    ('[kubeflow]\nimage = "i"\npipeline_root = "gs://b"\nnamespace = "team-ml"\n',
+     'they need an endpoint'),
+    ('[kubeflow]\nimage = 1\n', r'\[kubeflow\] image must be a string'),
+    ('[kubeflow]\ntoken = "secret"\n', r'unknown key \[kubeflow\] token'),
+])
+def test_kubeflow_table_errors_name_the_key(tmp_path, text, message):
+    with pytest.raises(ValueError, match=message):
+        presets.kubeflow_from_flags(_write(tmp_path, text), {}, None)
+
+
+def test_every_commented_kubeflow_key_of_the_example_is_known_and_typed():
+    with open(os.path.join(REPO, 'config.example.toml')) as handle:
+        table = handle.read().split('[kubeflow]')[1]
+    lines = [line[2:] for line in table.splitlines() if re.match(r'# \w+ = ', line)]
+    assert len(lines) >= 10
+    for line in lines:
+        key, value = next(iter(tomllib.loads(line.split('  #')[0]).items()))
+        config_file.typed({f'kubeflow.{key}': value}, {})  # ValueError on a wrong key or type

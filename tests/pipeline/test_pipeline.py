@@ -36,3 +36,11 @@ def test_every_training_worker_gets_train_shards_of_its_own(tmp_path):
     assert example_gen.exec_properties['num_shards'] == 4  # smoke asks for 2
     assert example_gen.exec_properties['min_train_shards'] == 4
     assert trainer.exec_properties['num_workers'] == 4
+
+
+def test_ingestion_and_the_trainer_learn_the_pipeline_root(tmp_path):
+    # They keep what outlives an execution under it (components/common/stable_paths.py).
+    _, built = _ids(tmp_path)
+    got = {c.id: c.exec_properties.get('pipeline_root') for c in built.components}
+    assert got['ImageExampleGen'] == got['ImageTrainer'] == built.pipeline_info.pipeline_root
+    assert built.pipeline_info.pipeline_root == str(tmp_path / 'pipeline_root')

@@ -41,10 +41,12 @@ def test_a_rejection_failure_counts_by_reason_and_column_shows_five_examples_and
     counts = _counts(100, 40, 11, non_numeric=41, wrong_column_count=5, missing_label=3)
     by_column = {('non_numeric', 'fare'): 40, ('non_numeric', 'tips'): 1,
                  ('missing_label', 'kind'): 3}
+    root = str(tmp_path / 'pipeline_root')
     with pytest.raises(checks.IngestionError) as raised:
-        checks.check_counts(counts, output_dir, 0.01, '/data', by_column=by_column)
+        checks.check_counts(counts, output_dir, 0.01, '/data', root, by_column=by_column)
     message = str(raised.value)
-    kept = str(tmp_path / 'pipeline_root' / 'ImageExampleGen' / 'quarantine' / '7.jsonl')
+    kept = checks.kept_quarantine_path(root, output_dir)
+    assert os.path.dirname(kept) == os.path.join(root, '_quarantine', 'ImageExampleGen')
     assert message.startswith('Rejected 49 of 100 records (49.0%), more than the allowed 1.0%')
     assert "  non_numeric 41 (by column: 'fare' 40, 'tips' 1)" in message
     assert '  wrong_column_count 5\n' in message
@@ -61,26 +63,26 @@ def test_a_rejection_failure_counts_by_reason_and_column_shows_five_examples_and
 
 
 def test_nothing_valid_also_keeps_the_quarantine(tmp_path):
-    output_dir = _artifact(tmp_path, ENTRIES[:2])
+    output_dir, root = _artifact(tmp_path, ENTRIES[:2]), str(tmp_path / 'pipeline_root')
     with pytest.raises(checks.IngestionError, match='Nothing valid under /data') as raised:
-        checks.check_counts(_counts(2, 0, 0, non_numeric=2), output_dir, 0.5, '/data')
-    assert checks.kept_quarantine_path(output_dir) in str(raised.value)
-    assert os.path.exists(checks.kept_quarantine_path(output_dir))
+        checks.check_counts(_counts(2, 0, 0, non_numeric=2), output_dir, 0.5, '/data', root)
+    assert checks.kept_quarantine_path(root, output_dir) in str(raised.value)
+    assert os.path.exists(checks.kept_quarantine_path(root, output_dir))
 
 
 def test_rejections_within_bounds_are_a_warning_and_nothing_is_copied(tmp_path, caplog):
-    output_dir = _artifact(tmp_path, ENTRIES[:1])
+    output_dir, root = _artifact(tmp_path, ENTRIES[:1]), str(tmp_path / 'pipeline_root')
     with caplog.at_level('WARNING'):
         checks.check_counts(_counts(100, 80, 19, non_numeric=1), output_dir, 0.05, '/data',
-                            by_column={('non_numeric', 'fare'): 1})
+                            root, by_column={('non_numeric', 'fare'): 1})
     assert "non_numeric 1 (by column: 'fare' 1)" in caplog.text
     assert checks.quarantine_path(output_dir) in caplog.text
-    assert not os.path.exists(checks.kept_quarantine_path(output_dir))
+    assert not os.path.exists(os.path.join(root, '_quarantine'))
 
 
 def test_counts_that_do_not_reconcile_fail():
     with pytest.raises(checks.IngestionError, match='do not reconcile'):
-        checks.check_counts(_counts(10, 5, 3, non_numeric=1), '/nowhere', 0.5, '/data')
+        checks.check_counts(_counts(10, 5, 3, non_numeric=1), '/nowhere', 0.5, '/data', '/root')
 
 
 def test_samples_stop_early_and_never_repeat_a_detail(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from components.common import inputs
-from components.ingest import executor
+from components.ingest import checks, executor
 from ingest_helpers import ingest_do as _do
 
 
@@ -69,7 +69,10 @@ def test_csv_rejection_failure_keeps_the_quarantine_where_the_message_says(tmp_p
     message = str(raised.value)
     assert message.startswith('Rejected 12 of 72 records')
     assert "non_numeric 12 (by column: 'size' 12)" in message
-    kept = str(tmp_path / 'out' / 'ImageExampleGen' / 'quarantine' / '1.jsonl')
+    # Under the pipeline root given as a property, named by the failed Examples' URI.
+    kept = checks.kept_quarantine_path(
+        str(tmp_path / 'out'), str(tmp_path / 'out' / 'ImageExampleGen' / 'examples' / '1'))
+    assert kept.startswith(str(tmp_path / 'out' / '_quarantine' / 'ImageExampleGen'))
     assert message.endswith(kept)
     with open(kept) as handle:
         entries = [json.loads(line) for line in handle]

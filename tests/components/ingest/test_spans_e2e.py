@@ -20,7 +20,8 @@ pytestmark = pytest.mark.e2e
 def _run(data, out):
     pipeline = tfx.dsl.Pipeline(
         pipeline_name='spans', pipeline_root=os.path.join(out, 'root'),
-        components=[ImageExampleGen(input_base=data, num_shards=1)], enable_cache=True,
+        components=[ImageExampleGen(input_base=data, num_shards=1,
+                                    pipeline_root=os.path.join(out, 'root'))], enable_cache=True,
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             os.path.join(out, 'metadata.sqlite')),
         beam_pipeline_args=['--direct_running_mode=in_memory'])

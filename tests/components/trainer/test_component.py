@@ -10,7 +10,7 @@ from components.trainer.component import ImageTrainer
 def _trainer(**overrides):
     args = dict(examples=Channel(type=standard_artifacts.Examples),
                 model_builder='models.resnet.build_model', image_shape=(8, 8, 1),
-                global_batch_size=32, learning_rate=1e-3, train_steps=100)
+                global_batch_size=32, learning_rate=1e-3, train_steps=100, pipeline_root='/root')
     args.update(overrides)
     return ImageTrainer(**args)
 
@@ -28,6 +28,7 @@ def test_parameters_become_execution_properties():
     assert props['checkpoint_interval'] == 25 and json.loads(props['devices']) == ['/cpu:0']
     assert props['train_steps'] == 100 and props['train_epochs'] == 0.0
     assert props['model_weights'] == ''
+    assert props['pipeline_root'] == '/root'  # where the executor keeps its checkpoints
     epochs = _trainer(train_steps=0, train_epochs=20.0, patience=3, validation_percent=10,
                       time_budget_minutes=15).exec_properties
     assert (epochs['train_steps'], epochs['train_epochs'], epochs['patience'],
@@ -49,6 +50,7 @@ def test_parameters_become_execution_properties():
     (dict(global_batch_size=0), 'global_batch_size must be >= 1'),
     (dict(image_shape=(28, 0, 3)), 'both set or both 0'),
     (dict(image_shape=(8, 8, 2)), 'channels 1 or 3'),
+    (dict(pipeline_root=''), 'pipeline_root is required'),
 ])
 def test_bad_parameters_fail_when_the_pipeline_is_built(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -58,7 +60,7 @@ def test_bad_parameters_fail_when_the_pipeline_is_built(overrides, message):
 def test_the_input_shape_defaults_to_zero_meaning_from_the_data():
     args = dict(examples=Channel(type=standard_artifacts.Examples),
                 model_builder='models.resnet.build_model', global_batch_size=32,
-                learning_rate=1e-3, train_steps=100)
+                learning_rate=1e-3, train_steps=100, pipeline_root='/root')
     props = ImageTrainer(**args).exec_properties
     assert (props['image_height'], props['image_width'], props['channels']) == (0, 0, 0)
     props = ImageTrainer(image_shape=(0, 0, 3), **args).exec_properties

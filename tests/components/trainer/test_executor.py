@@ -40,7 +40,7 @@ def _properties(**overrides):
                  channels=1, train_steps=0, train_epochs=2.0, eval_steps=0,
                  global_batch_size=16, accumulation_steps=2, mixed_precision='float32',
                  optimizer='adam', learning_rate=3e-3, warmup_steps=0,
-                 checkpoint_interval=1, seed=1, devices='[]')
+                 checkpoint_interval=1, seed=1, devices='[]', pipeline_root='/root')
     props.update(overrides)
     return props
 
@@ -51,7 +51,8 @@ def test_do_trains_exports_and_records_how(tmp_path):
     model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '7')
     model_run = standard_artifacts.ModelRun()
     model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '7')
-    props = _properties(augment='standard', flip=1, validation_percent=20, patience=1)
+    props = _properties(augment='standard', flip=1, validation_percent=20, patience=1,
+                        pipeline_root=str(tmp_path / 'root'))
     executor.Executor().Do({'examples': [examples]},
                            {'model': [model], 'model_run': [model_run]}, props)
 
@@ -84,7 +85,8 @@ def test_do_trains_exports_and_records_how(tmp_path):
         f'ran the maximum of 2 epochs; no early stopping: only {int(held_out)} held-out examples '
         '(fewer than 500), so they were trained on')
     # Checkpoints were written every update, then removed once the model was exported.
-    assert not os.path.exists(executor.checkpoint_dir(model.uri, [examples], props))
+    assert not os.path.exists(executor.checkpoint_dir([examples], props))
+    assert os.path.isdir(os.path.join(tmp_path, 'root', '_checkpoints', 'ImageTrainer'))
 
 
 def test_do_passes_the_weights_file_to_the_builder(tmp_path):
@@ -97,22 +99,22 @@ def test_do_passes_the_weights_file_to_the_builder(tmp_path):
         executor.Executor().Do({'examples': [_examples(tmp_path)]},
                                {'model': [model], 'model_run': [model_run]},
                                _properties(model_builder='models.applications.mobilenet_v3_small',
-                                           model_weights=missing))
+                                           model_weights=missing,
+                                           pipeline_root=str(tmp_path / 'root')))
 
 
 def test_checkpoint_folder_is_stable_per_training_and_differs_otherwise(tmp_path):
     examples = _examples(tmp_path)
-    first = executor.checkpoint_dir('/root/ImageTrainer/model/7', [examples], _properties())
-    retry = executor.checkpoint_dir('/root/ImageTrainer/model/9', [examples], _properties())
-    assert first == retry  # a new execution of the same training finds the same checkpoints
-    assert first.startswith('/root/ImageTrainer/checkpoints/')
-    changed = executor.checkpoint_dir('/root/ImageTrainer/model/9', [examples],
-                                      _properties(learning_rate=1e-3))
+    first = executor.checkpoint_dir([examples], _properties())
+    assert os.path.dirname(first) == '/root/_checkpoints/ImageTrainer'
+    assert executor.checkpoint_dir([examples], _properties()) == first  # any retry finds them
     other_data = standard_artifacts.Examples()
     other_data.uri = str(tmp_path / 'other')
-    assert changed != first
-    assert executor.checkpoint_dir('/root/ImageTrainer/model/9', [other_data],
-                                   _properties()) != first
+    assert executor.checkpoint_dir([examples], _properties(learning_rate=1e-3)) != first
+    assert executor.checkpoint_dir([other_data], _properties()) != first
+    # Another pipeline root: another folder, the same key (the root is not a parameter).
+    moved = executor.checkpoint_dir([examples], _properties(pipeline_root='/moved'))
+    assert moved == first.replace('/root/', '/moved/', 1)
 
 
 @pytest.mark.parametrize('steps, epochs, examples, expected', [
@@ -133,7 +135,8 @@ def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypa
     # Half of the train split held out, and a model training cannot change: epoch 1 stays the
     # best, and patience 2 stops training after epoch 3.
     props = _properties(train_epochs=12.0, validation_percent=50, patience=2,
-                        model_builder='helpers.unlearnable_model', accumulation_steps=1)
+                        model_builder='helpers.unlearnable_model', accumulation_steps=1,
+                        pipeline_root=str(tmp_path / 'root'))
     executor.Executor().Do({'examples': [examples]},
                            {'model': [model], 'model_run': [model_run]}, props)
     from components.trainer import data
@@ -164,7 +167,8 @@ def _ingested_photos(tmp_path):
         {}, {'examples': [examples]}, {
             'input_base': str(tmp_path / 'photos'), 'train_percent': 70, 'num_shards': 1,
             'input_config': proto_utils.proto_to_json(input_config),
-            'max_rejected_fraction': 0.0, 'channels': 0})
+            'max_rejected_fraction': 0.0, 'channels': 0,
+            'pipeline_root': str(tmp_path / 'root')})
     return written, examples
 
 
@@ -175,7 +179,7 @@ def test_do_with_zero_shape_trains_at_the_datas_shape_and_records_it(tmp_path, c
     model_run = standard_artifacts.ModelRun()
     model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '3')
     props = _properties(image_height=0, image_width=0, channels=0, train_epochs=0.0,
-                        train_steps=2, accumulation_steps=1)
+                        train_steps=2, accumulation_steps=1, pipeline_root=str(tmp_path / 'root'))
     with caplog.at_level('INFO', logger='absl'):
         executor.Executor().Do({'examples': [examples]},
                                {'model': [model], 'model_run': [model_run]}, props)
@@ -208,7 +212,8 @@ def _do(tmp_path, examples, run, **overrides):
     model_run = standard_artifacts.ModelRun()
     model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / run)
     props = _properties(train_steps=3, train_epochs=0.0, accumulation_steps=1,
-                        serving_dir=str(tmp_path / 'serving'), skip_unchanged=1, **overrides)
+                        serving_dir=str(tmp_path / 'serving'), skip_unchanged=1,
+                        pipeline_root=str(tmp_path / 'root'), **overrides)
     executor.Executor().Do({'examples': [examples]},
                            {'model': [model], 'model_run': [model_run]}, props)
     return model, model_run

@@ -13,7 +13,7 @@ def test_the_record_changes_with_input_settings_and_code_but_not_locations():
     assert _record(learning_rate=0.001) != base
     assert _record(model_builder='models.mlp.build_model')['builder_sha256'] != \
         base['builder_sha256']
-    assert _record(serving_dir='/elsewhere', skip_unchanged=0) == base
+    assert _record(serving_dir='/elsewhere', skip_unchanged=0, pipeline_root='/moved') == base
     assert len(base['builder_sha256']) == 64  # the builder's source file was read
 
 
