@@ -22,7 +22,7 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
 - one documented post-processing step: the ingestion task is compiled uncached unless
   `cache_ingestion` is set (open-source KFP ignores TFX's pre-cache-check hook, see README).
 
-The pipeline root must be gs:// (config.check_kubeflow_root, called by runner.py); this module
+The pipeline root must be gs:// (config.check_kubeflow_root, from runner.py --kubeflow); this module
 compiles any root, so the tests can run the compiled spec on local folders.
 """
 import dataclasses
