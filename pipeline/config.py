@@ -317,6 +317,25 @@ class KubeflowConfig:
                'namespace and credentials are for scheduling: they need an endpoint')
 
 
+def check_kubeflow_root(root: str, name: str = '--pipeline-root') -> None:
+    """Refuses a Kubeflow pipeline root the image cannot write: only gs://BUCKET[/...] works.
+
+    Open-source KFP takes only gs://, s3://, minio:// or mem:// roots (backend/src/v2/objectstore/
+    config.go ParseBucketPathToConfig) and, without one, uses minio://mlpipeline/v2/artifacts
+    (config/env.go), ignoring the spec's defaultPipelineRoot. But every task reads and writes its
+    artifacts at their URIs itself (TFX), and the image's TensorFlow and Beam reach gs:// only:
+    no S3 file system, no tensorflow-io; minio:// and mem:// are KFP's own names. So gs://.
+    runner.py --kubeflow calls this (presets.kubeflow_from_flags, where the root is resolved from
+    the flags and the config file; name says where it came from); kubeflow.compile_pipeline does
+    not, so that the tests can run a compiled spec on local folders (no bucket is reachable here).
+    """
+    _check(re.match(r'gs://[^/?]+', root) is not None,
+           f'{name} must be gs://BUCKET[/PATH], got {root!r}: open-source KFP stores '
+           'artifacts only under gs://, s3://, minio:// or mem:// (objectstore/config.go), and '
+           "the image's TensorFlow and Beam write only gs:// (no S3 file system, no "
+           'tensorflow-io)')
+
+
 def default_config(**overrides) -> PipelineConfig:
     return dataclasses.replace(PipelineConfig(), **overrides)
 

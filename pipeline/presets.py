@@ -11,7 +11,8 @@ from typing import Any, Dict, Optional, Tuple
 
 from pipeline import config_file as config_file_lib
 from pipeline.config import (SOURCE_DEFAULTS, IngestConfig, KubeflowConfig, PipelineConfig,
-                             _absolute, _check, default_config, is_uri, smoke_config)
+                             _absolute, _check, check_kubeflow_root, default_config, is_uri,
+                             smoke_config)
 
 CONFIG_NAMES = ('default', 'smoke')
 # runner.py's flags that set one config field each: flag dest -> field path (config_file.py).
@@ -140,5 +141,6 @@ def kubeflow_from_flags(config_file: Optional[str], given: Dict[str, Any],
     if not (fields.get('image') and root):
         raise ValueError('--kubeflow needs --image and --pipeline-root (or image and '
                          'pipeline_root in the config file\'s [kubeflow] table)')
+    check_kubeflow_root(root, names['pipeline_root'])
     fields['output_file'] = output_file or 'pipeline.json'
     return root, config_file_lib.make(KubeflowConfig, fields, names)

@@ -1,23 +1,46 @@
-"""A local stand-in for KFP's launcher: runs a compiled pipeline's tasks as the cluster would.
+"""A local stand-in for KFP's driver and launcher: runs a compiled PipelineJob's tasks as
+subprocesses, handing each what the real orchestrator hands it.
 
-For each task, in dependency order, it builds the task's ExecutorInput (input artifacts from the
-upstream tasks' executor outputs, fresh output URIs under the pipeline root, the constant
-parameters), substitutes it for `{{$}}`, and runs the container's command and args exactly as
-the spec gives them (the pre-cache-check hook first, when there is one and the mode runs it) in
-a subprocess. Only
-`python`, the image's interpreter, is replaced by this machine's. There is no cache: every task
-runs, as on a cluster with caching off. Test support only (no TFX imports).
+    launcher = Launcher(mode='oss')          # open-source KFP 2.17 (default), or 'vertex'
+    outputs = launcher.run_job(job, 'run-1')  # {task: ExecutorOutput as recorded}; raises TaskFailed
+
+A Launcher keeps ML Metadata and the cache across runs. Mode 'oss' transcribes kubeflow/pipelines
+(driver/container.go Container() and component/launcher_v2.go Execute(), step by step, in
+kfp_driver.py, kfp_launcher_v2.py and kfp_mlmd.py): no lifecycle hook, no retry. Mode 'vertex'
+keeps what Vertex AI does differently: typed inputs with their metadata as written, the
+preCacheCheck hook first, outputs and the executor output file under the pipeline root, no
+executor-logs, no local copies of the inputs, no cache. Test support only (no TFX imports).
 """
-import json
+import dataclasses
 import os
-import subprocess
-import sys
-from typing import Dict, List
+import re
+import tempfile
+import uuid
+from typing import Dict, List, Optional
 
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
+from ml_metadata.proto import metadata_store_pb2
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import kfp_driver
+import kfp_launcher_v2
+import kfp_mlmd
+from kfp_launcher_v2 import Pod
+
+_STATE = metadata_store_pb2.Execution
+_VERTEX_PROJECT, _VERTEX_REGION = '123456789012', 'us-central1'
+
+
+class TaskFailed(RuntimeError):
+    """A task (or the run) failed; the message is the one KFP's driver or launcher logs."""
+
+
+@dataclasses.dataclass
+class TaskRecord:
+    execution_id: int
+    cached: bool
+    executor_input: pipeline_spec_pb2.ExecutorInput
+    pod: Optional[Pod]
 
 
 def load_job(path: str) -> pipeline_spec_pb2.PipelineJob:
@@ -36,74 +59,221 @@ def topological_order(spec: pipeline_spec_pb2.PipelineSpec) -> List[str]:
     return order
 
 
-def _executor_input(spec, task_name, run_root, outputs_of) -> pipeline_spec_pb2.ExecutorInput:
-    task = spec.root.dag.tasks[task_name]
-    component = spec.components[task.component_ref.name]
-    executor_input = pipeline_spec_pb2.ExecutorInput()
-    for key, source in task.inputs.artifacts.items():
-        upstream = source.task_output_artifact
-        produced = outputs_of[upstream.producer_task].artifacts[upstream.output_artifact_key]
-        executor_input.inputs.artifacts[key].CopyFrom(produced)
-    for key, source in task.inputs.parameters.items():
-        assert source.runtime_value.HasField('constant_value'), (task_name, key)
-        executor_input.inputs.parameters[key].CopyFrom(source.runtime_value.constant_value)
-    for key, definition in component.output_definitions.artifacts.items():
-        artifact = executor_input.outputs.artifacts[key].artifacts.add()
-        artifact.name = f'{run_root}/{task_name}/{key}'
-        artifact.type.CopyFrom(definition.artifact_type)
-        artifact.uri = os.path.join(run_root, task_name, key)
-    executor_input.outputs.output_file = os.path.join(run_root, task_name, 'executor_output.json')
-    return executor_input
+def check_pipeline_root(root: str, info: str) -> str:
+    """objectstore/config.go: ParseBucketPathToConfig(), as driver.RootDAG() applies it: only
+    gs://, s3://, minio:// and mem:// roots. This machine has no object store, so a local
+    absolute folder stands for a gs:// bucket (see kfp_launcher_v2.py); real roots are refused."""
+    match = re.match(r'(^[a-z][a-z0-9]+:///?)([^/?]+)(/[^?]*)?(\?.+)?$', root)
+    if match is None and os.path.isabs(root):
+        return root
+    if match is None:
+        text = f'unrecognized pipeline root format: "{root}"'
+    elif match.group(1) not in ('gs://', 's3://', 'minio://', 'mem://'):
+        text = f'unsupported Cloud bucket: "{root}"'
+    else:
+        raise NotImplementedError(f'{root}: no object store here; give a local folder')
+    raise TaskFailed(f'driver.RootDAG({info}) failed: parse bucket config failed: {text}')
 
 
-def _run(command: List[str], args: List[str], executor_input, log_file: str) -> None:
-    assert command[0] == 'python', command  # the image's interpreter; ours stands in for it
-    placeholder = json_format.MessageToJson(executor_input)
-    argv = [sys.executable] + command[1:] + [placeholder if a == '{{$}}' else a for a in args]
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2')
-    with open(log_file, 'a') as log:
-        result = subprocess.run(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                timeout=900)
-    if result.returncode:
-        with open(log_file) as log:
-            raise RuntimeError(f'{argv[:4]} failed:\n' + log.read()[-4000:])
+class Launcher:
+    """Runs PipelineJobs one after the other, with one ML Metadata and cache for all of them."""
+
+    def __init__(self, mode: str = 'oss', workdir: Optional[str] = None,
+                 publish_logs: bool = True, cache_disabled: bool = False,
+                 namespace: str = 'kubeflow'):
+        assert mode in ('oss', 'vertex'), mode
+        self.mode, self.namespace = mode, namespace
+        self.oss = mode == 'oss'
+        # driver/main.go --publish_logs defaults to "true"; Vertex AI adds no such output.
+        self.publish_logs = publish_logs and self.oss
+        self.cache_disabled = cache_disabled or not self.oss
+        self.workdir = workdir or tempfile.mkdtemp(prefix='kfp-pods-')
+        self.store = kfp_mlmd.Store(convert=self.oss)
+        self.tasks: Dict[tuple, TaskRecord] = {}
+
+    def run_job(self, job: pipeline_spec_pb2.PipelineJob, run_id: str
+                ) -> Dict[str, pipeline_spec_pb2.ExecutorOutput]:
+        """Runs every task in dependency order; returns each task's outputs as ML Metadata
+        recorded them, in the shape the next task receives them."""
+        spec = json_format.ParseDict(json_format.MessageToDict(job.pipeline_spec),
+                                     pipeline_spec_pb2.PipelineSpec())
+        name = spec.pipeline_info.name
+        info = f'pipelineName={name}, runID={run_id}, runtimeConfig, componentSpec'
+        root = check_pipeline_root(job.runtime_config.gcs_output_directory, info)
+        # metadata/client.go GetPipeline(): the run's root is <root>/<pipeline name>/<run id>;
+        # Vertex AI writes under <root>/<project number>/<job id>.
+        run_root = kfp_driver.generate_output_uri(
+            root, *((name, run_id) if self.oss else (_VERTEX_PROJECT, run_id)))
+        dag = self.store.create_execution('system.DAGExecution', {  # root_dag.go: RootDAG()
+            'display_name': _text(''), 'task_name': _text(''), 'name': _text(f'run/{run_id}')}, {})
+        executors = json_format.MessageToDict(spec.deployment_spec)['executors']
+        run = {'name': name, 'id': run_id, 'root': run_root, 'dag': dag, 'job': job,
+               'executions': {}}
+        results = {}
+        for task_name in topological_order(spec):
+            task = spec.root.dag.tasks[task_name]
+            component = spec.components[task.component_ref.name]
+            container = executors[component.executor_label]['container']
+            record = self._run_task(run, task_name, task, component, container)
+            self.tasks[(run_id, task_name)] = record
+            run['executions'][task_name] = record.execution_id
+            results[task_name] = self.recorded_outputs(record.execution_id)
+        return results
+
+    def recorded_outputs(self, execution_id: int) -> pipeline_spec_pb2.ExecutorOutput:
+        output = pipeline_spec_pb2.ExecutorOutput()
+        for key, artifact_id in self.store.output_artifacts(execution_id).items():
+            output.artifacts[key].artifacts.add().CopyFrom(self._input_artifact(artifact_id))
+        for key, value in self.store.execution_outputs(execution_id).items():
+            output.parameter_values[key].CopyFrom(value)
+        return output
+
+    def _input_artifact(self, artifact_id: int) -> pipeline_spec_pb2.RuntimeArtifact:
+        if self.oss:  # resolve.go: resolveUpstreamArtifacts() -> ToRuntimeArtifact(), Schema ""
+            return self.store.to_runtime_artifact(artifact_id, schema='')
+        artifact = pipeline_spec_pb2.RuntimeArtifact()  # Vertex AI: typed, metadata as written
+        artifact.CopyFrom(self.store.raw[artifact_id])
+        artifact.name = (f'projects/{_VERTEX_PROJECT}/locations/{_VERTEX_REGION}/'
+                         f'metadataStores/default/artifacts/{artifact_id}')
+        return artifact
+
+    def _resolve_inputs(self, run, task_name, task, component):
+        """resolve.go: resolveInputs(): parameters, then artifacts from the producers' records."""
+        job = run['job']
+        opts = {'root_inputs': job.runtime_config.parameter_values, 'run_id': run['id'],
+                'run_name': run['id'], 'run_display_name': job.display_name,
+                'task_name': task_name, 'dag_execution_id': run['dag']}
+        inputs, ids = pipeline_spec_pb2.ExecutorInput.Inputs(), {}
+        for name, spec in task.inputs.parameters.items():
+            if not self.oss and spec.runtime_value.HasField('constant_value'):
+                # Vertex AI still runs schema 2.0.0 specs: the deprecated `parameters` field.
+                inputs.parameters[name].CopyFrom(spec.runtime_value.constant_value)
+                continue
+            value = kfp_driver.resolve_parameter(
+                spec, opts, lambda t: self.store.execution_outputs(run['executions'][t]))
+            inputs.parameter_values[name].CopyFrom(value)
+        for name, spec in task.inputs.artifacts.items():
+            if spec.WhichOneof('kind') != 'task_output_artifact':
+                raise NotImplementedError(f'{task_name}.{name}: only upstream task outputs')
+            producer = spec.task_output_artifact
+            recorded = self.store.output_artifacts(run['executions'][producer.producer_task])
+            if producer.output_artifact_key not in recorded:
+                raise kfp_driver.DriverError(
+                    f'cannot find output artifact key "{producer.output_artifact_key}" in '
+                    f'producer task "{producer.producer_task}"')
+            artifact_id = recorded[producer.output_artifact_key]
+            inputs.artifacts[name].artifacts.add().CopyFrom(self._input_artifact(artifact_id))
+            ids[name] = [artifact_id]
+        if self.oss:
+            kfp_driver.check_parameter_types(inputs, component.input_definitions)
+        return inputs, ids
+
+    def _vertex_outputs(self, run, task_name, component):
+        """Vertex AI: <root>/<project number>/<job id>/<task>_<task id>/<key>, and the executor
+        output file beside them in the bucket, where the preCacheCheck hook and the executor
+        both see it (TFX's run_executor reads the hook's parameters from it)."""
+        outputs = pipeline_spec_pb2.ExecutorInput.Outputs()
+        task_root = f"{run['root']}/{task_name}_{uuid.uuid4().int % 10 ** 19}"
+        for key, spec in component.output_definitions.artifacts.items():
+            artifact = outputs.artifacts[key].artifacts.add(
+                name=f'projects/{_VERTEX_PROJECT}/locations/{_VERTEX_REGION}/metadataStores/'
+                     f'default/artifacts/{uuid.uuid4().hex}', uri=f'{task_root}/{key}')
+            artifact.type.CopyFrom(spec.artifact_type)
+        outputs.output_file = f'{task_root}/executor_output.json'
+        return outputs
+
+    def _run_task(self, run, task_name, task, component, container) -> TaskRecord:
+        """driver/container.go: Container(), then component/launcher_v2.go: Execute()."""
+        info = (f"pipelineName={run['name']}, runID={run['id']}, taskDisplayName="
+                f'"{task.task_info.name}", taskName="{task_name}", component='
+                f"\"{task.component_ref.name}\", dagExecutionID={run['dag']}, componentSpec")
+        pod = Pod(os.path.join(self.workdir, run['id'], task_name))
+        executor_input = pipeline_spec_pb2.ExecutorInput()
+        try:
+            try:
+                inputs, ids = self._resolve_inputs(run, task_name, task, component)
+            except kfp_driver.DriverError as error:
+                raise kfp_driver.DriverError(f'failed to resolve inputs: {error}')
+            executor_input.inputs.CopyFrom(inputs)
+            executor_input.outputs.CopyFrom(kfp_driver.provision_outputs(
+                run['root'], task_name, component.output_definitions, self.publish_logs, pod)
+                if self.oss else self._vertex_outputs(run, task_name, component))
+            if self.oss:
+                ids = kfp_driver.input_artifact_ids(executor_input)  # GenerateExecutionConfig
+            fingerprint, cached_id = '', ''
+            if not self.cache_disabled and task.caching_options.enable_cache:
+                fingerprint = kfp_driver.fingerprint(task, component, container, executor_input)
+                cached_id = self.store.get_execution_cache(
+                    fingerprint, 'pipeline/' + run['name'], self.namespace)
+            custom = {'display_name': _text(task.task_info.name), 'task_name': _text(task_name),
+                      'parent_dag_id': metadata_store_pb2.Value(int_value=run['dag']),
+                      'namespace': _text(self.namespace), 'image': _text(container['image'])}
+            if fingerprint:
+                custom['cache_fingerprint'] = _text(fingerprint)
+            if cached_id:
+                custom['cached_execution_id'] = _text(cached_id)
+            custom['inputs'] = metadata_store_pb2.Value()
+            for key, value in executor_input.inputs.parameter_values.items():
+                custom['inputs'].struct_value.fields[key].CopyFrom(value)
+            execution_id = self.store.create_execution('system.ContainerExecution', custom, ids)
+            if cached_id:  # the pod never starts: the older execution's outputs, same ids
+                reused = kfp_driver.cached_outputs(self.store, executor_input, cached_id)
+                self.store.publish_execution(execution_id, reused['parameters'],
+                                             reused['artifacts'], _STATE.CACHED)
+                return TaskRecord(execution_id, True, executor_input, None)
+        except kfp_driver.DriverError as error:
+            raise TaskFailed(f'driver.Container({info}) failed: {error}')
+        self._launch(run, execution_id, fingerprint, component, container, executor_input, pod)
+        return TaskRecord(execution_id, False, executor_input, pod)
+
+    def _launch(self, run, execution_id, fingerprint, component, container, executor_input,
+                pod):
+        """launcher_v2.go: Execute() / executeV2() / execute()."""
+        v2, output, state = kfp_launcher_v2, None, _STATE.FAILED
+        recorded: Dict[str, int] = {}
+        try:
+            if self.publish_logs:
+                v2.qualify_executor_logs(executor_input)
+            command, args = v2.compile_cmd_and_args(
+                v2.with_default_params(executor_input, component), pod,
+                container.get('command', []), container.get('args', []))
+            if self.oss:
+                v2.download_artifacts(executor_input, pod)
+            v2.prepare_output_folders(executor_input, pod)
+            hook = container.get('lifecycle', {}).get('preCacheCheck')
+            if hook and not self.oss:  # only Vertex AI runs lifecycle hooks
+                hook_command, hook_args = v2.compile_cmd_and_args(
+                    executor_input, pod, hook['command'], hook.get('args', []))
+                v2.run_command(hook_command, hook_args, pod)
+            try:
+                v2.run_command(command, args, pod)
+            finally:
+                self._write_executor_logs(executor_input, pod)
+            output = v2.read_executor_output(executor_input.outputs.output_file)
+            v2.collect_output_parameters(executor_input, output, component)
+            recorded = v2.upload_output_artifacts(executor_input, output, pod, self.store, True)
+            state = _STATE.COMPLETE
+        except (v2.LauncherError, kfp_mlmd.MLMDError) as error:
+            if output is None and self.publish_logs:
+                recorded = v2.upload_output_artifacts(executor_input, None, pod, self.store,
+                                                      False)
+            self.store.publish_execution(execution_id, None, recorded, state)
+            raise TaskFailed(f'failed to execute component: {error}\n{pod.log_tail()}')
+        self.store.publish_execution(execution_id, output.parameter_values, recorded, state)
+        if fingerprint:  # a task with caching on that did not hit the cache makes an entry
+            self.store.create_execution_cache(fingerprint, 'pipeline/' + run['name'],
+                                              self.namespace, run['id'], execution_id)
+
+    def _write_executor_logs(self, executor_input, pod):
+        """launcher_v2.go: getLogWriter(): the command's output also goes to executor-logs'
+        local path, uploaded with the other outputs."""
+        logs = executor_input.outputs.artifacts.get('executor-logs')
+        if logs is not None and self.publish_logs:
+            with open(pod.log_file, 'rb') as source:
+                content = source.read()
+            with open(pod.local_path_for_uri(logs.artifacts[0].uri), 'wb') as dest:
+                dest.write(content)
 
 
-def run_job(job: pipeline_spec_pb2.PipelineJob, run_id: str, run_hooks: bool = True
-            ) -> Dict[str, pipeline_spec_pb2.ExecutorOutput]:
-    """Runs every task once; returns each task's ExecutorOutput as the task wrote it.
-
-    run_hooks=False is open-source KFP's behaviour: its launcher never runs a task's
-    preCacheCheck hook (only Vertex AI does), so the executor gets the parameters unresolved.
-    """
-    spec = job.pipeline_spec
-    spec_pb = json_format.ParseDict(json_format.MessageToDict(spec),
-                                    pipeline_spec_pb2.PipelineSpec())
-    executors = json_format.MessageToDict(spec_pb.deployment_spec)['executors']
-    run_root = os.path.join(job.runtime_config.gcs_output_directory, run_id)
-    outputs_of: Dict[str, pipeline_spec_pb2.ExecutorOutput] = {}
-    for task_name in topological_order(spec_pb):
-        executor_input = _executor_input(spec_pb, task_name, run_root, outputs_of)
-        os.makedirs(os.path.join(run_root, task_name))
-        log_file = os.path.join(run_root, task_name, 'log.txt')
-        label = spec_pb.components[spec_pb.root.dag.tasks[task_name].component_ref.name]
-        container = executors[label.executor_label]['container']
-        hook = container.get('lifecycle', {}).get('preCacheCheck')
-        if hook and run_hooks:  # the driver writes updated parameters to output_file; the executor reads them
-            _run(hook['command'], hook['args'], executor_input, log_file)
-        _run(container['command'], container['args'], executor_input, log_file)
-        with open(executor_input.outputs.output_file) as handle:
-            output = json_format.Parse(handle.read(), pipeline_spec_pb2.ExecutorOutput(),
-                                       ignore_unknown_fields=False)
-        # KFP records each output artifact (its type from the spec, the URI and the metadata the
-        # executor wrote) and hands that record to the downstream tasks.
-        for key, declared in executor_input.outputs.artifacts.items():
-            written = output.artifacts[key].artifacts
-            assert len(written) == 1, (task_name, key)
-            recorded = pipeline_spec_pb2.RuntimeArtifact()
-            recorded.CopyFrom(declared.artifacts[0])
-            recorded.metadata.CopyFrom(written[0].metadata)
-            recorded.uri = written[0].uri or recorded.uri
-            written[0].CopyFrom(recorded)
-        outputs_of[task_name] = output
-    return outputs_of
+def _text(value: str) -> metadata_store_pb2.Value:
+    return metadata_store_pb2.Value(string_value=value)

@@ -49,9 +49,21 @@ def resolve_without_driver(exec_properties: Dict[str, Any], examples: types.Arti
     `version` before the executor runs. Open-source KFP never runs that hook: the executor gets
     the unresolved pattern. Here the same stock input processor does the same work, and the
     Examples get the same properties, so spans and "no new data" work on every orchestrator.
+
+    When a driver ran, its values are recorded on the Examples here as well. With PipelineSpec
+    2.1 the preCacheCheck hook's parameters reach the executor (TFX's run_executor reads them
+    from the executor output file), but its Examples record only reaches ML Metadata if the
+    orchestrator merges it; so the executor's own output carries it. Locally the driver set the
+    same values already. The hook's span and version arrive as JSON numbers: ints again here.
     """
-    if exec_properties.get(example_gen_utils.FINGERPRINT_PROPERTY_NAME):
-        return  # a driver ran
+    if exec_properties.get(example_gen_utils.FINGERPRINT_PROPERTY_NAME):  # a driver ran
+        version = exec_properties.get(example_gen_utils.VERSION_PROPERTY_NAME)
+        example_gen_driver.update_output_artifact(dict(exec_properties, **{
+            example_gen_utils.SPAN_PROPERTY_NAME: int(
+                exec_properties[example_gen_utils.SPAN_PROPERTY_NAME]),
+            example_gen_utils.VERSION_PROPERTY_NAME: None if version is None else int(version)}),
+            examples.mlmd_artifact)
+        return
     input_config = example_gen_pb2.Input()
     proto_utils.json_to_proto(exec_properties['input_config'], input_config)
     range_config = None

@@ -207,4 +207,13 @@ def test_without_a_driver_the_latest_span_is_resolved_and_fingerprinted(small_im
 def test_a_driver_resolved_input_is_left_as_the_driver_made_it(small_images, tmp_path):
     examples = _do(small_images, str(tmp_path / 'examples'), input_fingerprint='given',
                    span=0, version=None)
-    assert not examples.has_custom_property('input_fingerprint')  # the driver sets it, not Do
+    # Not resolved again: the driver's values, recorded on the Examples by Do as well (Vertex
+    # AI's hook hands them over as parameters, span and version as JSON numbers).
+    assert examples.get_string_custom_property('input_fingerprint') == 'given'
+    assert examples.get_int_custom_property('span') == 0
+    assert not examples.has_custom_property('version')
+    examples = _do(small_images, str(tmp_path / 'hook'), input_fingerprint='hook', span=3.0,
+                   version=1.0)
+    assert examples.get_string_custom_property('input_fingerprint') == 'hook'
+    assert (examples.get_int_custom_property('span'),
+            examples.get_int_custom_property('version')) == (3, 1)

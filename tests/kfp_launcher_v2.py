@@ -1,0 +1,251 @@
+"""Open-source KFP's launcher (component/launcher_v2.go), transcribed: what happens inside a task's
+pod around the user's command.
+
+A task's pod is a folder (Pod): its absolute paths (/gcs/..., /tmp/kfp/...) are rebased under
+it. The pipeline root is a local folder standing for a gs:// bucket: a URI here is a local
+absolute path P, read as gs:/P, so component.LocalPathForURI maps it to <pod>/gcs/P. Test support
+only (no TFX imports).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from typing import Dict, List
+
+from google.protobuf import json_format, struct_pb2
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+import kfp_driver
+import kfp_mlmd
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TYPE = pipeline_spec_pb2.ParameterType
+
+
+class LauncherError(RuntimeError):
+    """launcher_v2.go: Execute() failed; the message is KFP's, then the pod's log tail."""
+
+
+class Pod:
+    """A task's pod: a folder holding its local file system."""
+
+    def __init__(self, folder: str):
+        self.folder = folder  # made when the pod starts (run_command)
+        self.log_file = os.path.join(folder, 'pod.log')
+
+    def path(self, absolute: str) -> str:
+        return self.folder + absolute
+
+    def local_path_for_uri(self, uri: str) -> str:
+        """component.LocalPathForURI(): gs://<bucket>/<key> -> /gcs/<bucket>/<key>."""
+        return self.path('/gcs' + uri)
+
+    def log_tail(self) -> str:
+        if not os.path.exists(self.log_file):
+            return ''
+        with open(self.log_file) as log:
+            return log.read()[-4000:]
+
+
+def download_artifacts(executor_input, pod: Pod) -> None:
+    """launcher_v2.go: downloadArtifacts() over objectstore.DownloadBlob(): every file under each
+    input artifact's URI is copied to its local path before the command runs (all artifacts of
+    each list; not those flagged _kfp_workspace). A URI with nothing under it copies nothing."""
+    for artifacts in executor_input.inputs.artifacts.values():
+        for artifact in artifacts.artifacts:
+            if artifact.metadata.fields.get('_kfp_workspace', struct_pb2.Value()).bool_value:
+                continue
+            _copy_blobs(artifact.uri, pod.local_path_for_uri(artifact.uri))
+
+
+def _copy_blobs(source: str, dest: str) -> None:
+    if os.path.isfile(source):
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(source, dest)
+    elif os.path.isdir(source):  # object stores hold files only: empty folders vanish
+        for folder, _, files in os.walk(source):
+            for name in files:
+                _copy_blobs(os.path.join(folder, name),
+                            os.path.join(dest, os.path.relpath(os.path.join(folder, name), source)))
+
+
+def prepare_output_folders(executor_input, pod: Pod) -> None:
+    """launcher_v2.go: prepareOutputFolders(): the parent folder of each output parameter file
+    and of each output artifact's local path."""
+    for parameter in executor_input.outputs.parameters.values():
+        os.makedirs(os.path.dirname(parameter.output_file), exist_ok=True)
+    for artifacts in executor_input.outputs.artifacts.values():
+        for artifact in artifacts.artifacts:
+            os.makedirs(os.path.dirname(pod.local_path_for_uri(artifact.uri)), exist_ok=True)
+
+
+def qualify_executor_logs(executor_input) -> None:
+    """launcher_v2.go: qualifyExecutorLogsForRetry(): executor-logs' URI gets the retry index
+    ("-0": no retries here) before the placeholders are compiled."""
+    logs = executor_input.outputs.artifacts.get('executor-logs')
+    if logs is not None and len(logs.artifacts) == 1 and not logs.artifacts[0].uri.endswith('-0'):
+        logs.artifacts[0].uri += '-0'
+
+
+def with_default_params(executor_input, component):
+    """launcher_v2.go: addDefaultParams(): a copy of the input with each declared parameter's
+    default where the driver passed no value; only the command line sees it."""
+    copy = pipeline_spec_pb2.ExecutorInput()
+    copy.CopyFrom(executor_input)
+    for name, spec in component.input_definitions.parameters.items():
+        if spec.HasField('default_value') and name not in copy.inputs.parameter_values:
+            copy.inputs.parameter_values[name].CopyFrom(spec.default_value)
+    return copy
+
+
+def compile_cmd_and_args(executor_input, pod: Pod, command: List[str], args: List[str]):
+    """launcher_v2.go: compileCmdAndArgs() / getPlaceholders(): {{$}} is the ExecutorInput as
+    JSON (in the command too); the artifact uri/path, parameter and output-file placeholders
+    are replaced in the args only."""
+    whole = json_format.MessageToJson(executor_input, indent=None)
+    placeholders = {}
+    for name, artifacts in executor_input.inputs.artifacts.items():
+        if artifacts.artifacts:
+            artifact = artifacts.artifacts[0]
+            placeholders[f"{{{{$.inputs.artifacts['{name}'].uri}}}}"] = artifact.uri
+            placeholders[f"{{{{$.inputs.artifacts['{name}'].path}}}}"] = \
+                pod.local_path_for_uri(artifact.uri)
+    for name, artifacts in executor_input.outputs.artifacts.items():
+        if artifacts.artifacts:
+            artifact = artifacts.artifacts[0]
+            placeholders[f"{{{{$.outputs.artifacts['{name}'].uri}}}}"] = artifact.uri
+            placeholders[f"{{{{$.outputs.artifacts['{name}'].path}}}}"] = \
+                pod.local_path_for_uri(artifact.uri)
+    for name, value in executor_input.inputs.parameter_values.items():
+        placeholders[f"{{{{$.inputs.parameters['{name}']}}}}"] = kfp_driver.pb_value_to_text(value)
+    for name, parameter in executor_input.outputs.parameters.items():
+        placeholders[f"{{{{$.outputs.parameters['{name}'].output_file}}}}"] = parameter.output_file
+    compiled = []
+    for arg in args:
+        arg = arg.replace('{{$}}', whole)
+        for placeholder, value in placeholders.items():
+            arg = arg.replace(placeholder, value)
+        compiled.append(arg)
+    return [c.replace('{{$}}', whole) for c in command], compiled
+
+
+def run_command(command: List[str], args: List[str], pod: Pod) -> None:
+    """launcher_v2.go: execute(): the command, its stdout and stderr to the pod's log; a non-zero
+    exit fails the task ("exit status N"). `python`, the image's interpreter, is this one."""
+    assert command[0] == 'python', command
+    argv = [sys.executable] + command[1:] + args
+    os.makedirs(pod.folder, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2')
+    with open(pod.log_file, 'a') as log:
+        result = subprocess.run(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                timeout=900)
+    if result.returncode:
+        raise LauncherError(f'exit status {result.returncode}')
+
+
+def read_executor_output(path: str) -> pipeline_spec_pb2.ExecutorOutput:
+    """launcher_v2.go: getExecutorOutputFile(): none written is an empty output; unknown fields
+    fail (protojson.Unmarshal)."""
+    output = pipeline_spec_pb2.ExecutorOutput()
+    if not os.path.exists(path):
+        return output
+    with open(path) as handle:
+        try:
+            json_format.Parse(handle.read(), output, ignore_unknown_fields=False)
+        except json_format.ParseError as error:
+            raise LauncherError(f'failed to unmarshall ExecutorOutput in file "{path}": {error}')
+    return output
+
+
+def collect_output_parameters(executor_input, output, component) -> None:
+    """launcher_v2.go: collectOutputParameters(): a parameter missing from the executor output is
+    read from its output file and parsed by its declared type (metadata.TextToPbValue)."""
+    for name, parameter in executor_input.outputs.parameters.items():
+        if name in output.parameter_values:
+            continue
+        kind = component.output_definitions.parameters[name].parameter_type
+        try:
+            with open(parameter.output_file) as handle:
+                text = handle.read()
+            value = struct_pb2.Value()
+            if kind == _TYPE.STRING:
+                value.string_value = text
+            elif kind in (_TYPE.NUMBER_INTEGER, _TYPE.NUMBER_DOUBLE):
+                value.number_value = int(text.strip()) if kind == _TYPE.NUMBER_INTEGER \
+                    else float(text.strip())
+            elif kind == _TYPE.BOOLEAN:
+                value.bool_value = {'true': True, 'false': False, '1': True, '0': False}[
+                    text.strip().lower()]
+            else:
+                json_format.Parse(text, value)
+        except (OSError, ValueError, KeyError, json_format.ParseError) as error:
+            raise LauncherError(f'failed to read output parameter name="{name}" type='
+                                f'"{_TYPE.ParameterTypeEnum.Name(kind)}" path='
+                                f'"{parameter.output_file}": {error}')
+        output.parameter_values[name].CopyFrom(value)
+
+
+def merge_runtime_artifacts(src, dst) -> None:
+    """launcher_v2.go: mergeRuntimeArtifacts(): from what the executor wrote, only a non-empty
+    URI and the metadata fields (merged over the provisioned ones) are kept; its name and type
+    are ignored."""
+    if src.uri:
+        dst.uri = src.uri
+    if src.HasField('metadata'):
+        for key, value in src.metadata.fields.items():
+            dst.metadata.fields[key].CopyFrom(value)
+    # (custom_path too, a field newer than the installed kfp-pipeline-spec)
+
+
+def artifact_schema(artifact_type) -> str:
+    """launcher_v2.go: getArtifactSchema()."""
+    kind = artifact_type.WhichOneof('kind')
+    if kind == 'instance_schema':
+        return artifact_type.instance_schema
+    if kind == 'schema_title':
+        return 'title: ' + artifact_type.schema_title
+    raise LauncherError('SchemaUri is unsupported' if kind == 'schema_uri' else
+                        f'unknown type {kind} in ArtifactTypeSchema')
+
+
+def upload_output_artifacts(executor_input, output, pod: Pod, store: kfp_mlmd.Store,
+                            succeeded: bool) -> Dict[str, int]:
+    """launcher_v2.go: uploadOutputArtifacts(), tried twice (uploadOutputArtifactsWithRetry):
+    each output merged with the executor's first artifact of that key (executor-logs never),
+    its local path uploaded when it exists (a task may write the URI itself), then recorded in
+    ML Metadata; after a failed command only executor-logs is recorded."""
+    error = None
+    for _ in range(2):
+        try:
+            return _upload_once(executor_input, output, pod, store, succeeded)
+        except (kfp_mlmd.MLMDError, LauncherError) as failure:
+            error = failure  # artifacts recorded before the failure stay in ML Metadata
+    raise error
+
+
+def _upload_once(executor_input, output, pod, store, succeeded) -> Dict[str, int]:
+    recorded = {}
+    for name, artifacts in executor_input.outputs.artifacts.items():
+        if not succeeded and name != 'executor-logs':
+            continue
+        for artifact in artifacts.artifacts:
+            written = output.artifacts.get(name) if output is not None else None
+            if name != 'executor-logs' and written is not None and written.artifacts:
+                merge_runtime_artifacts(written.artifacts[0], artifact)
+            local = pod.local_path_for_uri(artifact.uri)
+            if os.path.exists(local):
+                if os.path.isdir(local):
+                    shutil.copytree(local, artifact.uri, dirs_exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(artifact.uri), exist_ok=True)
+                    shutil.copyfile(local, artifact.uri)
+            elif name == 'executor-logs':
+                continue  # no log on disk: not recorded
+            try:
+                recorded[name] = store.record_artifact(name, artifact_schema(artifact.type),
+                                                       artifact)
+            except kfp_mlmd.MLMDError as error:
+                raise kfp_mlmd.MLMDError(
+                    f'unable to produce MLMD artifact for output "{name}": {error}')
+    return recorded
