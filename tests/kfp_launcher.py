@@ -239,7 +239,9 @@ class Launcher:
                 container.get('command', []), container.get('args', []))
             if self.oss:
                 v2.download_artifacts(executor_input, pod)
-            v2.prepare_output_folders(executor_input, pod)
+                v2.prepare_output_folders(executor_input, pod)
+            else:  # a bucket has no folders: any path in it can be written at once
+                os.makedirs(os.path.dirname(executor_input.outputs.output_file), exist_ok=True)
             hook = container.get('lifecycle', {}).get('preCacheCheck')
             if hook and not self.oss:  # only Vertex AI runs lifecycle hooks
                 hook_command, hook_args = v2.compile_cmd_and_args(
