@@ -1,5 +1,5 @@
 # The image every task of the compiled Kubeflow pipeline runs (`runner.py --kubeflow --image`).
-# Each task's command is `python -m tfx.orchestration.kubeflow.v2...` (see pipeline/kubeflow.py),
+# Each task's command is `python -m pipeline.kfp_entrypoint` (see pipeline/kubeflow.py),
 # so the image needs only Python 3.11 with the project installed against the lock CI uses.
 # Build and push: see README, "Kubeflow Pipelines". (No Docker engine where this was written:
 # the file has not been built there.)
@@ -16,4 +16,4 @@ COPY . .
 RUN pip install --no-cache-dir --disable-pip-version-check 'pip==24.2' \
  && pip install --no-cache-dir --disable-pip-version-check --ignore-requires-python \
         -c constraints.txt '.[kubeflow]' \
- && cd / && python -c "import components.baseline.executor, tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor"
+ && cd / && python -c "import components.baseline.executor, pipeline.kfp_entrypoint"

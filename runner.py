@@ -106,6 +106,7 @@ def build_configs(args):
     given = {dest: getattr(args, dest) for dest in presets.FLAG_FIELDS
              if getattr(args, dest) is not None}
     if args.kubeflow:  # there --output names the compiled file; the run root is the cluster's
+        config_lib.check_kubeflow_root(args.pipeline_root)
         given['output'] = args.pipeline_root
     config = presets.from_flags(args.config, args.config_file, given, args.no_cache)
     if not args.kubeflow:

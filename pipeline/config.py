@@ -5,6 +5,7 @@ tests. Only runner.py turns command-line flags into a config, via `dataclasses.r
 """
 import dataclasses
 import os
+import re
 from typing import Optional, Tuple
 
 from components.trainer.choices import AUGMENTS, OPTIMIZERS, POLICIES
@@ -285,6 +286,24 @@ class KubeflowConfig:
             _check(len(self.schedule.split()) == 6, 'schedule must be a six-field cron expression '
                    f'"sec min hour day month weekday", got {self.schedule!r}')
         _check(bool(self.experiment), 'experiment must not be empty')
+
+
+def check_kubeflow_root(root: str) -> None:
+    """Refuses a Kubeflow pipeline root the image cannot write: only gs://BUCKET[/...] works.
+
+    Open-source KFP takes only gs://, s3://, minio:// or mem:// roots (backend/src/v2/objectstore/
+    config.go ParseBucketPathToConfig) and, without one, uses minio://mlpipeline/v2/artifacts
+    (config/env.go), ignoring the spec's defaultPipelineRoot. But every task reads and writes its
+    artifacts at their URIs itself (TFX), and the image's TensorFlow and Beam reach gs:// only:
+    no S3 file system, no tensorflow-io; minio:// and mem:// are KFP's own names. So gs://.
+    runner.py calls this for --kubeflow; kubeflow.compile_pipeline does not, so that the tests
+    can run a compiled spec on local folders (no bucket is reachable there).
+    """
+    _check(re.match(r'gs://[^/?]+', root) is not None,
+           f'--pipeline-root must be gs://BUCKET[/PATH], got {root!r}: open-source KFP stores '
+           'artifacts only under gs://, s3://, minio:// or mem:// (objectstore/config.go), and '
+           "the image's TensorFlow and Beam write only gs:// (no S3 file system, no "
+           'tensorflow-io)')
 
 
 def default_config(**overrides) -> PipelineConfig:

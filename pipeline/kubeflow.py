@@ -11,8 +11,18 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
   and the string fields open-source KFP prefers); with `trainer_workers` > 1 those resources go
   to each pod of a TFJob the task creates instead (components/trainer/tfjob.py), and the task
   itself, which only waits, gets 1 core and 4 GB, and ingestion leaves a train shard per pod;
+- every task runs our entry point, `python -m pipeline.kfp_entrypoint` (TFX's own run_executor,
+  given the ExecutorInput as open-source KFP's driver hands it over, see that module), with the
+  arguments TFX compiles; the ExampleGen's pre-cache-check hook stays TFX's driver, which only
+  Vertex AI runs;
+- PipelineSpec schema 2.1.0, the only one open-source KFP's API server accepts: parameters are
+  `runtimeValue.constant` with a `parameterType`, and every task carries its declared inputs
+  (`--json_serialized_inputs_spec_args`), from which the entry point types its input artifacts;
 - one documented post-processing step: the ingestion task is compiled uncached unless
   `cache_ingestion` is set (open-source KFP ignores TFX's pre-cache-check hook, see README).
+
+The pipeline root must be gs:// (config.check_kubeflow_root, called by runner.py); this module
+compiles any root, so the tests can run the compiled spec on local folders.
 """
 import dataclasses
 import hashlib
@@ -32,6 +42,8 @@ from pipeline import pipeline as pipeline_lib
 
 # The trainer's task when a TFJob trains: TFX, TensorFlow and polling, no GPU.
 _WATCHER_CPU, _WATCHER_MEMORY_GB = 1.0, 4.0
+# Every task's container command (the image's interpreter); pipeline/kfp_entrypoint.py.
+ENTRYPOINT = ['python', '-m', 'pipeline.kfp_entrypoint']
 _ResourceSpec = pipeline_spec_pb2.PipelineDeploymentConfig.PipelineContainerSpec.ResourceSpec
 
 
@@ -96,7 +108,7 @@ def build_job(config: config_lib.PipelineConfig,
                     gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type))
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
-            display_name=config.name, default_image=kubeflow.image,
+            display_name=config.name, default_image=kubeflow.image, default_commands=ENTRYPOINT,
             # Open-source KFP's API server accepts schema 2.1.0 only (README, Kubeflow
             # compatibility); 2.1 also compiles parameters as runtimeValue.constant.
             use_pipeline_spec_2_1=True))

@@ -156,6 +156,22 @@ def test_kubeflow_needs_an_image_and_a_pipeline_root(tmp_path):
     assert not os.path.exists(tmp_path / 'p.json')
 
 
+def test_kubeflow_refuses_a_pipeline_root_the_image_cannot_write(tmp_path):
+    # One line, exit 2, before anything is compiled: what works (gs://) and why the rest fails.
+    result = _cli('--kubeflow', '--image', 'img:1', '--pipeline-root', str(tmp_path / 'root'),
+                  '--output', str(tmp_path / 'p.json'))
+    assert result.returncode == 2 and result.stderr.count('\n') == 1, result.stderr
+    assert "--pipeline-root must be gs://BUCKET[/PATH], got '" in result.stderr
+    assert 'gs://, s3://, minio:// or mem://' in result.stderr and 'no S3 file' in result.stderr
+    assert not os.path.exists(tmp_path / 'p.json')
+    # What open-source KFP would accept but the image cannot write is refused as well.
+    for root in ('s3://b/r', 'minio://mlpipeline/v2/artifacts', 'mem://b', 'gs://', 'gs:///r'):
+        with pytest.raises(ValueError, match='must be gs://BUCKET'):
+            _configs('--kubeflow', '--image', 'i', '--pipeline-root', root)
+    assert _configs('--kubeflow', '--image', 'i', '--pipeline-root', 'gs://b')[0].output_dir == \
+        'gs://b'
+
+
 def test_kubeflow_flags_reach_the_configs():
     cfg, kubeflow = _configs('--kubeflow', '--image', 'img:1', '--pipeline-root', 'gs://b/r',
                              '--data', 'gs://b/images', '--trainer-gpus', '1',

@@ -3,7 +3,6 @@
 The server (fake_kfp_server.py) implements the v2beta1 REST endpoints kfp.Client calls and
 records the requests; the assertions are on what reached it.
 """
-import json
 import os
 import subprocess
 import sys
@@ -69,7 +68,8 @@ def test_second_call_with_a_changed_pipeline_replaces_the_schedule(kfp_api, tmp_
     assert len(state.versions) == 2            # a new version of the same pipeline
     new_version = state.versions[1]
     assert new_version['pipeline_id'] == state.pipelines[0]['pipeline_id']
-    assert '"800"' in json.dumps(new_version['pipeline_spec'])  # the changed train_steps
+    trainer = new_version['pipeline_spec']['root']['dag']['tasks']['ImageTrainer']
+    assert trainer['inputs']['parameters']['train_steps']['runtimeValue']['constant'] == 800
     [run] = state.recurring_runs                # updated, not duplicated
     assert run['recurring_run_id'] != first_run
     assert run['pipeline_version_reference']['pipeline_version_id'] == \

@@ -15,7 +15,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 IMAGE = 'europe-docker.pkg.dev/acme/ml/image-pipeline:1.0'
 ROOT = 'gs://acme-ml/image-pipeline'
 BEAM = '--runner=DataflowRunner --project=acme --region=europe-west4'
-RUN_EXECUTOR = ['python', '-m', 'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor']
+# Our entry point (pipeline/kfp_entrypoint.py), which prepares the ExecutorInput for TFX's.
+ENTRYPOINT = ['python', '-m', 'pipeline.kfp_entrypoint']
 
 # Every task and the tasks it waits for: data flow, plus the gate before training.
 EXPECTED_DAG = {
@@ -70,7 +71,7 @@ def test_every_task_and_its_dependencies(spec):
     tasks = spec.root.dag.tasks
     assert {name: set(task.dependent_tasks) for name, task in tasks.items()} == EXPECTED_DAG
     assert spec.pipeline_info.name == 'image-pipeline'
-    assert spec.schema_version == '2.0.0'
+    assert spec.schema_version == '2.1.0'  # the only version open-source KFP's API accepts
 
 
 def test_artifacts_flow_from_the_producing_tasks(spec):
@@ -82,15 +83,34 @@ def test_artifacts_flow_from_the_producing_tasks(spec):
     assert candidate.task_output_artifact.output_artifact_key == 'model'
 
 
-def test_every_task_runs_the_tfx_entry_point_in_our_image_with_the_beam_args(spec):
+def _inputs_spec(spec, task_name, json_text):
+    """The --json_serialized_inputs_spec_args value, parsed strictly: the component's inputs."""
+    inputs = json_format.Parse(json_text, pipeline_spec_pb2.ComponentInputsSpec(),
+                               ignore_unknown_fields=False)
+    component = spec.components[spec.root.dag.tasks[task_name].component_ref.name]
+    assert inputs == component.input_definitions, task_name
+    return inputs
+
+
+def test_every_task_runs_our_entry_point_in_our_image_with_the_beam_args(spec):
     for name in EXPECTED_DAG:
         container = _container_spec(spec, name)
         assert container.image == IMAGE
-        assert list(container.command) == RUN_EXECUTOR
+        assert list(container.command) == ENTRYPOINT
         args = list(container.args)
-        assert args[:4] == ['--executor_class_path', args[1], '--json_serialized_invocation_args',
-                            '{{$}}']
-        assert args[4:] == BEAM.split(), name
+        assert args[:6] == ['--executor_class_path', args[1], '--json_serialized_invocation_args',
+                            '{{$}}', '--json_serialized_inputs_spec_args', args[5]]
+        assert args[6:] == BEAM.split(), name
+        # The declared inputs, from which the entry point types what open-source KFP hands
+        # over untyped: every input artifact of the task, with its TFX type.
+        declared = _inputs_spec(spec, name, args[5])
+        task = spec.root.dag.tasks[name]
+        assert set(declared.artifacts) == set(task.inputs.artifacts), name
+        assert all(a.artifact_type.instance_schema.startswith('title: tfx.')
+                   for a in declared.artifacts.values()), name
+        assert set(declared.parameters) == set(task.inputs.parameters), name
+    declared = _inputs_spec(spec, 'Evaluator', _container_spec(spec, 'Evaluator').args[5])
+    assert declared.artifacts['model'].artifact_type.instance_schema.startswith('title: tfx.Model\n')
     assert _container_spec(spec, 'ServedModelBaseline').args[1] == \
         'components.baseline.executor.Executor'
     assert _container_spec(spec, 'Evaluator').args[1] == 'components.evaluate.executor.Executor'
@@ -99,8 +119,12 @@ def test_every_task_runs_the_tfx_entry_point_in_our_image_with_the_beam_args(spe
 def test_ingestion_has_the_fingerprint_driver_and_is_not_cached(spec):
     container = _container_spec(spec, 'ImageExampleGen')
     hook = container.lifecycle.pre_cache_check
+    # TFX's own driver: only Vertex AI runs the hook, and there it needs no preparing.
     assert list(hook.command) == [
         'python', '-m', 'tfx.orchestration.kubeflow.v2.file_based_example_gen.driver']
+    assert list(hook.args[:3]) == ['--json_serialized_invocation_args', '{{$}}',
+                                   '--json_serialized_inputs_spec_args']
+    _inputs_spec(spec, 'ImageExampleGen', hook.args[3])
     assert not spec.root.dag.tasks['ImageExampleGen'].caching_options.enable_cache
     assert all(spec.root.dag.tasks[n].caching_options.enable_cache
                for n in EXPECTED_DAG if n != 'ImageExampleGen')
@@ -119,8 +143,31 @@ def test_only_the_trainer_has_resources(spec):
 
 
 def _parameter(spec, task, name):
-    # Schema 2.0.0, as TFX writes it: typed constant_value (string/int/double), not `constant`.
-    return spec.root.dag.tasks[task].inputs.parameters[name].runtime_value.constant_value.string_value
+    # Schema 2.1.0: `runtimeValue.constant` (what KFP's driver reads, resolve.go), its type in
+    # the component's inputDefinitions.
+    component = spec.components[spec.root.dag.tasks[task].component_ref.name]
+    assert component.input_definitions.parameters[name].parameter_type == \
+        pipeline_spec_pb2.ParameterType.STRING, (task, name)
+    return spec.root.dag.tasks[task].inputs.parameters[name].runtime_value.constant.string_value
+
+
+def test_parameters_are_2_1_constants_typed_in_the_components(spec):
+    ParameterType = pipeline_spec_pb2.ParameterType
+    kinds = {ParameterType.NUMBER_INTEGER: 'number_value', ParameterType.NUMBER_DOUBLE:
+             'number_value', ParameterType.STRING: 'string_value'}
+    seen = set()
+    for name, task in spec.root.dag.tasks.items():
+        definitions = spec.components[task.component_ref.name].input_definitions.parameters
+        for key, parameter in task.inputs.parameters.items():
+            assert not parameter.runtime_value.HasField('constant_value'), (name, key)
+            kind = definitions[key].parameter_type
+            assert parameter.runtime_value.constant.WhichOneof('kind') == kinds[kind], (name, key)
+            seen.add(kind)
+    # Lists and dicts are compiled as JSON strings, a bool as an integer (compiler_utils).
+    assert seen == set(kinds)
+    trainer = spec.root.dag.tasks['ImageTrainer'].inputs.parameters
+    assert trainer['global_batch_size'].runtime_value.constant.number_value == 64
+    assert trainer['learning_rate'].runtime_value.constant.number_value == 0.003
 
 
 def test_paths_point_into_the_image_and_the_pipeline_root(job, spec):
@@ -173,9 +220,8 @@ def test_trainer_workers_compile_a_tfjob_with_the_trainer_resources_per_worker(t
     with open(output) as handle:
         parameters = json.load(handle)['pipelineSpec']['root']['dag']['tasks'][
             'ImageExampleGen']['inputs']['parameters']
-    assert {k: parameters[k]['runtimeValue']['constantValue'] for k in (
-        'num_shards', 'min_train_shards')} == {'num_shards': {'intValue': '3'},
-                                               'min_train_shards': {'intValue': '3'}}
+    assert {k: parameters[k]['runtimeValue']['constant'] for k in (
+        'num_shards', 'min_train_shards')} == {'num_shards': 3, 'min_train_shards': 3}
 
 
 def test_without_trainer_workers_the_task_trains_in_its_own_pod(spec):
