@@ -7,6 +7,7 @@ the order driver/container.go Container() does. Test support only (no TFX import
 import hashlib
 import json
 import os
+import re
 import uuid
 from typing import Dict, Optional
 
@@ -39,6 +40,22 @@ def go_text(message) -> str:
             else:
                 parts.append(f'{field.name}:{json.dumps(item) if isinstance(item, str) else item}')
     return ' '.join(parts)
+
+
+def check_pipeline_root(root: str, info: str) -> str:
+    """objectstore/config.go: ParseBucketPathToConfig(), as driver.RootDAG() applies it: only
+    gs://, s3://, minio:// and mem:// roots. This machine has no object store, so a local
+    absolute folder stands for a gs:// bucket (see kfp_launcher_v2.py); real roots are refused."""
+    match = re.match(r'(^[a-z][a-z0-9]+:///?)([^/?]+)(/[^?]*)?(\?.+)?$', root)
+    if match is None and os.path.isabs(root):
+        return root
+    if match is None:
+        text = f'unrecognized pipeline root format: "{root}"'
+    elif match.group(1) not in ('gs://', 's3://', 'minio://', 'mem://'):
+        text = f'unsupported Cloud bucket: "{root}"'
+    else:
+        raise NotImplementedError(f'{root}: no object store here; give a local folder')
+    raise DriverError(f'driver.RootDAG({info}) failed: parse bucket config failed: {text}')
 
 
 def resolve_parameter(spec, opts: dict, upstream_outputs) -> struct_pb2.Value:

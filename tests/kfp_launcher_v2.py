@@ -172,11 +172,10 @@ def collect_output_parameters(executor_input, output, component) -> None:
             if kind == _TYPE.STRING:
                 value.string_value = text
             elif kind in (_TYPE.NUMBER_INTEGER, _TYPE.NUMBER_DOUBLE):
-                value.number_value = int(text.strip()) if kind == _TYPE.NUMBER_INTEGER \
-                    else float(text.strip())
-            elif kind == _TYPE.BOOLEAN:
-                value.bool_value = {'true': True, 'false': False, '1': True, '0': False}[
-                    text.strip().lower()]
+                value.number_value = (int if kind == _TYPE.NUMBER_INTEGER else float)(text.strip())
+            elif kind == _TYPE.BOOLEAN:  # strconv.ParseBool
+                value.bool_value = {'true': True, 'false': False, '1': True, '0': False,
+                                    't': True, 'f': False}[text.strip().lower()]
             else:
                 json_format.Parse(text, value)
         except (OSError, ValueError, KeyError, json_format.ParseError) as error:
