@@ -74,8 +74,8 @@ def resolve_parameter(spec, opts: dict, upstream_outputs) -> struct_pb2.Value:
         output = spec.task_output_parameter
         return upstream_outputs(output.producer_task)[output.output_parameter_key]
     if kind != 'runtime_value':
-        raise param_error(f'parameter spec of type {_go_type("TaskInputsSpec_InputParameterSpec", kind)} '
-                          'not implemented yet')
+        go_type = _go_type('TaskInputsSpec_InputParameterSpec', kind)
+        raise param_error(f'parameter spec of type {go_type} not implemented yet')
     value_kind = spec.runtime_value.WhichOneof('value')
     if value_kind != 'constant':  # the deprecated constantValue of schema 2.0.0
         raise param_error(f'param runtime value spec of type '

@@ -2,7 +2,7 @@
 subprocesses, handing each what the real orchestrator hands it.
 
     launcher = Launcher(mode='oss')          # open-source KFP 2.17 (default), or 'vertex'
-    outputs = launcher.run_job(job, 'run-1')  # {task: ExecutorOutput as recorded}; raises TaskFailed
+    outputs = launcher.run_job(job, 'run-1')  # {task: recorded ExecutorOutput}, or TaskFailed
 
 A Launcher keeps ML Metadata and the cache across runs. Mode 'oss' transcribes kubeflow/pipelines
 (driver/container.go Container() and component/launcher_v2.go Execute(), step by step, in
@@ -16,7 +16,7 @@ import os
 import tempfile
 from typing import Dict, List, Optional
 
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from ml_metadata.proto import metadata_store_pb2
 

@@ -6,7 +6,6 @@ it. The pipeline root is a local folder standing for a gs:// bucket: a URI here 
 absolute path P, read as gs:/P, so component.LocalPathForURI maps it to <pod>/gcs/P. Test support
 only (no TFX imports).
 """
-import json
 import os
 import shutil
 import subprocess
