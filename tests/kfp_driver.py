@@ -7,6 +7,7 @@ the order driver/container.go Container() does. Test support only (no TFX import
 import hashlib
 import json
 import os
+import re
 import uuid
 from typing import Dict, Optional
 
@@ -41,6 +42,22 @@ def go_text(message) -> str:
     return ' '.join(parts)
 
 
+def check_pipeline_root(root: str, info: str) -> str:
+    """objectstore/config.go: ParseBucketPathToConfig(), as driver.RootDAG() applies it: only
+    gs://, s3://, minio:// and mem:// roots. This machine has no object store, so a local
+    absolute folder stands for a gs:// bucket (see kfp_launcher_v2.py); real roots are refused."""
+    match = re.match(r'(^[a-z][a-z0-9]+:///?)([^/?]+)(/[^?]*)?(\?.+)?$', root)
+    if match is None and os.path.isabs(root):
+        return root
+    if match is None:
+        text = f'unrecognized pipeline root format: "{root}"'
+    elif match.group(1) not in ('gs://', 's3://', 'minio://', 'mem://'):
+        text = f'unsupported Cloud bucket: "{root}"'
+    else:
+        raise NotImplementedError(f'{root}: no object store here; give a local folder')
+    raise DriverError(f'driver.RootDAG({info}) failed: parse bucket config failed: {text}')
+
+
 def resolve_parameter(spec, opts: dict, upstream_outputs) -> struct_pb2.Value:
     """resolve.go: resolveInputParameter(): componentInputParameter from the root DAG's inputs,
     taskOutputParameter from the producer's recorded outputs, runtimeValue only as `constant`
@@ -57,8 +74,8 @@ def resolve_parameter(spec, opts: dict, upstream_outputs) -> struct_pb2.Value:
         output = spec.task_output_parameter
         return upstream_outputs(output.producer_task)[output.output_parameter_key]
     if kind != 'runtime_value':
-        raise param_error(f'parameter spec of type {_go_type("TaskInputsSpec_InputParameterSpec", kind)} '
-                          'not implemented yet')
+        go_type = _go_type('TaskInputsSpec_InputParameterSpec', kind)
+        raise param_error(f'parameter spec of type {go_type} not implemented yet')
     value_kind = spec.runtime_value.WhichOneof('value')
     if value_kind != 'constant':  # the deprecated constantValue of schema 2.0.0
         raise param_error(f'param runtime value spec of type '

@@ -2,7 +2,7 @@
 subprocesses, handing each what the real orchestrator hands it.
 
     launcher = Launcher(mode='oss')          # open-source KFP 2.17 (default), or 'vertex'
-    outputs = launcher.run_job(job, 'run-1')  # {task: ExecutorOutput as recorded}; raises TaskFailed
+    outputs = launcher.run_job(job, 'run-1')  # {task: recorded ExecutorOutput}, or TaskFailed
 
 A Launcher keeps ML Metadata and the cache across runs. Mode 'oss' transcribes kubeflow/pipelines
 (driver/container.go Container() and component/launcher_v2.go Execute(), step by step, in
@@ -13,22 +13,20 @@ executor-logs, no local copies of the inputs, no cache. Test support only (no TF
 """
 import dataclasses
 import os
-import re
 import tempfile
-import uuid
 from typing import Dict, List, Optional
 
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from ml_metadata.proto import metadata_store_pb2
 
 import kfp_driver
 import kfp_launcher_v2
 import kfp_mlmd
+import kfp_vertex
 from kfp_launcher_v2 import Pod
 
 _STATE = metadata_store_pb2.Execution
-_VERTEX_PROJECT, _VERTEX_REGION = '123456789012', 'us-central1'
 
 
 class TaskFailed(RuntimeError):
@@ -59,22 +57,6 @@ def topological_order(spec: pipeline_spec_pb2.PipelineSpec) -> List[str]:
     return order
 
 
-def check_pipeline_root(root: str, info: str) -> str:
-    """objectstore/config.go: ParseBucketPathToConfig(), as driver.RootDAG() applies it: only
-    gs://, s3://, minio:// and mem:// roots. This machine has no object store, so a local
-    absolute folder stands for a gs:// bucket (see kfp_launcher_v2.py); real roots are refused."""
-    match = re.match(r'(^[a-z][a-z0-9]+:///?)([^/?]+)(/[^?]*)?(\?.+)?$', root)
-    if match is None and os.path.isabs(root):
-        return root
-    if match is None:
-        text = f'unrecognized pipeline root format: "{root}"'
-    elif match.group(1) not in ('gs://', 's3://', 'minio://', 'mem://'):
-        text = f'unsupported Cloud bucket: "{root}"'
-    else:
-        raise NotImplementedError(f'{root}: no object store here; give a local folder')
-    raise TaskFailed(f'driver.RootDAG({info}) failed: parse bucket config failed: {text}')
-
-
 class Launcher:
     """Runs PipelineJobs one after the other, with one ML Metadata and cache for all of them."""
 
@@ -99,13 +81,16 @@ class Launcher:
                                      pipeline_spec_pb2.PipelineSpec())
         name = spec.pipeline_info.name
         info = f'pipelineName={name}, runID={run_id}, runtimeConfig, componentSpec'
-        root = check_pipeline_root(job.runtime_config.gcs_output_directory, info)
-        # metadata/client.go GetPipeline(): the run's root is <root>/<pipeline name>/<run id>;
-        # Vertex AI writes under <root>/<project number>/<job id>.
-        run_root = kfp_driver.generate_output_uri(
-            root, *((name, run_id) if self.oss else (_VERTEX_PROJECT, run_id)))
-        dag = self.store.create_execution('system.DAGExecution', {  # root_dag.go: RootDAG()
-            'display_name': _text(''), 'task_name': _text(''), 'name': _text(f'run/{run_id}')}, {})
+        try:
+            root = kfp_driver.check_pipeline_root(job.runtime_config.gcs_output_directory, info)
+        except kfp_driver.DriverError as error:
+            raise TaskFailed(str(error))
+        # metadata/client.go GetPipeline(): the run's root is <root>/<pipeline name>/<run id>.
+        run_root = kfp_driver.generate_output_uri(root, name, run_id) if self.oss else \
+            kfp_vertex.run_root(root, run_id)
+        # root_dag.go: RootDAG(): the run's DAG execution, parent of every task's execution.
+        dag = self.store.create_execution('system.DAGExecution', {
+            'display_name': _text(''), 'task_name': _text('')}, {})
         executors = json_format.MessageToDict(spec.deployment_spec)['executors']
         run = {'name': name, 'id': run_id, 'root': run_root, 'dag': dag, 'job': job,
                'executions': {}}
@@ -131,11 +116,7 @@ class Launcher:
     def _input_artifact(self, artifact_id: int) -> pipeline_spec_pb2.RuntimeArtifact:
         if self.oss:  # resolve.go: resolveUpstreamArtifacts() -> ToRuntimeArtifact(), Schema ""
             return self.store.to_runtime_artifact(artifact_id, schema='')
-        artifact = pipeline_spec_pb2.RuntimeArtifact()  # Vertex AI: typed, metadata as written
-        artifact.CopyFrom(self.store.raw[artifact_id])
-        artifact.name = (f'projects/{_VERTEX_PROJECT}/locations/{_VERTEX_REGION}/'
-                         f'metadataStores/default/artifacts/{artifact_id}')
-        return artifact
+        return kfp_vertex.input_artifact(self.store.raw[artifact_id], artifact_id)
 
     def _resolve_inputs(self, run, task_name, task, component):
         """resolve.go: resolveInputs(): parameters, then artifacts from the producers' records."""
@@ -168,20 +149,6 @@ class Launcher:
             kfp_driver.check_parameter_types(inputs, component.input_definitions)
         return inputs, ids
 
-    def _vertex_outputs(self, run, task_name, component):
-        """Vertex AI: <root>/<project number>/<job id>/<task>_<task id>/<key>, and the executor
-        output file beside them in the bucket, where the preCacheCheck hook and the executor
-        both see it (TFX's run_executor reads the hook's parameters from it)."""
-        outputs = pipeline_spec_pb2.ExecutorInput.Outputs()
-        task_root = f"{run['root']}/{task_name}_{uuid.uuid4().int % 10 ** 19}"
-        for key, spec in component.output_definitions.artifacts.items():
-            artifact = outputs.artifacts[key].artifacts.add(
-                name=f'projects/{_VERTEX_PROJECT}/locations/{_VERTEX_REGION}/metadataStores/'
-                     f'default/artifacts/{uuid.uuid4().hex}', uri=f'{task_root}/{key}')
-            artifact.type.CopyFrom(spec.artifact_type)
-        outputs.output_file = f'{task_root}/executor_output.json'
-        return outputs
-
     def _run_task(self, run, task_name, task, component, container) -> TaskRecord:
         """driver/container.go: Container(), then component/launcher_v2.go: Execute()."""
         info = (f"pipelineName={run['name']}, runID={run['id']}, taskDisplayName="
@@ -197,7 +164,8 @@ class Launcher:
             executor_input.inputs.CopyFrom(inputs)
             executor_input.outputs.CopyFrom(kfp_driver.provision_outputs(
                 run['root'], task_name, component.output_definitions, self.publish_logs, pod)
-                if self.oss else self._vertex_outputs(run, task_name, component))
+                if self.oss else kfp_vertex.provision_outputs(run['root'], task_name,
+                                                              component.output_definitions))
             if self.oss:
                 ids = kfp_driver.input_artifact_ids(executor_input)  # GenerateExecutionConfig
             fingerprint, cached_id = '', ''
@@ -239,7 +207,9 @@ class Launcher:
                 container.get('command', []), container.get('args', []))
             if self.oss:
                 v2.download_artifacts(executor_input, pod)
-            v2.prepare_output_folders(executor_input, pod)
+                v2.prepare_output_folders(executor_input, pod)
+            else:  # a bucket has no folders: any path in it can be written at once
+                os.makedirs(os.path.dirname(executor_input.outputs.output_file), exist_ok=True)
             hook = container.get('lifecycle', {}).get('preCacheCheck')
             if hook and not self.oss:  # only Vertex AI runs lifecycle hooks
                 hook_command, hook_args = v2.compile_cmd_and_args(

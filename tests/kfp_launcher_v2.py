@@ -6,7 +6,6 @@ it. The pipeline root is a local folder standing for a gs:// bucket: a URI here 
 absolute path P, read as gs:/P, so component.LocalPathForURI maps it to <pod>/gcs/P. Test support
 only (no TFX imports).
 """
-import json
 import os
 import shutil
 import subprocess
@@ -172,11 +171,10 @@ def collect_output_parameters(executor_input, output, component) -> None:
             if kind == _TYPE.STRING:
                 value.string_value = text
             elif kind in (_TYPE.NUMBER_INTEGER, _TYPE.NUMBER_DOUBLE):
-                value.number_value = int(text.strip()) if kind == _TYPE.NUMBER_INTEGER \
-                    else float(text.strip())
-            elif kind == _TYPE.BOOLEAN:
-                value.bool_value = {'true': True, 'false': False, '1': True, '0': False}[
-                    text.strip().lower()]
+                value.number_value = (int if kind == _TYPE.NUMBER_INTEGER else float)(text.strip())
+            elif kind == _TYPE.BOOLEAN:  # strconv.ParseBool
+                value.bool_value = {'true': True, 'false': False, '1': True, '0': False,
+                                    't': True, 'f': False}[text.strip().lower()]
             else:
                 json_format.Parse(text, value)
         except (OSError, ValueError, KeyError, json_format.ParseError) as error:

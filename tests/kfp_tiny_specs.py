@@ -46,7 +46,8 @@ def build(root: str, tasks: Dict[str, dict], name: str = 'rules') -> pipeline_sp
             'executorLabel': label,
             'inputDefinitions': {
                 'parameters': definitions,
-                'artifacts': {n: {'artifactType': {'instanceSchema': EXAMPLES}} for n in artifacts}},
+                'artifacts': {n: {'artifactType': {'instanceSchema': EXAMPLES}}
+                              for n in artifacts}},
             'outputDefinitions': {'artifacts': {k: {'artifactType': {'instanceSchema': s}}
                                                 for k, s in task.get('outputs', {}).items()}}}
         container = {'image': 'local', 'command': task['command'],

@@ -1,7 +1,6 @@
 """The open-source-KFP mode of the launcher stand-in (tests/kfp_launcher.py), one rule per test, on
 tiny hand-written specs whose tasks record what they were handed (tests/kfp_task_probe.py).
 Each rule's source in kubeflow/pipelines is named in the stand-in's code."""
-import json
 import os
 import re
 
@@ -109,7 +108,8 @@ def test_downstream_inputs_are_untyped_id_named_and_metadata_is_converted(dirs):
     assert given['type'] == {'instanceSchema': ''}
     assert given['metadata'] == {
         's': 'x', 'n': 3, 'flag': 1, 'l': {'list': [1, 'a']}, 'd': {'struct': {'k': 'v'}},
-        'display_name': 'out', 'store_session_info': '{"Provider":"gs","Params":{"fromEnv":"true"}}'}
+        'display_name': 'out',
+        'store_session_info': '{"Provider":"gs","Params":{"fromEnv":"true"}}'}
 
 
 def test_a_null_metadata_value_fails_the_task_after_its_executor_succeeded(dirs):
@@ -122,7 +122,8 @@ def test_a_null_metadata_value_fails_the_task_after_its_executor_succeeded(dirs)
         'to convert RuntimeArtifact to MLMD artifact: unknown/unsupported value type '
         '*structpb.Value_NullValue')
     assert os.path.exists(os.path.join(records, 'A.json'))  # the executor had finished
-    [failed] = [e for e in launcher.store.executions.values() if e.type == 'system.ContainerExecution']
+    [failed] = [e for e in launcher.store.executions.values()
+                if e.type == 'system.ContainerExecution']
     assert failed.last_known_state == failed.FAILED
 
 
@@ -170,7 +171,8 @@ def test_a_failing_command_fails_the_task_and_records_only_its_log(dirs):
     with pytest.raises(kfp_launcher.TaskFailed, match='^failed to execute component: exit '
                                                        'status 3\nboom'):
         launcher.run_job(job, 'run-1')
-    [execution_id] = [i for i, e in launcher.store.executions.items() if e.type == 'system.ContainerExecution']
+    [execution_id] = [i for i, e in launcher.store.executions.items()
+                      if e.type == 'system.ContainerExecution']
     assert list(launcher.store.output_artifacts(execution_id)) == ['executor-logs']
 
 

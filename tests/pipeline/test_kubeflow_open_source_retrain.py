@@ -1,15 +1,19 @@
-"""End-to-end: scheduled runs under open-source KFP's behaviour (no preCacheCheck hook, no
-cache), task by task from the compiled spec (kfp_launcher.py, run_hooks=False).
+"""End-to-end: the compiled Kubeflow spec, task by task, as open-source KFP 2.17 runs it
+(tests/kfp_launcher.py, mode 'oss': untyped id-named inputs with ML Metadata's converted
+metadata, the executor-logs output, inputs copied into each pod, KFP's cache, no hook).
 
-Three runs on a span layout: the first ingests span-1 and pushes version 1; the second, on
-unchanged input, trains nothing and makes no new version; then a span-2 folder arrives and the
-third ingests it, trains and pushes version 2. Without the hook, the span and the input
-fingerprint are resolved by ingestion itself (components/ingest/executor.py), and the skip is
-the trainer's (components/trainer/unchanged.py).
+Three scheduled runs on a span layout, with one ML Metadata and cache: the first ingests span-1,
+trains, evaluates without a baseline and pushes version 1; the second, on unchanged input,
+compares with the served model, trains nothing and makes no new version (ImportSchemaGen comes
+from the cache); then a span-2 folder arrives and the third ingests it, trains and pushes
+version 2. Without the hook, the span and the input fingerprint are resolved by ingestion itself
+(components/ingest/executor.py), and the skip is the trainer's (components/trainer/unchanged.py).
 """
+import glob
 import os
 
 import pytest
+import tensorflow as tf
 from google.protobuf import json_format
 
 from pipeline import config as config_lib
@@ -28,44 +32,102 @@ def runs(tmp_path_factory):
     copy_digits(str(data / 'span-1'), per_class=30)
     cfg = config_lib.smoke_config(str(data), str(base / 'out'),
                                   schema_path=config_lib.DIGITS_SCHEMA)
+    # The "image" is this checkout: its paths stay as they are.
     kf = config_lib.KubeflowConfig(image='local', output_file=str(base / 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
     job = kfp_launcher.load_job(kubeflow.compile_pipeline(cfg, kf))
-    first = kfp_launcher.run_job(job, 'run-1', run_hooks=False)
-    unchanged = kfp_launcher.run_job(job, 'run-2', run_hooks=False)
+    launcher = kfp_launcher.Launcher(workdir=str(base / 'pods'))
+    first = launcher.run_job(job, 'run-1')
+    unchanged = launcher.run_job(job, 'run-2')
     versions_after_unchanged = sorted(os.listdir(cfg.serving_dir))
     copy_digits(str(data / 'span-2'), per_class=35)  # the next day's data arrives
-    third = kfp_launcher.run_job(job, 'run-3', run_hooks=False)
-    return cfg, first, unchanged, versions_after_unchanged, third
+    third = launcher.run_job(job, 'run-3')
+    return cfg, launcher, first, unchanged, versions_after_unchanged, third
+
+
+def _artifact(outputs, task, key):
+    artifacts = outputs[task].artifacts[key].artifacts
+    assert len(artifacts) == 1
+    return artifacts[0]
 
 
 def _metadata(outputs, task, key):
-    artifacts = outputs[task].artifacts[key].artifacts
-    assert len(artifacts) == 1
-    return json_format.MessageToDict(artifacts[0].metadata)
+    return json_format.MessageToDict(_artifact(outputs, task, key).metadata)
 
 
-def test_without_the_hook_ingestion_resolves_the_latest_span_and_fingerprints_it(runs):
-    _, first, _, _, third = runs
+def test_every_task_got_untyped_inputs_named_by_id_and_copies_of_them(runs):
+    _, launcher, first, _, _, _ = runs
+    record = launcher.tasks[('run-1', 'Evaluator')]
+    [model] = record.executor_input.inputs.artifacts['model'].artifacts
+    assert model.type.instance_schema == '' and model.name == \
+        _artifact(first, 'ImageTrainer', 'model').name
+    assert 'executor-logs' in record.executor_input.outputs.artifacts
+    examples = _artifact(first, 'ImageExampleGen', 'examples')
+    mirror = launcher.tasks[('run-1', 'StatisticsGen')].pod.local_path_for_uri(examples.uri)
+    assert glob.glob(os.path.join(mirror, 'Split-train', '*.gz'))
+
+
+def test_ingestion_resolves_the_latest_span_and_fingerprints_it(runs):
+    cfg, _, first, _, _, third = runs
     examples = _metadata(first, 'ImageExampleGen', 'examples')
+    assert examples['split_names'] == '["train", "eval"]'
     # `custom:` because Examples also has a `span` property; TFX's driver sets the custom one.
     assert examples['custom:span'] == 1 and examples['num_found'] == 90
     assert examples['input_fingerprint'].startswith('split:images,num_files:90,')
+    uri = _artifact(first, 'ImageExampleGen', 'examples').uri
+    for split in ('train', 'eval'):
+        assert len(glob.glob(os.path.join(uri, f'Split-{split}', '*.gz'))) == \
+            cfg.ingest.num_shards
     newer = _metadata(third, 'ImageExampleGen', 'examples')
     assert newer['custom:span'] == 2 and newer['num_found'] == 105  # the new span, not the old
     assert newer['input_fingerprint'] != examples['input_fingerprint']
 
 
-def test_the_first_run_trains_and_pushes_version_one(runs):
-    _, first, _, _, _ = runs
-    model = _metadata(first, 'ImageTrainer', 'model')
-    assert 'training_skipped' not in model and model['steps_run'] == 30
-    # TFX's Pusher records the version as a string.
-    assert _metadata(first, 'Pusher', 'pushed_model')['pushed_version'] == '1'
+def test_statistics_and_schema_and_the_schema_comes_from_the_cache_later(runs):
+    _, launcher, first, unchanged, _, third = runs
+    stats = _artifact(first, 'StatisticsGen', 'statistics')
+    for split in ('train', 'eval'):
+        assert os.path.getsize(os.path.join(stats.uri, f'Split-{split}', 'FeatureStats.pb')) > 0
+    schema = _artifact(first, 'ImportSchemaGen', 'schema')
+    assert os.path.getsize(os.path.join(schema.uri, 'schema.pbtxt')) > 0
+    assert '/smoke/run-1/ImportSchemaGen/' in schema.uri
+    for later in (unchanged, third):  # the same artifact, from the first run's folder
+        assert _artifact(later, 'ImportSchemaGen', 'schema') == schema
+    cached = sorted(task for (run, task), r in launcher.tasks.items() if r.cached)
+    assert cached == ['ImportSchemaGen', 'ImportSchemaGen']
 
 
-def test_unchanged_data_trains_nothing_and_makes_no_new_version(runs):
-    _, first, unchanged, versions_after, _ = runs
+def test_the_first_run_trains_a_model_serving_three_classes(runs):
+    _, _, first, _, _, _ = runs
+    model = _artifact(first, 'ImageTrainer', 'model')
+    assert _metadata(first, 'ImageTrainer', 'model')['steps_run'] == 30
+    loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))
+    examples = _artifact(first, 'ImageExampleGen', 'examples')
+    records = tf.data.TFRecordDataset(
+        glob.glob(os.path.join(examples.uri, 'Split-eval', '*.gz')), compression_type='GZIP')
+    out = loaded.signatures['serving_default'](examples=tf.stack(list(records.take(4))))
+    assert out['probabilities'].shape == (4, 3)
+
+
+def test_the_first_run_evaluates_without_baseline_and_pushes_version_one(runs):
+    cfg, _, first, _, _, _ = runs
+    assert _metadata(first, 'ServedModelBaseline', 'baseline')['served_version'] == -1
+    assert os.listdir(_artifact(first, 'Evaluator', 'evaluation').uri)
+    blessing = _artifact(first, 'Evaluator', 'blessing')
+    assert os.path.exists(os.path.join(blessing.uri, 'BLESSED'))
+    assert 'baseline_model' not in _metadata(first, 'Evaluator', 'blessing')
+    pushed = _metadata(first, 'Pusher', 'pushed_model')
+    assert pushed['pushed'] == 1 and pushed['pushed_version'] == '1'  # TFX: a string
+    assert pushed['pushed_destination'].startswith(cfg.serving_dir)
+    assert os.path.exists(os.path.join(pushed['pushed_destination'], 'saved_model.pb'))
+
+
+def test_unchanged_data_compares_with_the_served_model_and_trains_nothing(runs):
+    _, _, first, unchanged, versions_after, _ = runs
+    baseline = _artifact(unchanged, 'ServedModelBaseline', 'baseline')
+    assert _metadata(unchanged, 'ServedModelBaseline', 'baseline')['served_version'] == 1
+    assert os.path.exists(os.path.join(baseline.uri, 'Format-Serving', 'saved_model.pb'))
+    assert _metadata(unchanged, 'Evaluator', 'blessing')['baseline_model'] == baseline.uri
     model = _metadata(unchanged, 'ImageTrainer', 'model')
     assert model['training_skipped'] == 1 and model['steps_run'] == 0
     assert model['stop_reason'].startswith('no new data: serving version 1 unchanged')
@@ -76,7 +138,7 @@ def test_unchanged_data_trains_nothing_and_makes_no_new_version(runs):
 
 
 def test_a_new_span_retrains_and_pushes_a_new_version(runs):
-    cfg, _, _, _, third = runs
+    cfg, _, _, _, _, third = runs
     model = _metadata(third, 'ImageTrainer', 'model')
     assert 'training_skipped' not in model and model['steps_run'] == 30
     assert _metadata(third, 'Pusher', 'pushed_model')['pushed_version'] == '2'

@@ -1,4 +1,4 @@
-"""End-to-end: `--trainer-workers 2` compiled, and the spec run task by task as KFP's launcher
+"""End-to-end: `--trainer-workers 2` compiled, and the spec run task by task as open-source KFP
 would (kfp_launcher.py), with the trainer's task talking to a local fake Kubernetes API server
 (fake_k8s_server.py) whose fake operator runs the TFJob's two Worker pods as local processes.
 
@@ -30,7 +30,7 @@ def test_the_compiled_trainer_task_trains_in_a_two_pod_tfjob(tmp_path, monkeypat
         cfg = smoke_sample_config(str(tmp_path))
         kf = config_lib.KubeflowConfig(image='local', output_file=str(tmp_path / 'p.json'),
                                        image_workdir=config_lib.REPO_ROOT, trainer_workers=2)
-        outputs = kfp_launcher.run_job(
+        outputs = kfp_launcher.Launcher(workdir=str(tmp_path / 'pods')).run_job(
             kfp_launcher.load_job(kubeflow.compile_pipeline(cfg, kf)), 'run-1')
     finally:
         server.shutdown()
