@@ -1,10 +1,13 @@
 """The trainer as a Kubernetes TFJob (components/trainer/tfjob.py) against a local fake Kubernetes
-API server (tests/fake_k8s_server.py) whose fake operator runs each Worker "pod" as a local
-process with the TF_CONFIG the Training Operator injects. The `kubernetes` client calls, the
-executor's path and the 2-worker MultiWorkerMirroredStrategy training are real; the cluster,
-its scheduling and the operator itself are not.
+API server (tests/fake_k8s_server.py) with a transcribed Training Operator v1.9.0, scheduler and
+kubelet: each Worker "pod" is a local process in its own network namespace, with only the
+operator's TF_CONFIG (`<job>-worker-<i>.<ns>.svc:2222`) and its image's environment. The
+`kubernetes` client calls, the executor's path and the 2-worker MultiWorkerMirroredStrategy
+training are real; the cluster is not. The fake's own rules are tested in
+tests/test_fake_k8s_server.py.
 """
 import dataclasses
+import glob
 import json
 import os
 import signal
@@ -17,7 +20,8 @@ import tensorflow as tf
 from tfx.types import artifact_utils, standard_artifacts
 
 from components.common import inputs as inputs_lib
-from components.trainer import executor, job as job_lib, loop, tfjob, workers
+from components.trainer import executor, job as job_lib, loop, tfjob, tfjob_k8s, workers
+import fake_k8s_operator
 import fake_k8s_server
 from helpers import REPO_ROOT, write_digit_examples
 
@@ -29,10 +33,13 @@ def test_the_manifest_has_n_identical_workers_with_the_trainer_resources():
     body = tfjob.manifest('train-abc', SPEC, ['/r/job.json', '/r/serving', '/r/logs', '/r/ckpt'])
     assert (body['apiVersion'], body['kind']) == ('kubeflow.org/v1', 'TFJob')
     assert body['metadata']['name'] == 'train-abc'
-    assert body['spec']['runPolicy'] == {'cleanPodPolicy': 'None', 'backoffLimit': 0}
+    # No backoffLimit: past it, the operator deletes every pod before marking the job Failed.
+    assert body['spec']['runPolicy'] == {'cleanPodPolicy': 'None'}
     assert list(body['spec']['tfReplicaSpecs']) == ['Worker']  # worker 0 is the chief
     worker = body['spec']['tfReplicaSpecs']['Worker']
     assert (worker['replicas'], worker['restartPolicy']) == (2, 'Never')
+    assert worker['template']['metadata'] == {'annotations': {'sidecar.istio.io/inject': 'false'}}
+    assert 'serviceAccountName' not in worker['template']['spec']
     [container] = worker['template']['spec']['containers']
     assert container['name'] == 'tensorflow' and container['image'] == SPEC.image
     assert container['command'] == ['python', '-m', 'components.trainer.workers', '/r/job.json',
@@ -44,21 +51,40 @@ def test_the_manifest_has_n_identical_workers_with_the_trainer_resources():
     assert cpu_only['replicas'] == 3
     assert cpu_only['template']['spec']['containers'][0]['resources']['limits'] == {
         'cpu': '0.5', 'memory': '2G'}
+    runner = tfjob.manifest('x', dataclasses.replace(SPEC, service_account='trainer'), [])
+    assert runner['spec']['tfReplicaSpecs']['Worker']['template']['spec'][
+        'serviceAccountName'] == 'trainer'
 
 
 def test_the_spec_round_trips_through_the_execution_property():
     assert tfjob.TFJobSpec.from_json(SPEC.to_json()) == SPEC
+    old = json.loads(SPEC.to_json())  # a spec compiled before the newer fields still loads
+    del old['service_account'], old['start_timeout_s']
+    assert tfjob.TFJobSpec.from_json(json.dumps(old)) == SPEC
+
+
+def _start(tmp_path, monkeypatch, **options):
+    """The fake API server, and a kubeconfig naming it (what the task reads outside a pod)."""
+    server, state = fake_k8s_server.start(str(tmp_path), **options)
+    monkeypatch.setenv('KUBECONFIG', fake_k8s_server.write_kubeconfig(
+        str(tmp_path / 'kubeconfig'), server, 'ml-team'))
+    return server, state
 
 
 @pytest.fixture
 def cluster(tmp_path, monkeypatch):
-    """The fake API server, and a kubeconfig naming it (what the task reads outside a pod)."""
-    server, state = fake_k8s_server.start(str(tmp_path))
-    monkeypatch.setenv('KUBECONFIG', fake_k8s_server.write_kubeconfig(
-        str(tmp_path / 'kubeconfig'), server, 'ml-team'))
+    server, state = _start(tmp_path, monkeypatch, grace_seconds=2)
     yield state
     server.shutdown()
     state.shutdown()
+    assert state.errors == []
+
+
+def _pod_log(tmp_path, pod: str) -> str:
+    """A container's log as the node keeps it (/var/log/pods/<ns>_<pod>_<uid>/<container>/)."""
+    [path] = glob.glob(str(tmp_path / 'pods' / f'ml-team_{pod}_*' / 'tensorflow' / '0.log'))
+    with open(path) as handle:
+        return handle.read()
 
 
 def _artifacts(tmp_path, train_files=2):
@@ -94,6 +120,20 @@ def _calls(state):
     return [(r['method'], r['path'].rsplit('/', 1)[-1]) for r in state.requests]
 
 
+def _check_lifecycle(state, name):
+    """Nothing left of an earlier job was found, the job was created, polled, deleted in the
+    foreground, and waited for until it and its pods were gone."""
+    calls = _calls(state)
+    post, delete = calls.index(('POST', 'tfjobs')), calls.index(('DELETE', name))
+    assert set(calls[:post]) == {('GET', name), ('GET', 'pods')}
+    assert {c for c in calls[post + 1:delete]} <= {('GET', name), ('GET', 'pods'),
+                                                   ('GET', 'log')}
+    assert state.requests[delete]['query']['propagationPolicy'] == ['Foreground']
+    assert set(calls[delete + 1:]) == {('GET', name), ('GET', 'pods')}
+    assert all('/namespaces/ml-team/' in r['path'] for r in state.requests)
+    assert state.jobs == {} and state.pods == {}
+
+
 @pytest.mark.slow
 def test_two_pods_train_and_the_chief_export_becomes_the_model(cluster, tmp_path):
     inputs, outputs = _artifacts(tmp_path)
@@ -104,8 +144,7 @@ def test_two_pods_train_and_the_chief_export_becomes_the_model(cluster, tmp_path
     assert created['spec']['tfReplicaSpecs']['Worker']['replicas'] == 2
     # Both pods ran the job on the 2-worker cluster their TF_CONFIG described.
     for index in range(2):
-        with open(tmp_path / f'{name}-{index}.log') as log:
-            text = log.read()
+        text = _pod_log(tmp_path, f'{name}-worker-{index}')
         assert 'Training models.resnet.build_model on 2 replica(s)' in text, text[-2000:]
         assert 'FILE sharding of the train split' in text
     serving = os.path.join(model.uri, 'Format-Serving')
@@ -116,11 +155,7 @@ def test_two_pods_train_and_the_chief_export_becomes_the_model(cluster, tmp_path
     assert model.get_string_custom_property('input_sharding') == 'FILE'
     assert json.load(open(os.path.join(model_run.uri, 'metrics.json')))['num_workers'] == 2
     # Created in the kubeconfig's namespace, polled until it ended, then deleted.
-    calls = _calls(cluster)
-    assert calls[0] == ('POST', 'tfjobs') and calls[-1] == ('DELETE', name)
-    assert {c for c in calls[1:-1]} == {('GET', name)}
-    assert all('/namespaces/ml-team/' in r['path'] for r in cluster.requests)
-    assert cluster.jobs == {}
+    _check_lifecycle(cluster, name)
 
 
 @pytest.mark.slow
@@ -136,9 +171,8 @@ def test_a_failing_pod_fails_the_task_with_its_log_and_the_job_is_deleted(cluste
     assert '(Failed), last lines:' in message
     missing = os.path.join(inputs['examples'][0].uri, 'Split-train', '*')
     assert f'No files matched pattern: {missing}' in message  # the pod's own error
-    calls = _calls(cluster)
-    assert ('GET', 'pods') in calls and ('GET', 'log') in calls
-    assert calls[-1] == ('DELETE', name) and cluster.jobs == {}
+    assert ('GET', 'log') in _calls(cluster)
+    _check_lifecycle(cluster, name)
     left = subprocess.run(['pgrep', '-f', os.path.join(outputs['model_run'][0].uri, 'tfjob')],
                           capture_output=True, text=True)
     assert left.stdout == ''
@@ -159,25 +193,96 @@ def _paths(tmp_path):
                 checkpoint_dir=str(tmp_path / 'ckpt'))
 
 
-@pytest.mark.slow
-def test_a_job_left_by_a_killed_attempt_is_replaced(cluster, tmp_path):
-    spec = tfjob.TFJobSpec(workers=2, image='local')
-    stale = tfjob.manifest('train-same', spec, [])
+# A pod that outlives SIGTERM (a worker finishing a step or a checkpoint): it goes only when the
+# kubelet kills it at the end of its grace period (the fixture's 2 s).
+_STUBBORN = ['python', '-c', 'import signal, time; signal.signal(signal.SIGTERM, '
+             'signal.SIG_IGN); time.sleep(600)']
+
+
+def _stale(cluster, name):
+    """A running job of this name whose pods outlive SIGTERM; returns when both run."""
+    stale = tfjob.manifest(name, tfjob.TFJobSpec(workers=2, image='local'), [])
     stale['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0][
-        'command'] = ['python', '-c', 'import time; time.sleep(600)']
-    cluster.start('ml-team', stale)
-    stale_pods = cluster.jobs['train-same']['pods']
+        'command'] = _STUBBORN
+    with cluster.lock:
+        cluster.start('ml-team', stale)
+    cluster.wait(lambda: [p['status'].get('phase') for p in cluster.pods.values()] ==
+                 ['Running', 'Running'])
+
+
+def _gone_before_created(cluster, name):
+    """The old pods had been removed (end of their grace) before the new job was created."""
+    old_gone = max(t for t, ns, pod in cluster.removed if pod.startswith(name + '-worker-'))
+    [created] = [r['time'] for r in cluster.requests if r['method'] == 'POST']
+    assert created > old_gone
+
+
+@pytest.mark.slow
+def test_a_job_left_by_a_killed_attempt_is_deleted_and_waited_for(cluster, tmp_path):
+    _stale(cluster, 'train-same')
+    spec = tfjob.TFJobSpec(workers=2, image='local')
     with pytest.raises(RuntimeError, match='No files matched pattern'):
         tfjob.run(_failing_job(tmp_path), spec=spec, name='train-same', poll_seconds=0.2,
                   **_paths(tmp_path))
-    assert all(pod.process.poll() is not None for pod in stale_pods)  # deleted, pods killed
     assert [c['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0]
             ['command'][:3] for c in cluster.created] == [
-        ['python', '-c', 'import time; time.sleep(600)'],
-        ['python', '-m', 'components.trainer.workers']]
+        _STUBBORN[:3], ['python', '-m', 'components.trainer.workers']]
     calls = _calls(cluster)
-    assert calls[:3] == [('POST', 'tfjobs'), ('DELETE', 'train-same'), ('GET', 'train-same')]
-    assert calls[3] == ('POST', 'tfjobs') and cluster.jobs == {}
+    assert calls[:3] == [('GET', 'train-same'), ('GET', 'pods'), ('DELETE', 'train-same')]
+    _gone_before_created(cluster, 'train-same')
+    # Foreground: the job stayed visible, being deleted, while its pods terminated.
+    assert any(r['method'] == 'GET' and r['path'].endswith('/train-same') and r['status'] == 200
+               for r in cluster.requests[3:calls.index(('POST', 'tfjobs'))])
+    assert cluster.jobs == {} and cluster.pods == {}
+
+
+def test_a_same_name_job_waits_for_the_terminating_pods_of_a_deleted_one(cluster):
+    """Deleted in the background (kubectl's default): the job is gone at once, its pods are
+    still terminating, and a same-name job would meet them (the operator's pod creation gets
+    409 and retries while the old pods run on). The task waits for them first."""
+    _stale(cluster, 'train-bg')
+    with cluster.lock:
+        cluster.delete_job('train-bg', 'Background')
+    body = tfjob.manifest('train-bg', tfjob.TFJobSpec(workers=2, image='local'), [])
+    body['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0][
+        'command'] = ['python', '-c', 'print("new")']
+    objects, core, namespace = tfjob_k8s.clients()
+    tfjob._create(objects, core, namespace, body, poll_seconds=0.1)
+    _gone_before_created(cluster, 'train-bg')
+    cluster.wait(lambda: fake_k8s_operator.finished(cluster.jobs['train-bg'].get('status') or {})
+                 == 'Succeeded')
+
+
+@pytest.mark.parametrize('trouble, expected', [
+    ('gpu', ['pod train-stuck-worker-0: Pending',
+             'PodScheduled=False Unschedulable: 0/1 nodes are available: 1 Insufficient '
+             'nvidia.com/gpu.', 'Warning FailedScheduling: 0/1 nodes are available']),
+    ('image', ['pod train-stuck-worker-1: Pending', 'container tensorflow waiting: '
+               'ImagePullBackOff: Back-off pulling image "registry/missing:1"',
+               'Warning Failed: Failed to pull image "registry/missing:1"',
+               'Warning ImagePullBackOff: Error pod train-stuck-worker-0 container tensorflow '
+               'waiting message: Back-off pulling image'])])
+def test_a_job_whose_pods_never_start_fails_after_the_deadline_with_their_state(
+        tmp_path, monkeypatch, trouble, expected):
+    server, cluster = _start(tmp_path, monkeypatch, unpullable=['registry/missing:1'])
+    spec = tfjob.TFJobSpec(workers=2, image='registry/missing:1' if trouble == 'image' else 'i',
+                           gpus=int(trouble == 'gpu'), start_timeout_s=2)
+    try:
+        began = time.time()
+        with pytest.raises(RuntimeError) as error:
+            tfjob.run(_failing_job(tmp_path), spec=spec, name='train-stuck', poll_seconds=0.2,
+                      **_paths(tmp_path))
+        assert 2 <= time.time() - began < 20
+        message = str(error.value)
+        assert message.startswith('TFJob ml-team/train-stuck: its 2 workers had not all '
+                                  'started after 2 s (start_timeout_s)')
+        for text in expected:
+            assert text in message, message
+        assert cluster.jobs == {} and cluster.pods == {}  # deleted, and waited for
+    finally:
+        server.shutdown()
+        cluster.shutdown()
+    assert cluster.errors == []
 
 
 @pytest.mark.slow
@@ -202,11 +307,13 @@ def test_terminating_the_task_deletes_the_job(cluster, tmp_path):
     task = subprocess.Popen([sys.executable, '-c', script, str(job_file), str(tmp_path)],
                             cwd=REPO_ROOT)
     deadline = time.time() + 120
-    while not any(r['method'] == 'GET' for r in cluster.requests):  # created, now waiting
+    while not any(r['method'] == 'POST' for r in cluster.requests):  # created, now waiting
         assert time.time() < deadline and task.poll() is None, 'the task never waited'
         time.sleep(0.2)
-    pods = cluster.jobs['train-cancel']['pods']
+    cluster.wait(lambda: [p['status'].get('phase') for p in cluster.pods.values()] ==
+                 ['Running', 'Running'])
     task.send_signal(signal.SIGTERM)
     assert task.wait(timeout=60) != 0
-    assert _calls(cluster)[-1] == ('DELETE', 'train-cancel') and cluster.jobs == {}
-    assert all(pod.process.poll() is not None for pod in pods)
+    delete = [r for r in cluster.requests if r['method'] == 'DELETE']
+    assert [r['path'].rsplit('/', 1)[-1] for r in delete] == ['train-cancel']
+    cluster.wait(lambda: cluster.jobs == {} and cluster.pods == {})  # asynchronous
