@@ -32,7 +32,7 @@ class Cluster:
         self.events: List[Dict[str, Any]] = []
         self.created: List[Dict[str, Any]] = []              # every TFJob body admitted
         self.requests: List[Dict[str, Any]] = []             # method, path, query, status, time
-        self.removed: List[tuple] = []                       # (time, namespace, name) of pods
+        self.removed: List[tuple] = []                       # (time, namespace, name, uid)
         self.errors: List[str] = []                          # the sync loop's exceptions
         self.requeues: Dict[str, int] = {}                   # job uid -> failed reconciles
         self.started: Dict[str, float] = {}                  # job uid -> startTime (seconds)
@@ -95,8 +95,9 @@ class Cluster:
 
     def remove_pod(self, key) -> None:
         """The pod object leaves the store (deleted at once, or after its containers)."""
-        if self.pods.pop(key, None) is not None:
-            self.removed.append((time.time(), *key))
+        pod = self.pods.pop(key, None)
+        if pod is not None:
+            self.removed.append((time.time(), *key, pod['metadata']['uid']))
 
     def delete_pod(self, pod) -> None:
         """pod strategy.go CheckGracefulDelete: unscheduled or finished pods go at once; else

@@ -208,18 +208,20 @@ def _stale(cluster, name):
         cluster.start('ml-team', stale)
     cluster.wait(lambda: [p['status'].get('phase') for p in cluster.pods.values()] ==
                  ['Running', 'Running'])
+    with cluster.lock:
+        return {p['metadata']['uid'] for p in cluster.pods.values()}
 
 
-def _gone_before_created(cluster, name):
+def _gone_before_created(cluster, old_pods):
     """The old pods had been removed (end of their grace) before the new job was created."""
-    old_gone = max(t for t, ns, pod in cluster.removed if pod.startswith(name + '-worker-'))
+    removed = {uid: t for t, ns, pod, uid in cluster.removed}
     [created] = [r['time'] for r in cluster.requests if r['method'] == 'POST']
-    assert created > old_gone
+    assert created > max(removed[uid] for uid in old_pods)
 
 
 @pytest.mark.slow
 def test_a_job_left_by_a_killed_attempt_is_deleted_and_waited_for(cluster, tmp_path):
-    _stale(cluster, 'train-same')
+    old_pods = _stale(cluster, 'train-same')
     spec = tfjob.TFJobSpec(workers=2, image='local')
     with pytest.raises(RuntimeError, match='No files matched pattern'):
         tfjob.run(_failing_job(tmp_path), spec=spec, name='train-same', poll_seconds=0.2,
@@ -229,7 +231,7 @@ def test_a_job_left_by_a_killed_attempt_is_deleted_and_waited_for(cluster, tmp_p
         _STUBBORN[:3], ['python', '-m', 'components.trainer.workers']]
     calls = _calls(cluster)
     assert calls[:3] == [('GET', 'train-same'), ('GET', 'pods'), ('DELETE', 'train-same')]
-    _gone_before_created(cluster, 'train-same')
+    _gone_before_created(cluster, old_pods)
     # Foreground: the job stayed visible, being deleted, while its pods terminated.
     assert any(r['method'] == 'GET' and r['path'].endswith('/train-same') and r['status'] == 200
                for r in cluster.requests[3:calls.index(('POST', 'tfjobs'))])
@@ -240,7 +242,7 @@ def test_a_same_name_job_waits_for_the_terminating_pods_of_a_deleted_one(cluster
     """Deleted in the background (kubectl's default): the job is gone at once, its pods are
     still terminating, and a same-name job would meet them (the operator's pod creation gets
     409 and retries while the old pods run on). The task waits for them first."""
-    _stale(cluster, 'train-bg')
+    old_pods = _stale(cluster, 'train-bg')
     with cluster.lock:
         cluster.delete_job('train-bg', 'Background')
     body = tfjob.manifest('train-bg', tfjob.TFJobSpec(workers=2, image='local'), [])
@@ -248,7 +250,7 @@ def test_a_same_name_job_waits_for_the_terminating_pods_of_a_deleted_one(cluster
         'command'] = ['python', '-c', 'print("new")']
     objects, core, namespace = tfjob_k8s.clients()
     tfjob._create(objects, core, namespace, body, poll_seconds=0.1)
-    _gone_before_created(cluster, 'train-bg')
+    _gone_before_created(cluster, old_pods)
     cluster.wait(lambda: fake_k8s_operator.finished(cluster.jobs['train-bg'].get('status') or {})
                  == 'Succeeded')
 
