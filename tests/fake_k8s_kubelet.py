@@ -1,9 +1,8 @@
-"""The fake cluster's scheduler and kubelet for one node: what happens to a pod once the API
+"""The fake cluster's kubelet for its one node: what happens to a pod once the API
 server has stored it. Test support only (driven by fake_k8s_server.py's sync loop, under its lock).
 
-Transcribed behaviours, each from the Kubernetes source named beside it:
-- scheduling against the node's allocatable (NodeResourcesFit), Pending + PodScheduled=False +
-  a FailedScheduling event when a request does not fit (e.g. a GPU the node has not);
+Transcribed behaviours, each from the Kubernetes source named beside it (scheduling, before
+this: fake_k8s_scheduler.py):
 - an image the fake flags as unpullable: ErrImagePull then ImagePullBackOff, Pending forever;
 - containers run as local processes inside the pod's sandbox (fake_k8s_network.py), with only
   the image's environment (PATH with the image's python, HOME, LANG), HOSTNAME and the
@@ -19,73 +18,20 @@ import sys
 from typing import Any, Dict, List, Optional
 
 import fake_k8s_network
+import fake_k8s_scheduler
+from fake_k8s_scheduler import now
 
-NODE = 'fake-node'
 ISTIO_CONTAINER = 'istio-proxy'
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
-
-
-def quantity(text) -> float:
-    """resource.Quantity: 500m, 2, 16G, 4Gi (apimachinery/pkg/api/resource)."""
-    text = str(text)
-    for suffix, scale in (('Ki', 2**10), ('Mi', 2**20), ('Gi', 2**30), ('Ti', 2**40),
-                          ('m', 1e-3), ('k', 1e3), ('M', 1e6), ('G', 1e9), ('T', 1e12)):
-        if text.endswith(suffix):
-            return float(text[:-len(suffix)]) * scale
-    return float(text)
-
-
-def requests(pod: Dict[str, Any]) -> Dict[str, float]:
-    """Summed container requests; requests default to limits (core/v1/defaults.go
-    SetDefaults_Pod)."""
-    total: Dict[str, float] = {}
-    for container in pod['spec']['containers']:
-        resources = container.get('resources') or {}
-        for name, value in {**(resources.get('limits') or {}),
-                            **(resources.get('requests') or {})}.items():
-            total[name] = total.get(name, 0.0) + quantity(value)
-    return total
 
 
 class Kubelet:
     def __init__(self, store, log_dir: str, workdir: str, allocatable: Dict[str, str],
                  unpullable: List[str]):
         self.store, self.log_dir, self.workdir = store, log_dir, workdir
-        self.allocatable = {k: quantity(v) for k, v in allocatable.items()}
+        self.scheduler = fake_k8s_scheduler.Scheduler(store, allocatable, self._start)
         self.unpullable = set(unpullable)
         self.node = fake_k8s_network.Node(os.path.join(log_dir, 'hosts'))
         self.running: Dict[str, Dict[str, Any]] = {}  # pod uid -> sandbox, processes
-
-    # --- scheduler ------------------------------------------------------------------------
-    def _schedule(self, pod) -> None:
-        """NodeResourcesFit (scheduler/framework/plugins/noderesources/fit.go fitsRequest)
-        against what the pods already bound to the node request."""
-        used: Dict[str, float] = {}
-        for other in self.store.pods.values():
-            if other['spec'].get('nodeName') and other['status'].get('phase') not in (
-                    'Succeeded', 'Failed'):
-                for name, amount in requests(other).items():
-                    used[name] = used.get(name, 0.0) + amount
-        short = sorted(name for name, amount in requests(pod).items()
-                       if amount > self.allocatable.get(name, 0.0) - used.get(name, 0.0))
-        if short:  # schedule_one.go: the FitError message, and the preemption postscript
-            message = ('0/1 nodes are available: ' + ', '.join(f'1 Insufficient {n}'
-                                                               for n in short) +
-                       '. preemption: 0/1 nodes are available: 1 No preemption victims found '
-                       'for incoming pod.')
-            pod['status'] = {'phase': 'Pending', 'conditions': [dict(
-                type='PodScheduled', status='False', reason='Unschedulable', message=message,
-                lastTransitionTime=now())]}
-            self.store.event(pod, 'Warning', 'FailedScheduling', message, 'default-scheduler')
-            return
-        pod['spec']['nodeName'] = NODE
-        meta = pod['metadata']
-        self.store.event(pod, 'Normal', 'Scheduled', f'Successfully assigned '
-                         f'{meta["namespace"]}/{meta["name"]} to {NODE}', 'default-scheduler')
-        self._start(pod)
 
     # --- kubelet --------------------------------------------------------------------------
     def _start(self, pod) -> None:
@@ -94,14 +40,14 @@ class Kubelet:
         bad = [c for c in pod['spec']['containers'] if c['image'] in self.unpullable]
         for container in bad:  # kuberuntime_image.go EnsureImageExists
             image = container['image']
-            self.store.event(pod, 'Normal', 'Pulling', f'Pulling image "{image}"', 'kubelet')
-            self.store.event(pod, 'Warning', 'Failed', f'Failed to pull image "{image}": rpc '
-                             f'error: code = NotFound desc = failed to pull and unpack image '
-                             f'"{image}": not found', 'kubelet')
-            self.store.event(pod, 'Warning', 'Failed', 'Error: ErrImagePull', 'kubelet')
-            self.store.event(pod, 'Normal', 'BackOff', f'Back-off pulling image "{image}"',
-                             'kubelet')
-            self.store.event(pod, 'Warning', 'Failed', 'Error: ImagePullBackOff', 'kubelet')
+            for type_, reason, message in (
+                    ('Normal', 'Pulling', f'Pulling image "{image}"'),
+                    ('Warning', 'Failed', f'Failed to pull image "{image}": rpc error: code = '
+                     f'NotFound desc = failed to pull and unpack image "{image}": not found'),
+                    ('Warning', 'Failed', 'Error: ErrImagePull'),
+                    ('Normal', 'BackOff', f'Back-off pulling image "{image}"'),
+                    ('Warning', 'Failed', 'Error: ImagePullBackOff')):
+                self.store.event(pod, type_, reason, message, 'kubelet')
         if bad:
             for container in pod['spec']['containers']:
                 statuses.append(dict(name=container['name'], image=container['image'],
@@ -139,12 +85,11 @@ class Kubelet:
                                                      or self.workdir), env=env,
                                      stdout=output, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True))
-            self.store.event(pod, 'Normal', 'Pulled', f'Container image "{container["image"]}"'
-                             ' already present on machine', 'kubelet')
-            self.store.event(pod, 'Normal', 'Created', f'Created container {container["name"]}',
-                             'kubelet')
-            self.store.event(pod, 'Normal', 'Started', f'Started container {container["name"]}',
-                             'kubelet')
+            for reason, message in (
+                    ('Pulled', f'Container image "{container["image"]}" already present on '
+                               'machine'), ('Created', f'Created container {container["name"]}'),
+                    ('Started', f'Started container {container["name"]}')):
+                self.store.event(pod, 'Normal', reason, message, 'kubelet')
         self.running[meta['uid']] = dict(sandbox=sandbox, containers=processes, killed_at=None)
         pod['status'] = {'phase': 'Running', 'hostIP': '10.0.0.1', 'podIP': sandbox.ip,
                          'podIPs': [{'ip': sandbox.ip}], 'startTime': now()}
@@ -185,7 +130,7 @@ class Kubelet:
                 if pod['metadata'].get('deletionTimestamp'):
                     self.store.remove_pod(key)  # never scheduled: nothing to stop
                 else:
-                    self._schedule(pod)
+                    self.scheduler.schedule(pod)
                 continue
             run = self.running.get(uid)
             if run:

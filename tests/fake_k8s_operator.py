@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, Dict, List, Optional
 
-from fake_k8s_kubelet import now
+from fake_k8s_scheduler import now
 
 KIND = 'TFJob'
 CONTAINER, PORT_NAME, PORT = 'tensorflow', 'tfjob-port', 2222  # apis/kubeflow.org/v1 constants

@@ -10,7 +10,7 @@ failed pod's log is gone; only then are missing pods (re)created and the status 
 import copy
 import time
 
-from fake_k8s_kubelet import now
+from fake_k8s_scheduler import now
 from fake_k8s_operator import CONTAINER, JOB_LABEL, KIND, _condition, _pod_name, finished, \
     tf_config
 
