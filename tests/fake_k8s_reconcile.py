@@ -120,8 +120,11 @@ def reconcile(store, job) -> None:
         _condition(status, 'Created', 'True', f'{KIND}Created', f'{KIND} {meta["name"]} is '
                    'created.')
     pods = _owned(store, 'pods', job)
-    if finished(status):  # IsFinished: clean up, status frozen
+    if finished(status):  # IsFinished: clean up, status frozen (conditions and counts)
         _delete_pods_and_services(store, job, pods, status)
+        if finished(status) == 'Succeeded':  # still-active replicas count as succeeded
+            for counts in (status.get('replicaStatuses') or {}).values():
+                counts['succeeded'] = counts.get('succeeded', 0) + counts.pop('active', 0)
         job['status'] = status
         return
     active = [p for p in pods if p['status'].get('phase') not in ('Succeeded', 'Failed')

@@ -183,7 +183,18 @@ def test_deletion_is_asynchronous_and_foreground_keeps_the_job_until_its_pods_ar
     cluster.wait(lambda: all(cluster.pod(f'{n}-worker-0')['metadata'].get('deletionTimestamp')
                              for n in ('fore', 'back')))  # ...its pods terminating, SIGTERM
     assert len(tfjob_k8s.pods(core, namespace, 'back')) == 2  # ignored for the grace period
-    cluster.wait(lambda: 'fore' not in cluster.jobs and not _phases(cluster, 'back'), 10)
+    # A same-name job meets them: the operator's pod creation is refused and retried
+    # (pod_control.go createPods: a FailedCreatePod event), until the old pods are gone.
+    old = {p.metadata.uid for p in tfjob_k8s.pods(core, namespace, 'back')}
+    job = _create(cluster, _job('back', env=[('DONE', '0')]))
+    cluster.wait(lambda: any(e['reason'] == 'FailedCreatePod' and e['involvedObject'][
+        'uid'] == job['metadata']['uid'] for e in cluster.events))
+    [refused] = [e for e in cluster.events if e['reason'] == 'FailedCreatePod']
+    assert refused['message'].startswith('Error creating: pods "back-worker-')
+    assert refused['message'].endswith('" already exists')
+    cluster.wait(lambda: 'fore' not in cluster.jobs and _status(cluster, 'back'), 10)
+    assert _status(cluster, 'back') == 'Succeeded'  # its own pods, once the old ones went
+    assert not old & {p.metadata.uid for p in tfjob_k8s.pods(core, namespace, 'back')}
 
 
 def test_istio_sidecar_keeps_pods_running_unless_the_template_opts_out(tmp_path):
