@@ -72,6 +72,8 @@ class Node:
 
     def sandbox(self, pod_uid: str) -> 'Sandbox':
         with self._lock:
+            if self._next > 254:  # a /24 per node, as with the default podCIDR
+                raise RuntimeError('fake pod network: the node\'s 10.244.0.0/24 is used up')
             ip, self._next = f'{_SUBNET}{self._next}', self._next + 1
         return Sandbox(self, pod_uid, ip)
 

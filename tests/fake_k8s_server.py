@@ -8,7 +8,8 @@ Endpoints: TFJobs (create, get, delete with propagationPolicy), pods (list by la
 get, delete, log), events (list by fieldSelector). Anything else answers
 404, so an unexpected call fails. Every request is recorded in cluster.requests.
 
-The cluster behind it (fake_k8s_cluster.py) is a transcription, not a convenience: admission
+The cluster behind it (fake_k8s_cluster.py, with fake_k8s_operator.py, fake_k8s_reconcile.py,
+fake_k8s_scheduler.py, fake_k8s_kubelet.py, fake_k8s_network.py) is a transcription: admission
 by the TFJob CRD and webhook, the operator's ReconcileJobs order, a scheduler that leaves pods
 Pending, containers that get only their image's and template's environment, a pod network where
 TF_CONFIG's `<job>-worker-<i>.<ns>.svc:2222` names resolve and connect (fake_k8s_network.py),
