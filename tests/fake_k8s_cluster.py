@@ -158,7 +158,8 @@ class Cluster:
                     self.errors.append(traceback.format_exc())
 
     def wait(self, predicate, timeout: float = 60.0) -> None:
-        """Waits until predicate() (called under the lock) is true."""
+        """Waits until predicate() is true. It is called under the lock, so it reads the
+        fields; an API call from it would wait for the lock forever."""
         deadline = time.time() + timeout
         while True:
             with self.lock:

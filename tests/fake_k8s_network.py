@@ -27,6 +27,9 @@ from typing import Dict
 
 _BRIDGE = 'cni0'
 _SUBNET = '10.244.0.'
+# Every process of the fake node dies with the thread that started it (prctl PDEATHSIG), so a
+# test run that is killed leaves no node, sandbox or container behind.
+DIE_WITH_PARENT = ['setpriv', '--pdeathsig', 'SIGKILL', '--']
 
 
 def _run(args, what: str) -> None:
@@ -39,13 +42,14 @@ class Node:
     """The node's network namespace and its bridge; sandboxes are created inside it."""
 
     def __init__(self, hosts_dir: str):
-        for tool in ('unshare', 'nsenter', 'ip', 'mount'):
+        for tool in ('unshare', 'nsenter', 'ip', 'mount', 'setpriv'):
             if not shutil.which(tool):
                 raise RuntimeError(f'fake pod network needs `{tool}` (util-linux, iproute2)')
         self.hosts_dir = hosts_dir
         os.makedirs(hosts_dir, exist_ok=True)
-        self._holder = subprocess.Popen(['unshare', '-r', '-n', 'sleep', 'infinity'],
-                                        start_new_session=True, stderr=subprocess.PIPE)
+        self._holder = subprocess.Popen(
+            DIE_WITH_PARENT + ['unshare', '-r', '-n', 'sleep', 'infinity'],
+            start_new_session=True, stderr=subprocess.PIPE)
         self._lock = threading.Lock()
         self._next = 2  # .1 is the bridge (the pods' gateway)
         self._enter = ['nsenter', '-t', str(self._holder.pid), '-U', '-n',
@@ -91,7 +95,7 @@ class Sandbox:
         with open(self.hosts, 'w') as handle:
             handle.write('127.0.0.1\tlocalhost\n')
         self.pause = subprocess.Popen(
-            node._enter + ['unshare', '-n', '-m', '--propagation', 'private',
+            DIE_WITH_PARENT + node._enter + ['unshare', '-n', '-m', '--propagation', 'private',
                            'sleep', 'infinity'], start_new_session=True)
         self._enter = ['nsenter', '-t', str(self.pause.pid), '-U', '-n', '-m',
                        '--preserve-credentials']
@@ -127,7 +131,7 @@ class Sandbox:
 
     def command(self, args, workdir: str):
         """args run as a container of this pod: its namespaces, the image's workdir."""
-        return self._enter + [f'--wd={workdir}', '--', *args]
+        return DIE_WITH_PARENT + self._enter + [f'--wd={workdir}', '--', *args]
 
     def close(self) -> None:
         if self.pause.poll() is None:

@@ -146,3 +146,29 @@ def test_terminating_the_task_deletes_the_job(cluster, tmp_path):
     delete = [r for r in cluster.requests if r['method'] == 'DELETE']
     assert [r['path'].rsplit('/', 1)[-1] for r in delete] == ['train-cancel']
     cluster.wait(lambda: cluster.jobs == {} and cluster.pods == {})  # asynchronous
+
+
+def test_the_failed_worker_log_is_reported_and_backoff_limit_would_delete_it(cluster):
+    """One worker fails, the other waits in its collectives: the task reports the failed pod's
+    own log. With backoffLimit 0 (our old manifest) the operator deletes every pod before
+    marking the job Failed (kubeflow/trainer#3419): there is no log left to report."""
+    fails = ['python', '-c', 'import json, os, sys, time\n'
+             'if json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 1:\n'
+             '    sys.exit("worker 1: bad record in shard 1")\n'
+             'print("worker 0 waiting"); time.sleep(600)\n']
+    for name, run_policy in (('train-kept', {}), ('train-limited', {'backoffLimit': 0})):
+        body = tfjob.manifest(name, tfjob.TFJobSpec(workers=2, image='local'), [])
+        body['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0][
+            'command'] = fails
+        body['spec']['runPolicy'].update(run_policy)
+        with cluster.lock:
+            cluster.start('ml-team', body)
+    objects, core, namespace = tfjob_k8s.clients()
+    spec = tfjob.TFJobSpec(workers=2, image='local')
+    for name in ('train-kept', 'train-limited'):
+        assert tfjob._wait(objects, core, namespace, name, spec, poll_seconds=0.1) == 'Failed'
+    kept = tfjob_k8s.failed_pod_logs(core, namespace, 'train-kept')
+    assert kept.startswith('--- pod train-kept-worker-1 (Failed), last lines:\n')
+    assert 'worker 1: bad record in shard 1' in kept and 'worker 0' not in kept
+    cluster.wait(lambda: not [n for _, n in cluster.pods if n.startswith('train-limited')])
+    assert tfjob_k8s.failed_pod_logs(core, namespace, 'train-limited') == '(no pods found)'
