@@ -5,8 +5,9 @@ Transcribed behaviours, each from the Kubernetes source named beside it (schedul
 this: fake_k8s_scheduler.py):
 - an image the fake flags as unpullable: ErrImagePull then ImagePullBackOff, Pending forever;
 - containers run as local processes inside the pod's sandbox (fake_k8s_network.py), with only
-  the image's environment (PATH with the image's python, HOME, LANG), HOSTNAME and the
-  container's own env (for `tensorflow`, the operator's TF_CONFIG) - never the test's;
+  the image's environment (image_env: PATH to the image's python, LANG, the Dockerfile's ENV
+  such as HOME), HOSTNAME and the container's own env (for `tensorflow`, the operator's
+  TF_CONFIG) - never the test's;
 - the pod phase from its containers (getPhase), so a running sidecar keeps a pod Running;
 - graceful deletion: SIGTERM, the grace period, SIGKILL, then the pod object goes.
 """
@@ -22,6 +23,18 @@ import fake_k8s_scheduler
 from fake_k8s_scheduler import now
 
 ISTIO_CONTAINER = 'istio-proxy'
+
+
+def image_env(workdir: str) -> Dict[str, str]:
+    """The image's environment: python:3.11-slim's (PATH, LANG; here PATH leads to this
+    interpreter, the image's python), then the Dockerfile's own ENV lines (e.g. HOME)."""
+    env = {'PATH': f'{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin',
+           'LANG': 'C.UTF-8', 'HOME': '/root'}
+    with open(os.path.join(workdir, 'Dockerfile')) as handle:
+        for line in handle:
+            if line.startswith('ENV '):
+                env.update(pair.split('=', 1) for pair in line.split()[1:])
+    return env
 
 
 class Kubelet:
@@ -70,8 +83,7 @@ class Kubelet:
                               f'{meta["namespace"]}_{meta["name"]}_{meta["uid"]}')
         processes = {}
         for container in pod['spec']['containers']:
-            env = {'PATH': f'{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin',
-                   'HOME': '/root', 'LANG': 'C.UTF-8', 'HOSTNAME': meta['name']}
+            env = dict(image_env(self.workdir), HOSTNAME=meta['name'])
             for var in container.get('env') or []:
                 if 'value' not in var:
                     raise NotImplementedError(f'fake kubelet: env valueFrom ({var})')

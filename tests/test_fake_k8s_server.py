@@ -99,7 +99,7 @@ def test_pods_get_the_operator_tf_config_and_only_the_image_and_template_env(clu
             env = json.loads(handle.readline())
     assert sorted(env) == ['DONE', 'FROM_TEMPLATE', 'HOME', 'HOSTNAME', 'LANG', 'PATH',
                            'TF_CONFIG']
-    assert env['HOSTNAME'] == 'env-worker-0'
+    assert (env['HOSTNAME'], env['HOME']) == ('env-worker-0', '/home/pipeline')  # Dockerfile
     # tensorflow.go genTFConfigJSONStr, byte for byte.
     assert env['TF_CONFIG'] == (
         '{"cluster":{"worker":["env-worker-0.ml-team.svc:2222","env-worker-1.ml-team.svc:2222"]'

@@ -204,7 +204,7 @@ def test_namespace_and_credential_flags_reach_the_kubeflow_config():
 
 
 def test_a_service_account_must_be_a_kubernetes_name():
-    with pytest.raises(ValueError, match="trainer_service_account must be a Kubernetes name"):
+    with pytest.raises(ValueError, match='--trainer-service-account must be a Kubernetes name'):
         _configs('--kubeflow', '--image', 'img:1', '--pipeline-root', 'gs://b/r',
                  '--trainer-service-account', 'Trainer_SA')
 

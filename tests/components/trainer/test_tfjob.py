@@ -114,7 +114,7 @@ def _check_lifecycle(state, name):
 @pytest.mark.slow
 def test_two_pods_train_and_the_chief_export_becomes_the_model(cluster, tmp_path):
     inputs, outputs = _artifacts(tmp_path)
-    executor.Executor().Do(inputs, outputs, _properties())
+    executor.Executor().Do(inputs, outputs, _properties(pipeline_root=str(tmp_path / 'root')))
     [model], [model_run] = outputs['model'], outputs['model_run']
     [created] = cluster.created
     name = created['metadata']['name']
@@ -141,7 +141,7 @@ def test_a_failing_pod_fails_the_task_with_its_log_and_the_job_is_deleted(cluste
     for name in os.listdir(os.path.join(inputs['examples'][0].uri, 'Split-train')):
         os.remove(os.path.join(inputs['examples'][0].uri, 'Split-train', name))
     with pytest.raises(RuntimeError) as error:
-        executor.Executor().Do(inputs, outputs, _properties())
+        executor.Executor().Do(inputs, outputs, _properties(pipeline_root=str(tmp_path / 'root')))
     message = str(error.value)
     name = cluster.created[0]['metadata']['name']
     assert message.startswith(f'TFJob ml-team/{name} failed; --- pod {name}-worker-')
