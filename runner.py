@@ -96,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     add('--trainer-gpus', type=int, help=f'GPUs (default: {kf.trainer_gpus})')
     add('--trainer-workers', type=int, metavar='N', help='N > 1: train in a TFJob of N pods, '
         'each with the resources above (needs the Training Operator)')
+    add('--trainer-service-account', metavar='NAME', help="the TFJob pods' Kubernetes "
+        "service account (default: the namespace's default)")
     add('--endpoint', help='KFP API URL: upload the pipeline and schedule it')
     add('--schedule', help='six-field cron, seconds first, e.g. "0 0 3 * * *" (03:00 daily), '
         'or @daily, "@every 6h"')

@@ -268,6 +268,9 @@ class KubeflowConfig:
     # > 1: the trainer's task creates a TFJob of this many workers (Kubeflow Training Operator),
     # each with the trainer's cpu/memory/gpus, and waits for it (components/trainer/tfjob.py).
     trainer_workers: int = 1
+    # The Kubernetes service account of those worker pods (e.g. one bound to a cloud identity
+    # that can write the gs:// pipeline root); '' = the namespace's default.
+    trainer_service_account: str = ''
     # Open-source KFP does not run TFX's pre-cache-check hook that fingerprints the input files,
     # so a cached ingestion task would never see new images there: it is compiled uncached.
     cache_ingestion: bool = False
@@ -294,6 +297,12 @@ class KubeflowConfig:
         _check(self.trainer_gpus >= 0, f'trainer_gpus must be >= 0, got {self.trainer_gpus}')
         _check(self.trainer_workers >= 1,
                f'trainer_workers must be >= 1, got {self.trainer_workers}')
+        # Kubernetes ValidateServiceAccountName: a DNS-1123 subdomain.
+        _check(not self.trainer_service_account or (
+            len(self.trainer_service_account) <= 253 and re.fullmatch(
+                r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*',
+                self.trainer_service_account)), 'trainer_service_account must be a Kubernetes '
+               f'name (lower case, digits, "-", "."), got {self.trainer_service_account!r}')
         _check((self.endpoint is None) == (self.schedule is None),
                'endpoint and schedule go together')
         if self.schedule is not None:

@@ -105,7 +105,8 @@ def build_job(config: config_lib.PipelineConfig,
                 component.with_tfjob(tfjob.TFJobSpec(
                     workers=kubeflow.trainer_workers, image=kubeflow.image,
                     cpu=kubeflow.trainer_cpu, memory_gb=kubeflow.trainer_memory_gb,
-                    gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type))
+                    gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type,
+                    service_account=kubeflow.trainer_service_account))
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             display_name=config.name, default_image=kubeflow.image, default_commands=ENTRYPOINT,

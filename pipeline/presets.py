@@ -34,7 +34,9 @@ FLAG_FIELDS = {
 KUBEFLOW_FLAGS = {
     'image': 'image', 'pipeline_root': 'pipeline_root', 'trainer_cpu': 'trainer_cpu',
     'trainer_memory': 'trainer_memory_gb', 'trainer_gpus': 'trainer_gpus',
-    'trainer_workers': 'trainer_workers', 'endpoint': 'endpoint', 'schedule': 'schedule',
+    'trainer_workers': 'trainer_workers',
+    'trainer_service_account': 'trainer_service_account', 'endpoint': 'endpoint',
+    'schedule': 'schedule',
     'experiment': 'experiment', 'namespace': 'namespace', 'token_file': 'token_file',
     'token_env': 'token_env', 'service_account_token': 'service_account_token'}
 

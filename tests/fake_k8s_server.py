@@ -1,112 +1,138 @@
-"""A small Kubernetes API server on 127.0.0.1 with a fake Training Operator behind it: the REST
-endpoints components/trainer/tfjob.py calls through the `kubernetes` client. Test support only.
+"""A small Kubernetes API server on 127.0.0.1 with a one-node cluster and the Kubeflow Training
+Operator (v1.9.0) behind it: the REST endpoints components/trainer/tfjob.py calls through the
+`kubernetes` client. Test support only.
 
-Implemented: create/get/delete a namespaced TFJob (kubeflow.org/v1), list pods by the label
-`training.kubeflow.org/job-name`, read a pod's log (tailLines). Anything else answers 404, so an
-unexpected call fails. Every request is recorded.
+    server, cluster = start(log_dir, istio=False, unpullable=(), grace_seconds=30)
 
-The "operator": on create, each Worker replica becomes a local process (a "pod") running the
-container's command (`python` = this interpreter, cwd = this checkout, as the image's workdir)
-with the TF_CONFIG the Training Operator injects into the `tensorflow` container: cluster
-{"worker": [host:port, ...]} on free 127.0.0.1 ports, task {"type": "worker", "index": i}.
-Status conditions follow the processes as the operator reports them: Created, Running, then
-Succeeded when worker 0 (the chief) exits 0, or Failed when any pod fails (restartPolicy
-Never). Deleting the job kills its pods, as garbage collection of owned pods would.
+Endpoints: TFJobs (create, get, delete with propagationPolicy), pods (list by label selector,
+get, delete, log), events (list by fieldSelector). Anything else answers
+404, so an unexpected call fails. Every request is recorded in cluster.requests.
+
+The cluster behind it (fake_k8s_cluster.py, with fake_k8s_operator.py, fake_k8s_reconcile.py,
+fake_k8s_scheduler.py, fake_k8s_kubelet.py, fake_k8s_network.py) is a transcription: admission
+by the TFJob CRD and webhook, the operator's ReconcileJobs order, a scheduler that leaves pods
+Pending, containers that get only their image's and template's environment, a pod network where
+TF_CONFIG's `<job>-worker-<i>.<ns>.svc:2222` names resolve and connect (fake_k8s_network.py),
+Istio sidecar injection, and asynchronous graceful deletion. Each rule names its source there.
 """
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List
 from urllib.parse import parse_qs, urlparse
 
-from components.trainer import workers
+import fake_k8s_cluster
+import fake_k8s_operator
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JOB_LABEL = 'training.kubeflow.org/job-name'
-
-
-class Pod:
-    def __init__(self, job: str, index: int, command: List[str], tf_config: str, log: str):
-        self.name, self.index, self.log = f'{job}-worker-{index}', index, log
-        self.tf_config = tf_config
-        with open(log, 'w') as output:
-            self.process = subprocess.Popen(
-                [sys.executable if command[0] == 'python' else command[0], *command[1:]],
-                env=dict(os.environ, TF_CONFIG=tf_config, PYTHONPATH=REPO_ROOT), cwd=REPO_ROOT,
-                stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)  # its own group: killed as a whole, like a pod
-
-    def phase(self) -> str:
-        code = self.process.poll()
-        return 'Running' if code is None else 'Succeeded' if code == 0 else 'Failed'
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def as_json(self, namespace: str) -> Dict[str, Any]:
-        return {'metadata': {'name': self.name, 'namespace': namespace, 'labels': {
-                    JOB_LABEL: self.name.rsplit('-worker-', 1)[0],
-                    'training.kubeflow.org/replica-type': 'worker',
-                    'training.kubeflow.org/replica-index': str(self.index)}},
-                'status': {'phase': self.phase()}}
+JOB_LABEL = fake_k8s_operator.JOB_LABEL
+_JOBS = r'/apis/kubeflow.org/v1/namespaces/([^/]+)/tfjobs(?:/([^/]+))?'
+_PODS = r'/api/v1/namespaces/([^/]+)/pods(?:/([^/]+))?(/log)?'
+_EVENTS = r'/api/v1/namespaces/([^/]+)/events'
 
 
-class State:
-    def __init__(self, log_dir: str):
-        self.log_dir = log_dir
-        self.jobs: Dict[str, Dict[str, Any]] = {}   # name -> manifest, namespace, pods
-        self.created: List[Dict[str, Any]] = []     # every manifest received
-        self.requests: List[Dict[str, Any]] = []    # method, path, query
+def _status(code: int, reason: str, message: str):
+    return code, {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
+                  'message': message, 'reason': reason, 'code': code}
 
-    def start(self, namespace: str, body: Dict[str, Any]) -> None:
-        assert (body['apiVersion'], body['kind']) == ('kubeflow.org/v1', 'TFJob'), body
-        name = body['metadata']['name']
-        replicas = body['spec']['tfReplicaSpecs']['Worker']
-        [container] = replicas['template']['spec']['containers']
-        assert container['name'] == 'tensorflow'  # the only container the operator configures
-        ports = workers.free_ports(replicas['replicas'])
-        pods = [Pod(name, i, container['command'] + container.get('args', []),
-                    workers.tf_config(ports, i), os.path.join(self.log_dir, f'{name}-{i}.log'))
-                for i in range(replicas['replicas'])]
-        self.created.append(body)
-        self.jobs[name] = dict(manifest=body, namespace=namespace, pods=pods)
 
-    def status(self, name: str) -> Dict[str, Any]:
-        phases = [pod.phase() for pod in self.jobs[name]['pods']]
-        ended = ('Failed' if 'Failed' in phases else
-                 'Succeeded' if phases[0] == 'Succeeded' else '')
-        conditions = [dict(type='Created', status='True', reason='TFJobCreated'),
-                      dict(type='Running', status='False' if ended else 'True',
-                           reason='TFJobRunning')]
-        if ended:
-            conditions.append(dict(type=ended, status='True', reason=f'TFJob{ended}',
-                                   message=f'TFJob {name} {ended.lower()}'))
-        return {'conditions': conditions}
-
-    def delete(self, name: str) -> None:
-        for pod in self.jobs.pop(name)['pods']:
-            pod.kill()
-
-    def shutdown(self) -> None:
-        for name in list(self.jobs):
-            self.delete(name)
+def _matches(labels, selector: str) -> bool:
+    """Equality-based label selectors `a=b,c=d` (apimachinery labels.Parse)."""
+    pairs = [term.split('=', 1) for term in selector.split(',') if term]
+    return all(labels.get(key.strip()) == value.strip().lstrip('=') for key, value in pairs)
 
 
 class Handler(BaseHTTPRequestHandler):
-    state: State = None
+    cluster: fake_k8s_cluster.Cluster = None
 
     def log_message(self, *args):  # keep test output quiet
         pass
 
-    def _reply(self, payload, status=200):
-        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+    def _route(self, method: str, path: str, query, body):
+        cluster = self.cluster
+        jobs, pods, events = (re.fullmatch(p, path) for p in (_JOBS, _PODS, _EVENTS))
+        if jobs and method == 'POST' and not jobs.group(2):
+            try:
+                return 201, cluster.start(jobs.group(1), body)
+            except fake_k8s_operator.Refused as refused:
+                return _status(refused.code, refused.reason, str(refused))
+        if jobs and jobs.group(2):
+            job = cluster.jobs.get(jobs.group(2))
+            if job is None or job['metadata']['namespace'] != jobs.group(1):
+                return _status(404, 'NotFound', f'tfjobs.kubeflow.org "{jobs.group(2)}" not '
+                               'found')
+            if method == 'GET':
+                return 200, job
+            if method == 'DELETE':
+                policy = (query.get('propagationPolicy', [''])[0]
+                          or (body or {}).get('propagationPolicy') or 'Background')
+                return 200, cluster.delete_job(jobs.group(2), policy)
+        if pods and not pods.group(2) and method == 'GET':
+            selector = query.get('labelSelector', [''])[0]
+            return 200, {'kind': 'PodList', 'apiVersion': 'v1', 'metadata': {}, 'items': [
+                p for (ns, _), p in sorted(cluster.pods.items()) if ns == pods.group(1)
+                and _matches(p['metadata'].get('labels') or {}, selector)]}
+        if pods and pods.group(2):
+            pod = cluster.pods.get((pods.group(1), pods.group(2)))
+            if pod is None:
+                return _status(404, 'NotFound', f'pods "{pods.group(2)}" not found')
+            if pods.group(3) and method == 'GET':
+                return self._log(pod, query)
+            if method == 'GET':
+                return 200, pod
+            if method == 'DELETE':
+                cluster.delete_pod(pod)
+                return 200, pod
+        if events and method == 'GET':
+            # event field selectors: involvedObject.{kind,name,namespace,uid}, type, reason
+            terms = [t.split('=', 1) for t in query.get('fieldSelector', [''])[0].split(',')
+                     if t]
+            return 200, {'kind': 'EventList', 'apiVersion': 'v1', 'metadata': {}, 'items': [
+                e for e in cluster.events if e['metadata']['namespace'] == events.group(1)
+                and all((e['involvedObject'] if k.startswith('involvedObject.') else e).get(
+                    k.split('.')[-1]) == v for k, v in terms)]}
+        return _status(404, 'NotFound', f'the server could not find the requested resource '
+                       f'({method} {path})')
+
+    def _log(self, pod, query):
+        """registry/core/pod/rest/log.go + kubelet validateContainerLogStatus."""
+        names = [c['name'] for c in pod['spec']['containers']]
+        container = query.get('container', [''])[0]
+        name = pod['metadata']['name']
+        if not container:
+            if len(names) > 1:
+                return _status(400, 'BadRequest', f'a container name must be specified for pod '
+                               f'{name}, choose one of: [{" ".join(names)}]')
+            container = names[0]
+        if container not in names:
+            return _status(400, 'BadRequest', f'container {container} is not valid for pod '
+                           f'{name}')
+        if not pod['spec'].get('nodeName'):
+            return _status(400, 'BadRequest', f'pod {name} does not have a host assigned')
+        for status in pod['status'].get('containerStatuses') or []:
+            waiting = status['state'].get('waiting') if status['name'] == container else None
+            if waiting:
+                return _status(400, 'BadRequest', f'container "{container}" in pod "{name}" is '
+                               'waiting to start: image can\'t be pulled' if 'Pull' in
+                               waiting['reason'] else f'container "{container}" in pod '
+                               f'"{name}" is waiting to start: {waiting["reason"]}')
+        with open(self.cluster.kubelet.log_path(pod, container), errors='replace') as handle:
+            lines = handle.readlines()
+        tail = query.get('tailLines')
+        return 200, ''.join(lines[-int(tail[0]):] if tail and int(tail[0]) else
+                            [] if tail else lines)
+
+    def _handle(self):
+        url = urlparse(self.path)
+        query = parse_qs(url.query)
+        length = int(self.headers.get('Content-Length') or 0)
+        body = json.loads(self.rfile.read(length) or b'null') if length else None
+        with self.cluster.lock:
+            record = dict(method=self.command, path=url.path, query=query, time=time.time())
+            self.cluster.requests.append(record)
+            status, payload = self._route(self.command, url.path, query, body)
+            record['status'] = status
+            data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
         self.send_response(status)
         self.send_header('Content-Type', 'text/plain' if isinstance(payload, str)
                          else 'application/json')
@@ -114,61 +140,23 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _route(self, method: str):
-        url = urlparse(self.path)
-        path, query = url.path, parse_qs(url.query)
-        length = int(self.headers.get('Content-Length') or 0)
-        body = json.loads(self.rfile.read(length) or b'{}') if length else None
-        state = self.state
-        state.requests.append(dict(method=method, path=path, query=query))
-        jobs = re.fullmatch(r'/apis/kubeflow.org/v1/namespaces/([^/]+)/tfjobs(?:/([^/]+))?', path)
-        pods = re.fullmatch(r'/api/v1/namespaces/([^/]+)/pods', path)
-        log = re.fullmatch(r'/api/v1/namespaces/([^/]+)/pods/([^/]+)/log', path)
-        if jobs and method == 'POST' and not jobs.group(2):
-            if body['metadata']['name'] in state.jobs:
-                return 409, {'kind': 'Status', 'reason': 'AlreadyExists', 'code': 409}
-            state.start(jobs.group(1), body)
-            return 201, body
-        if jobs and jobs.group(2) in state.jobs:
-            name = jobs.group(2)
-            if method == 'GET':
-                return 200, dict(state.jobs[name]['manifest'], status=state.status(name))
-            if method == 'DELETE':
-                state.delete(name)
-                return 200, {'kind': 'Status', 'status': 'Success'}
-        if pods and method == 'GET':
-            selector = query.get('labelSelector', [''])[0]
-            key, _, value = selector.partition('=')
-            assert key == JOB_LABEL, selector
-            found = state.jobs[value]['pods'] if value in state.jobs else []
-            return 200, {'kind': 'PodList', 'apiVersion': 'v1', 'metadata': {},
-                         'items': [p.as_json(pods.group(1)) for p in found]}
-        if log and method == 'GET':
-            for job in state.jobs.values():
-                for pod in job['pods']:
-                    if pod.name == log.group(2):
-                        with open(pod.log, errors='replace') as handle:
-                            lines = handle.readlines()
-                        tail = int(query.get('tailLines', [len(lines)])[0])
-                        return 200, ''.join(lines[-tail:]) if tail else ''
-        return 404, {'kind': 'Status', 'reason': 'NotFound', 'code': 404,
-                     'message': f'not implemented or not found: {method} {self.path}'}
-
-    def _handle(self):
-        status, payload = self._route(self.command)  # the request's method
-        self._reply(payload, status)
-
     do_GET = do_POST = do_DELETE = _handle
 
 
-def start(log_dir: str):
-    """Returns (server, state); the URL is f'http://127.0.0.1:{server.server_port}'. Stop it
-    with server.shutdown() and state.shutdown() (kills any pod still running)."""
-    state = State(log_dir)
-    handler = type('BoundHandler', (Handler,), {'state': state})
+def start(log_dir: str, istio: bool = False, unpullable=(), grace_seconds: float = 30,
+          allocatable=None):
+    """Returns (server, cluster); the URL is f'http://127.0.0.1:{server.server_port}'.
+    istio: sidecar injection on in every namespace (a Kubeflow profile namespace);
+    unpullable: images whose pull fails; grace_seconds: the pods' default
+    terminationGracePeriodSeconds (Kubernetes: 30); allocatable: the node's resources.
+    Stop with server.shutdown() and cluster.shutdown() (kills what still runs)."""
+    cluster = fake_k8s_cluster.Cluster(log_dir, istio, unpullable, grace_seconds,
+                                       allocatable or {'cpu': '64', 'memory': '256Gi',
+                                                       'pods': '110'})
+    handler = type('BoundHandler', (Handler,), {'cluster': cluster})
     server = ThreadingHTTPServer(('127.0.0.1', 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, state
+    return server, cluster
 
 
 def write_kubeconfig(path: str, server, namespace: str) -> str:

@@ -175,13 +175,15 @@ def test_kubeflow_refuses_a_pipeline_root_the_image_cannot_write(tmp_path):
 def test_kubeflow_flags_reach_the_configs():
     cfg, kubeflow = _configs('--kubeflow', '--image', 'img:1', '--pipeline-root', 'gs://b/r',
                              '--data', 'gs://b/images', '--trainer-gpus', '1',
-                             '--trainer-workers', '4', '--endpoint',
+                             '--trainer-workers', '4', '--trainer-service-account',
+                             'trainer-gcs', '--endpoint',
                              'http://kfp', '--schedule', '0 0 3 * * *', '--experiment', 'nightly')
     assert cfg.output_dir == 'gs://b/r' and cfg.serving_dir == 'gs://b/r/serving'
     assert cfg.ingest.data_dir == 'gs://b/images' and cfg.schema_path is None
     assert (kubeflow.image, kubeflow.output_file, kubeflow.trainer_gpus) == (
         'img:1', 'pipeline.json', 1)
     assert kubeflow.trainer_workers == 4 and cfg.train.workers == 1  # pods, not processes
+    assert kubeflow.trainer_service_account == 'trainer-gcs'
     assert (kubeflow.schedule, kubeflow.experiment) == ('0 0 3 * * *', 'nightly')
     assert kubeflow.namespace is None and kubeflow.token_env is None  # single-user KFP
 
@@ -199,6 +201,12 @@ def test_namespace_and_credential_flags_reach_the_kubeflow_config():
                        'are alternatives'):  # named as the user wrote them
         _configs('--kubeflow', '--image', 'i', '--pipeline-root', 'gs://b/r', '--endpoint',
                  'http://kfp', '--schedule', '@daily', '--token-env', 'T', '--token-file', 'f')
+
+
+def test_a_service_account_must_be_a_kubernetes_name():
+    with pytest.raises(ValueError, match='--trainer-service-account must be a Kubernetes name'):
+        _configs('--kubeflow', '--image', 'img:1', '--pipeline-root', 'gs://b/r',
+                 '--trainer-service-account', 'Trainer_SA')
 
 
 def test_five_field_cron_is_rejected():

@@ -19,8 +19,23 @@ same custom-object calls, which are all this needs.
 restartPolicy Never: one lost MultiWorkerMirroredStrategy worker stalls the others in their
 collectives, so restarting one pod in place (OnFailure) does not recover the job, and a
 deterministic error (bad data, a code bug) would restart until the backoff limit and hide its
-log. The job fails at once instead, the failed pod's log (kept: cleanPodPolicy None) is shown,
-and a retry of the task resumes from the checkpoints on the pipeline root.
+log. The job fails at once instead (the operator marks it Failed when a replica fails), the
+failed pod's log is shown, and a retry of the task resumes from the checkpoints on the pipeline
+root. No `backoffLimit`: when it is exceeded, the operator's ReconcileJobs deletes every pod
+before marking the job Failed, whatever cleanPodPolicy says (kubeflow/trainer#3419), and the
+failed pod's log would be gone. cleanPodPolicy None keeps the pods until the task deletes the job.
+
+What a real cluster adds, and how the task survives it:
+- Kubeflow profile namespaces inject an Istio sidecar, which keeps a pod Running after training
+  exits, so the job would never end: the pod template opts out (`sidecar.istio.io/inject:
+  "false"`), as the Kubeflow SDK does.
+- A pod that cannot start (no free GPU, an image that cannot be pulled, a quota) leaves the job
+  waiting forever: after spec.start_timeout_s without every worker started, the task fails with
+  the pods' state and events.
+- Deletion is asynchronous (tfjob_k8s.py): the job is deleted in the foreground and the task
+  waits until it and its pods are gone, before a same-name job and at the end.
+- spec.service_account runs the workers under that Kubernetes service account (e.g. one with
+  Workload Identity for gs://), '' = the namespace's default.
 """
 import dataclasses
 import json
@@ -32,13 +47,11 @@ from typing import Any, Dict, List
 
 from absl import logging
 
-from components.trainer import workers
+from components.trainer import tfjob_k8s, workers
+from components.trainer.tfjob_k8s import CONTAINER, GROUP, PLURAL, VERSION
 
-GROUP, VERSION, PLURAL = 'kubeflow.org', 'v1', 'tfjobs'
-JOB_LABEL = 'training.kubeflow.org/job-name'   # the operator labels every pod of a job with it
-CONTAINER = 'tensorflow'                        # the container the operator gives TF_CONFIG
-_TAIL_LINES = 30
-_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace'
+ISTIO_INJECT = 'sidecar.istio.io/inject'
+_DELETE_TIMEOUT_S = 300.0  # pods get 30 s of grace by default; the garbage collector some more
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +63,8 @@ class TFJobSpec:
     memory_gb: float = 16.0
     gpus: int = 0
     gpu_resource: str = 'nvidia.com/gpu'
+    service_account: str = ''         # '' = the namespace's default service account
+    start_timeout_s: float = 1800.0   # every worker started within this, or the task fails
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -67,81 +82,40 @@ def manifest(name: str, spec: TFJobSpec, args: List[str]) -> Dict[str, Any]:
     container = {'name': CONTAINER, 'image': spec.image,
                  'command': ['python', '-m', 'components.trainer.workers', *args],
                  'resources': {'requests': dict(amounts), 'limits': dict(amounts)}}
+    pod_spec: Dict[str, Any] = {'containers': [container]}
+    if spec.service_account:
+        pod_spec['serviceAccountName'] = spec.service_account
     return {
         'apiVersion': f'{GROUP}/{VERSION}', 'kind': 'TFJob',
         'metadata': {'name': name, 'labels': {'app': 'image-pipeline-trainer'}},
         'spec': {
-            'runPolicy': {'cleanPodPolicy': 'None', 'backoffLimit': 0},
+            'runPolicy': {'cleanPodPolicy': 'None'},
             'tfReplicaSpecs': {'Worker': {
                 'replicas': spec.workers, 'restartPolicy': 'Never',
-                'template': {'spec': {'containers': [container]}}}}}}
+                'template': {'metadata': {'annotations': {ISTIO_INJECT: 'false'}},
+                             'spec': pod_spec}}}}}
 
 
-def _clients():
-    """(CustomObjectsApi, CoreV1Api, namespace): the pod's service account inside a cluster,
-    else the kubeconfig (KUBECONFIG) and its current context's namespace."""
-    from kubernetes import client, config
-    try:
-        config.load_incluster_config()
-        with open(_NAMESPACE_FILE) as handle:
-            namespace = handle.read().strip()
-    except config.ConfigException:
-        # Named here: the client reads KUBECONFIG once, when it is imported.
-        path = os.environ.get('KUBECONFIG') or os.path.expanduser('~/.kube/config')
-        config.load_kube_config(config_file=path)
-        _, current = config.list_kube_config_contexts(config_file=path)
-        namespace = current['context'].get('namespace') or 'default'
-    return client.CustomObjectsApi(), client.CoreV1Api(), namespace
-
-
-def _finished(status: Dict[str, Any]) -> str:
-    """'Succeeded' or 'Failed' once the job has ended, else ''."""
-    for condition in status.get('conditions') or []:
-        if condition.get('type') in ('Succeeded', 'Failed') and condition.get('status') == 'True':
-            return condition['type']
-    return ''
-
-
-def _failed_pod_logs(core, namespace: str, name: str) -> str:
-    """The log tails of the job's failed pods (every pod's if none is marked failed)."""
-    from kubernetes.client.exceptions import ApiException
-    pods = core.list_namespaced_pod(namespace, label_selector=f'{JOB_LABEL}={name}').items
-    failed = [p for p in pods if p.status and p.status.phase == 'Failed'] or pods
-    parts = []
-    for pod in failed:
-        try:
-            log = core.read_namespaced_pod_log(pod.metadata.name, namespace,
-                                               container=CONTAINER, tail_lines=_TAIL_LINES)
-        except ApiException as error:  # e.g. never scheduled: say so, keep the others
-            log = f'(no log: {error.status} {error.reason})'
-        parts.append(f'--- pod {pod.metadata.name} ({pod.status.phase}), last lines:\n{log}')
-    return '\n'.join(parts) or '(no pods found)'
-
-
-def _create(objects, namespace: str, body: Dict[str, Any], poll_seconds: float) -> None:
-    """Creates the TFJob. One of the same name is left by an earlier attempt of this very
-    task that was killed outright (its name hashes the Model folder): it would write into the
-    same folders, so it is deleted first."""
+def _create(objects, core, namespace: str, body: Dict[str, Any], poll_seconds: float) -> None:
+    """Creates the TFJob. One of the same name (or its pods, still terminating) is left by an
+    earlier attempt of this very task that was killed outright (its name hashes the Model
+    folder): it would write into the same folders, so it is deleted and waited for first."""
     from kubernetes.client.exceptions import ApiException
     name = body['metadata']['name']
-    try:
-        objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
-        return
-    except ApiException as error:
-        if error.status != 409:
-            raise
-    logging.warning('TFJob %s/%s exists, left by an earlier attempt: deleting it', namespace,
-                    name)
-    objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
-    while True:  # deletion is asynchronous: wait until the name is free
+    while True:
+        left = tfjob_k8s.leftovers(objects, core, namespace, name)
+        if left:
+            logging.warning('TFJob %s/%s: left by an earlier attempt: %s; deleting and waiting',
+                            namespace, name, ', '.join(left))
+            tfjob_k8s.delete(objects, namespace, name)
+            tfjob_k8s.wait_gone(objects, core, namespace, name, _DELETE_TIMEOUT_S,
+                                poll_seconds)
         try:
-            objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+            objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+            return
         except ApiException as error:
-            if error.status == 404:
-                break
-            raise
-        time.sleep(poll_seconds)
-    objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+            if error.status != 409:  # 409: created again meanwhile; delete it again
+                raise
 
 
 def _terminate_raises():
@@ -158,49 +132,62 @@ def _terminate_raises():
                                  signal.SIG_DFL if previous is None else previous)
 
 
+def _wait(objects, core, namespace: str, name: str, spec: TFJobSpec,
+          poll_seconds: float) -> str:
+    """Polls the job until it ends: 'Succeeded' or 'Failed'. Raises if its workers have not
+    all started within spec.start_timeout_s."""
+    seen, begun, deadline = set(), False, time.time() + spec.start_timeout_s
+    while True:
+        current = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        status = current.get('status') or {}
+        tfjob_k8s.conditions_logged(status, seen, logging.info, name)
+        for condition in status.get('conditions') or []:
+            if condition.get('type') in ('Succeeded', 'Failed') and \
+                    condition.get('status') == 'True':
+                return condition['type']
+        begun = begun or tfjob_k8s.started(core, namespace, name, spec.workers)
+        if not begun and time.time() > deadline:
+            raise RuntimeError(
+                f'TFJob {namespace}/{name}: its {spec.workers} workers had not all started '
+                f'after {spec.start_timeout_s:g} s (start_timeout_s); the pods, their '
+                f'conditions and events:\n'
+                + tfjob_k8s.describe_pods(core, namespace, name, current['metadata']['uid']))
+        time.sleep(poll_seconds)
+
+
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpec,
         name: str, poll_seconds: float = 2.0) -> Dict[str, float]:
     """Trains with a TFJob of spec.workers workers; returns the chief's metrics."""
     import tensorflow as tf  # gfile: the paths are on the pipeline root (gs://...)
-    # Imported here: the client comes with the `kubeflow` extra (through kfp), which a local
-    # install need not have.
-    from kubernetes.client.exceptions import ApiException
     job_file = os.path.join(log_dir, 'tfjob', 'job.json')
     tf.io.gfile.makedirs(os.path.dirname(job_file))
     with tf.io.gfile.GFile(job_file, 'w') as handle:
         handle.write(workers.job_to_json(job))
-    objects, core, namespace = _clients()
+    # The client comes with the `kubeflow` extra (through kfp), which a local install need not
+    # have: imported in tfjob_k8s's functions only.
+    objects, core, namespace = tfjob_k8s.clients()
     body = manifest(name, spec, [job_file, serving_dir, log_dir, checkpoint_dir])
-    _create(objects, namespace, body, poll_seconds)
+    _create(objects, core, namespace, body, poll_seconds)
     logging.info('Created TFJob %s/%s: %d workers of %s, each %s', namespace, name,
                  spec.workers, spec.image,
                  body['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0]
                  ['resources']['requests'])
-    restore = _terminate_raises()
+    restore, ended = _terminate_raises(), False
     try:
-        seen, outcome = set(), ''
-        while not outcome:
-            status = objects.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name).get('status') or {}
-            for condition in status.get('conditions') or []:  # each change logged once
-                key = tuple(condition.get(k, '') for k in ('type', 'status', 'reason'))
-                if key not in seen:
-                    seen.add(key)
-                    logging.info('TFJob %s: %s=%s (%s) %s', name, *key,
-                                 condition.get('message', ''))
-            outcome = _finished(status)
-            if not outcome:
-                time.sleep(poll_seconds)
+        outcome = _wait(objects, core, namespace, name, spec, poll_seconds)
+        ended = True
         if outcome == 'Failed':
             raise RuntimeError(f'TFJob {namespace}/{name} failed; '
-                               f'{_failed_pod_logs(core, namespace, name)}')
+                               f'{tfjob_k8s.failed_pod_logs(core, namespace, name)}')
+    except RuntimeError:  # failed, or never started: the task still ends in order
+        ended = True
+        raise
     finally:  # ended, failed or interrupted: its pods go with it (owner references)
         restore()
-        try:
-            objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
-            logging.info('Deleted TFJob %s/%s', namespace, name)
-        except ApiException as error:
-            if error.status != 404:  # already gone (deleted by hand) is what was wanted
-                raise
+        if tfjob_k8s.delete(objects, namespace, name):
+            logging.info('Deleting TFJob %s/%s (foreground)', namespace, name)
+        if ended:  # a cancelled task has its own grace period: it does not wait then
+            tfjob_k8s.wait_gone(objects, core, namespace, name, _DELETE_TIMEOUT_S,
+                                poll_seconds)
     with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json')) as handle:
         return json.load(handle)

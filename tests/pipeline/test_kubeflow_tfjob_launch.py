@@ -52,5 +52,7 @@ def test_the_compiled_trainer_task_trains_in_a_two_pod_tfjob(tmp_path, monkeypat
     assert json_format.MessageToDict(pushed.metadata)['pushed'] == 1
     calls = [(r['method'], r['path'].rsplit('/', 1)[-1]) for r in cluster.requests]
     name = created['metadata']['name']
-    assert calls[0] == ('POST', 'tfjobs') and calls[-1] == ('DELETE', name)
-    assert cluster.jobs == {}
+    assert calls.count(('POST', 'tfjobs')) == 1 and calls.count(('DELETE', name)) == 1
+    assert calls.index(('POST', 'tfjobs')) < calls.index(('DELETE', name))
+    assert cluster.jobs == {} and cluster.pods == {}  # deleted, and waited for
+    assert cluster.errors == []

@@ -1,25 +1,24 @@
 """The trainer as a Kubernetes TFJob (components/trainer/tfjob.py) against a local fake Kubernetes
-API server (tests/fake_k8s_server.py) whose fake operator runs each Worker "pod" as a local
-process with the TF_CONFIG the Training Operator injects. The `kubernetes` client calls, the
-executor's path and the 2-worker MultiWorkerMirroredStrategy training are real; the cluster,
-its scheduling and the operator itself are not.
+API server (tests/fake_k8s_server.py) with a transcribed Training Operator v1.9.0, scheduler and
+kubelet: each Worker "pod" is a local process in its own network namespace, with only the
+operator's TF_CONFIG (`<job>-worker-<i>.<ns>.svc:2222`) and its image's environment. The
+`kubernetes` client calls, the executor's path and the 2-worker MultiWorkerMirroredStrategy
+training are real; the cluster is not. The fake's own rules are tested in
+tests/test_fake_k8s_server.py, what the task survives in test_tfjob_survival.py.
 """
 import dataclasses
+import glob
 import json
 import os
-import signal
 import subprocess
-import sys
-import time
 
 import pytest
 import tensorflow as tf
 from tfx.types import artifact_utils, standard_artifacts
 
-from components.common import inputs as inputs_lib
-from components.trainer import executor, job as job_lib, loop, tfjob, workers
-import fake_k8s_server
-from helpers import REPO_ROOT, write_digit_examples
+from components.trainer import executor, tfjob
+from helpers import write_digit_examples
+import tfjob_helpers
 
 SPEC = tfjob.TFJobSpec(workers=2, image='registry/image-pipeline:1', cpu=8.0, memory_gb=30.0,
                        gpus=2, gpu_resource='nvidia.com/gpu')
@@ -29,10 +28,13 @@ def test_the_manifest_has_n_identical_workers_with_the_trainer_resources():
     body = tfjob.manifest('train-abc', SPEC, ['/r/job.json', '/r/serving', '/r/logs', '/r/ckpt'])
     assert (body['apiVersion'], body['kind']) == ('kubeflow.org/v1', 'TFJob')
     assert body['metadata']['name'] == 'train-abc'
-    assert body['spec']['runPolicy'] == {'cleanPodPolicy': 'None', 'backoffLimit': 0}
+    # No backoffLimit: past it, the operator deletes every pod before marking the job Failed.
+    assert body['spec']['runPolicy'] == {'cleanPodPolicy': 'None'}
     assert list(body['spec']['tfReplicaSpecs']) == ['Worker']  # worker 0 is the chief
     worker = body['spec']['tfReplicaSpecs']['Worker']
     assert (worker['replicas'], worker['restartPolicy']) == (2, 'Never')
+    assert worker['template']['metadata'] == {'annotations': {'sidecar.istio.io/inject': 'false'}}
+    assert 'serviceAccountName' not in worker['template']['spec']
     [container] = worker['template']['spec']['containers']
     assert container['name'] == 'tensorflow' and container['image'] == SPEC.image
     assert container['command'] == ['python', '-m', 'components.trainer.workers', '/r/job.json',
@@ -44,21 +46,28 @@ def test_the_manifest_has_n_identical_workers_with_the_trainer_resources():
     assert cpu_only['replicas'] == 3
     assert cpu_only['template']['spec']['containers'][0]['resources']['limits'] == {
         'cpu': '0.5', 'memory': '2G'}
+    runner = tfjob.manifest('x', dataclasses.replace(SPEC, service_account='trainer'), [])
+    assert runner['spec']['tfReplicaSpecs']['Worker']['template']['spec'][
+        'serviceAccountName'] == 'trainer'
 
 
 def test_the_spec_round_trips_through_the_execution_property():
     assert tfjob.TFJobSpec.from_json(SPEC.to_json()) == SPEC
+    old = json.loads(SPEC.to_json())  # a spec compiled before the newer fields still loads
+    del old['service_account'], old['start_timeout_s']
+    assert tfjob.TFJobSpec.from_json(json.dumps(old)) == SPEC
 
 
 @pytest.fixture
 def cluster(tmp_path, monkeypatch):
-    """The fake API server, and a kubeconfig naming it (what the task reads outside a pod)."""
-    server, state = fake_k8s_server.start(str(tmp_path))
-    monkeypatch.setenv('KUBECONFIG', fake_k8s_server.write_kubeconfig(
-        str(tmp_path / 'kubeconfig'), server, 'ml-team'))
-    yield state
-    server.shutdown()
-    state.shutdown()
+    yield from tfjob_helpers.cluster(tmp_path, monkeypatch)
+
+
+def _pod_log(tmp_path, pod: str) -> str:
+    """A container's log as the node keeps it (/var/log/pods/<ns>_<pod>_<uid>/<container>/)."""
+    [path] = glob.glob(str(tmp_path / 'pods' / f'ml-team_{pod}_*' / 'tensorflow' / '0.log'))
+    with open(path) as handle:
+        return handle.read()
 
 
 def _artifacts(tmp_path, train_files=2):
@@ -88,24 +97,31 @@ def _properties(**overrides):
     props.update(overrides)
     return props
 
-
-def _calls(state):
-    """(method, last path segment) of every request: a job name, 'tfjobs', 'pods', 'log'."""
-    return [(r['method'], r['path'].rsplit('/', 1)[-1]) for r in state.requests]
+def _check_lifecycle(state, name):
+    """Nothing left of an earlier job was found, the job was created, polled, deleted in the
+    foreground, and waited for until it and its pods were gone."""
+    calls = tfjob_helpers.calls(state)
+    post, delete = calls.index(('POST', 'tfjobs')), calls.index(('DELETE', name))
+    assert set(calls[:post]) == {('GET', name), ('GET', 'pods')}
+    assert {c for c in calls[post + 1:delete]} <= {('GET', name), ('GET', 'pods'),
+                                                   ('GET', 'log')}
+    assert state.requests[delete]['query']['propagationPolicy'] == ['Foreground']
+    assert set(calls[delete + 1:]) == {('GET', name), ('GET', 'pods')}
+    assert all('/namespaces/ml-team/' in r['path'] for r in state.requests)
+    assert state.jobs == {} and state.pods == {}
 
 
 @pytest.mark.slow
 def test_two_pods_train_and_the_chief_export_becomes_the_model(cluster, tmp_path):
     inputs, outputs = _artifacts(tmp_path)
-    executor.Executor().Do(inputs, outputs, _properties())
+    executor.Executor().Do(inputs, outputs, _properties(pipeline_root=str(tmp_path / 'root')))
     [model], [model_run] = outputs['model'], outputs['model_run']
     [created] = cluster.created
     name = created['metadata']['name']
     assert created['spec']['tfReplicaSpecs']['Worker']['replicas'] == 2
     # Both pods ran the job on the 2-worker cluster their TF_CONFIG described.
     for index in range(2):
-        with open(tmp_path / f'{name}-{index}.log') as log:
-            text = log.read()
+        text = _pod_log(tmp_path, f'{name}-worker-{index}')
         assert 'Training models.resnet.build_model on 2 replica(s)' in text, text[-2000:]
         assert 'FILE sharding of the train split' in text
     serving = os.path.join(model.uri, 'Format-Serving')
@@ -116,11 +132,7 @@ def test_two_pods_train_and_the_chief_export_becomes_the_model(cluster, tmp_path
     assert model.get_string_custom_property('input_sharding') == 'FILE'
     assert json.load(open(os.path.join(model_run.uri, 'metrics.json')))['num_workers'] == 2
     # Created in the kubeconfig's namespace, polled until it ended, then deleted.
-    calls = _calls(cluster)
-    assert calls[0] == ('POST', 'tfjobs') and calls[-1] == ('DELETE', name)
-    assert {c for c in calls[1:-1]} == {('GET', name)}
-    assert all('/namespaces/ml-team/' in r['path'] for r in cluster.requests)
-    assert cluster.jobs == {}
+    _check_lifecycle(cluster, name)
 
 
 @pytest.mark.slow
@@ -129,84 +141,16 @@ def test_a_failing_pod_fails_the_task_with_its_log_and_the_job_is_deleted(cluste
     for name in os.listdir(os.path.join(inputs['examples'][0].uri, 'Split-train')):
         os.remove(os.path.join(inputs['examples'][0].uri, 'Split-train', name))
     with pytest.raises(RuntimeError) as error:
-        executor.Executor().Do(inputs, outputs, _properties())
+        executor.Executor().Do(inputs, outputs, _properties(pipeline_root=str(tmp_path / 'root')))
     message = str(error.value)
     name = cluster.created[0]['metadata']['name']
     assert message.startswith(f'TFJob ml-team/{name} failed; --- pod {name}-worker-')
     assert '(Failed), last lines:' in message
     missing = os.path.join(inputs['examples'][0].uri, 'Split-train', '*')
     assert f'No files matched pattern: {missing}' in message  # the pod's own error
-    calls = _calls(cluster)
-    assert ('GET', 'pods') in calls and ('GET', 'log') in calls
-    assert calls[-1] == ('DELETE', name) and cluster.jobs == {}
+    assert ('GET', 'log') in tfjob_helpers.calls(cluster)
+    _check_lifecycle(cluster, name)
     left = subprocess.run(['pgrep', '-f', os.path.join(outputs['model_run'][0].uri, 'tfjob')],
                           capture_output=True, text=True)
     assert left.stdout == ''
     assert not os.path.exists(os.path.join(outputs['model'][0].uri, 'Format-Serving'))
-
-
-def _failing_job(tmp_path):
-    """A job whose workers fail at once (no train files): cheap to start and end."""
-    return job_lib.TrainJob(
-        train_pattern=str(tmp_path / 'missing' / '*'), eval_pattern=str(tmp_path / 'e' / '*'),
-        class_names=('0', '1'), image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
-        options=loop.LoopOptions(train_steps=5, global_batch_size=8, learning_rate=1e-3),
-        input_spec=inputs_lib.InputSpec())
-
-
-def _paths(tmp_path):
-    return dict(serving_dir=str(tmp_path / 'serving'), log_dir=str(tmp_path / 'logs'),
-                checkpoint_dir=str(tmp_path / 'ckpt'))
-
-
-@pytest.mark.slow
-def test_a_job_left_by_a_killed_attempt_is_replaced(cluster, tmp_path):
-    spec = tfjob.TFJobSpec(workers=2, image='local')
-    stale = tfjob.manifest('train-same', spec, [])
-    stale['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0][
-        'command'] = ['python', '-c', 'import time; time.sleep(600)']
-    cluster.start('ml-team', stale)
-    stale_pods = cluster.jobs['train-same']['pods']
-    with pytest.raises(RuntimeError, match='No files matched pattern'):
-        tfjob.run(_failing_job(tmp_path), spec=spec, name='train-same', poll_seconds=0.2,
-                  **_paths(tmp_path))
-    assert all(pod.process.poll() is not None for pod in stale_pods)  # deleted, pods killed
-    assert [c['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0]
-            ['command'][:3] for c in cluster.created] == [
-        ['python', '-c', 'import time; time.sleep(600)'],
-        ['python', '-m', 'components.trainer.workers']]
-    calls = _calls(cluster)
-    assert calls[:3] == [('POST', 'tfjobs'), ('DELETE', 'train-same'), ('GET', 'train-same')]
-    assert calls[3] == ('POST', 'tfjobs') and cluster.jobs == {}
-
-
-@pytest.mark.slow
-def test_terminating_the_task_deletes_the_job(cluster, tmp_path):
-    """KFP cancels a run by deleting the task's pod: SIGTERM. The job, whose workers would
-    train for a very long time, must not train on."""
-    for split, offset in (('train', 0), ('eval', 40)):
-        write_digit_examples(str(tmp_path / split / 'part.gz'), ('0', '1'), 16, offset)
-    job = dataclasses.replace(
-        _failing_job(tmp_path), train_pattern=str(tmp_path / 'train' / '*'),
-        eval_pattern=str(tmp_path / 'eval' / '*'),
-        options=loop.LoopOptions(train_steps=100_000, global_batch_size=8, learning_rate=1e-3,
-                                 checkpoint_interval=100_000))
-    job_file = tmp_path / 'job.json'
-    job_file.write_text(workers.job_to_json(job))
-    script = ('import sys\n'
-              'from components.trainer import tfjob, workers\n'
-              'job = workers.job_from_json(open(sys.argv[1]).read())\n'
-              'tfjob.run(job, spec=tfjob.TFJobSpec(workers=2, image="i"), name="train-cancel",'
-              ' serving_dir=sys.argv[2] + "/s", log_dir=sys.argv[2] + "/logs",'
-              ' checkpoint_dir=sys.argv[2] + "/c", poll_seconds=0.2)\n')
-    task = subprocess.Popen([sys.executable, '-c', script, str(job_file), str(tmp_path)],
-                            cwd=REPO_ROOT)
-    deadline = time.time() + 120
-    while not any(r['method'] == 'GET' for r in cluster.requests):  # created, now waiting
-        assert time.time() < deadline and task.poll() is None, 'the task never waited'
-        time.sleep(0.2)
-    pods = cluster.jobs['train-cancel']['pods']
-    task.send_signal(signal.SIGTERM)
-    assert task.wait(timeout=60) != 0
-    assert _calls(cluster)[-1] == ('DELETE', 'train-cancel') and cluster.jobs == {}
-    assert all(pod.process.poll() is not None for pod in pods)

@@ -1,0 +1,144 @@
+"""The Kubernetes calls behind tfjob.py (no TFX imports): clients, a foreground delete that waits
+until the job and its pods are gone, and what the task reports about pods that fail or never
+start (their state, events and log tails).
+
+Why the waiting: deletion on Kubernetes is asynchronous. A deleted pod gets SIGTERM and a
+grace period (30 s by default) before SIGKILL, and a same-name TFJob created meanwhile meets
+its predecessor's pods: the operator's pod creation answers 409 ("pods ... already exists")
+and retries, and the old pods, still running, write into the same folders. So a TFJob is
+deleted with propagationPolicy Foreground (the job stays visible, with a deletionTimestamp,
+until the garbage collector has removed its pods) and the task waits for both to be gone.
+"""
+import time
+from typing import Any, Dict, List
+
+GROUP, VERSION, PLURAL = 'kubeflow.org', 'v1', 'tfjobs'
+JOB_LABEL = 'training.kubeflow.org/job-name'   # the operator labels every pod of a job with it
+CONTAINER = 'tensorflow'                        # the container the operator gives TF_CONFIG
+_TAIL_LINES = 30
+_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace'
+
+
+def clients():
+    """(CustomObjectsApi, CoreV1Api, namespace): the pod's service account inside a cluster,
+    else the kubeconfig (KUBECONFIG) and its current context's namespace."""
+    import os
+    from kubernetes import client, config
+    try:
+        config.load_incluster_config()
+        with open(_NAMESPACE_FILE) as handle:
+            namespace = handle.read().strip()
+    except config.ConfigException:
+        # Named here: the client reads KUBECONFIG once, when it is imported.
+        path = os.environ.get('KUBECONFIG') or os.path.expanduser('~/.kube/config')
+        config.load_kube_config(config_file=path)
+        _, current = config.list_kube_config_contexts(config_file=path)
+        namespace = current['context'].get('namespace') or 'default'
+    return client.CustomObjectsApi(), client.CoreV1Api(), namespace
+
+
+def pods(core, namespace: str, name: str) -> List[Any]:
+    return core.list_namespaced_pod(namespace, label_selector=f'{JOB_LABEL}={name}').items
+
+
+def delete(objects, namespace: str, name: str) -> bool:
+    """Deletes the TFJob in the foreground; False if it was already gone."""
+    from kubernetes.client.exceptions import ApiException
+    try:
+        objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
+                                                propagation_policy='Foreground')
+        return True
+    except ApiException as error:
+        if error.status != 404:  # already gone (deleted by hand) is what was wanted
+            raise
+        return False
+
+
+def leftovers(objects, core, namespace: str, name: str) -> List[str]:
+    """What is left of a TFJob of this name: the job itself (first), pods with its label."""
+    from kubernetes.client.exceptions import ApiException
+    try:
+        objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        left = [f'TFJob {name}']
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        left = []
+    return left + [f'pod {p.metadata.name} ({p.status.phase})'
+                   for p in pods(core, namespace, name)]
+
+
+def wait_gone(objects, core, namespace: str, name: str, timeout: float,
+              poll_seconds: float) -> None:
+    """Waits until no TFJob of this name and no pod with its label are left."""
+    deadline = time.time() + timeout
+    while True:
+        left = leftovers(objects, core, namespace, name)
+        if not left:
+            return
+        if time.time() > deadline:
+            raise RuntimeError(f'TFJob {namespace}/{name}: still there after {timeout:.0f} s '
+                               f'of deletion: {", ".join(left)}')
+        time.sleep(poll_seconds)
+
+
+def started(core, namespace: str, name: str, replicas: int) -> bool:
+    """Every replica's pod has started (Running) or already ended: training can progress."""
+    phases = [p.status.phase for p in pods(core, namespace, name) if p.status]
+    return sum(phase in ('Running', 'Succeeded', 'Failed') for phase in phases) >= replicas
+
+
+def _events(core, namespace: str, name: str, uid: str) -> List[str]:
+    """This object's events (by uid, as kubectl describe selects them: a same-name
+    predecessor's events are kept for an hour)."""
+    items = core.list_namespaced_event(namespace, field_selector=(
+        f'involvedObject.name={name},involvedObject.uid={uid}')).items
+    return [f'    {e.type} {e.reason}: {e.message}' + (f' (x{e.count})' if (e.count or 1) > 1
+                                                        else '') for e in items]
+
+
+def describe_pods(core, namespace: str, name: str, uid: str) -> str:
+    """Each pod's phase, unready conditions, waiting containers and events, then the job's
+    events, like `kubectl describe`: why a job never started."""
+    parts = []
+    for pod in pods(core, namespace, name):
+        status = pod.status
+        parts.append(f'--- pod {pod.metadata.name}: {status.phase}')
+        for condition in status.conditions or []:
+            if condition.status != 'True':
+                parts.append(f'    {condition.type}={condition.status} {condition.reason or ""}'
+                             f': {condition.message or ""}')
+        for container in status.container_statuses or []:
+            waiting = container.state.waiting if container.state else None
+            if waiting:
+                parts.append(f'    container {container.name} waiting: {waiting.reason}: '
+                             f'{waiting.message or ""}')
+        parts += _events(core, namespace, pod.metadata.name, pod.metadata.uid)
+    parts.append(f'--- TFJob {name} events:')
+    parts += _events(core, namespace, name, uid)
+    return '\n'.join(parts) if parts else '(no pods found)'
+
+
+def failed_pod_logs(core, namespace: str, name: str) -> str:
+    """The log tails of the job's failed pods (every pod's if none is marked failed)."""
+    from kubernetes.client.exceptions import ApiException
+    found = pods(core, namespace, name)
+    failed = [p for p in found if p.status and p.status.phase == 'Failed'] or found
+    parts = []
+    for pod in failed:
+        try:
+            log = core.read_namespaced_pod_log(pod.metadata.name, namespace,
+                                               container=CONTAINER, tail_lines=_TAIL_LINES)
+        except ApiException as error:  # e.g. never scheduled: say so, keep the others
+            log = f'(no log: {error.status} {error.reason})'
+        parts.append(f'--- pod {pod.metadata.name} ({pod.status.phase}), last lines:\n{log}')
+    return '\n'.join(parts) or '(no pods found)'
+
+
+def conditions_logged(status: Dict[str, Any], seen: set, log, name: str) -> None:
+    """Logs each condition change of the job once."""
+    for condition in status.get('conditions') or []:
+        key = tuple(condition.get(k, '') for k in ('type', 'status', 'reason'))
+        if key not in seen:
+            seen.add(key)
+            log('TFJob %s: %s=%s (%s) %s', name, *key, condition.get('message', ''))
