@@ -67,7 +67,7 @@ def route(handler, method: str, path: str, query, body):
 
     if (method, path) == ('GET', '/experiments'):
         namespace = handler._namespace(arg('namespace'))
-        _can_access_experiment(handler, namespace, 'list')
+        _can_access(handler, 'experiments', namespace, 'list')
         return _listing('experiments', [e for e in state.experiments if _matches(e, query)
                                         and e.get('namespace', '') == namespace])
     if (method, path) == ('POST', '/experiments'):
@@ -76,7 +76,7 @@ def route(handler, method: str, path: str, query, body):
         if not name or len(name) > 128:  # ValidateModel (Experiment.Name) is wrapped as internal
             raise _internal('Failed to convert API experiment to model experiment')
         namespace = handler._namespace(body.get('namespace', ''))
-        _can_access_experiment(handler, namespace, 'create', name)
+        _can_access(handler, 'experiments', namespace, 'create', name)
         if any(e['display_name'] == name and e.get('namespace', '') == namespace
                for e in state.experiments):  # unique index idx_name_namespace
             raise KfpError('AlreadyExists', f'Failed to create a new experiment. The name {name} '
@@ -89,7 +89,7 @@ def route(handler, method: str, path: str, query, body):
     if method == 'GET' and experiment_path:
         experiment = state.find(state.experiments, 'experiment_id', experiment_path.group(1),
                                 'Experiment')
-        _can_access_experiment(handler, experiment.get('namespace', ''), 'get')
+        _can_access(handler, 'experiments', experiment.get('namespace', ''), 'get')
         return experiment
 
     if (method, path) == ('GET', '/recurringruns'):
@@ -98,7 +98,7 @@ def route(handler, method: str, path: str, query, body):
         if arg('experiment_id'):
             namespace = state.find(state.experiments, 'experiment_id', arg('experiment_id'),
                                    'Experiment').get('namespace', '')
-        _can_access_job(handler, namespace, 'list')
+        _can_access(handler, 'jobs', namespace, 'list')
         key, value = (('experiment_id', arg('experiment_id')) if arg('experiment_id')
                       else ('namespace', namespace))
         return _listing('recurringRuns', [r for r in state.recurring_runs
@@ -108,7 +108,8 @@ def route(handler, method: str, path: str, query, body):
     if method in ('GET', 'DELETE') and run_path:
         # job_server.go canAccessJob(id) then resource_manager.go GetJob / DeleteJob.
         run = state.find(state.recurring_runs, 'recurring_run_id', run_path.group(1), 'Job')
-        _can_access_job(handler, run.get('namespace', ''), method.lower(), run['display_name'])
+        _can_access(handler, 'jobs', run.get('namespace', ''), method.lower(),
+                    run['display_name'])
         if method == 'GET':
             return run
         state.recurring_runs.remove(run)
@@ -116,22 +117,15 @@ def route(handler, method: str, path: str, query, body):
     return None
 
 
-def _can_access_experiment(handler, namespace: str, verb: str, name: str = ''):
-    """experiment_server.go canAccessExperiment."""
+def _can_access(handler, resource: str, namespace: str, verb: str, name: str = ''):
+    """experiment_server.go canAccessExperiment, job_server.go canAccessJob: in multi-user
+    mode a namespace is required, then the request is authorized in it."""
     if not handler.state.multi_user:
         return
     if not namespace:
-        raise invalid('An experiment cannot have an empty namespace in multi-user mode')
-    handler._authorize(namespace, verb, 'experiments', name)
-
-
-def _can_access_job(handler, namespace: str, verb: str, name: str = ''):
-    """job_server.go canAccessJob."""
-    if not handler.state.multi_user:
-        return
-    if not namespace:
-        raise invalid('a recurring run cannot have an empty namespace in multi-user mode')
-    handler._authorize(namespace, verb, 'jobs', name)
+        raise invalid({'experiments': 'An experiment', 'jobs': 'a recurring run'}[resource] +
+                      ' cannot have an empty namespace in multi-user mode')
+    handler._authorize(namespace, verb, resource, name)
 
 
 def _create_recurring_run(handler, body, stamp):
@@ -163,7 +157,7 @@ def _create_recurring_run(handler, body, stamp):
     namespace = experiment.get('namespace', '')
     if state.multi_user and not namespace:
         raise invalid('Recurring run cannot have an empty namespace in multi-user mode')
-    _can_access_job(handler, namespace, 'create', name)
+    _can_access(handler, 'jobs', namespace, 'create', name)
     reference = body.get('pipeline_version_reference') or {}
     version = next((v for v in state.versions
                     if v['pipeline_version_id'] == reference.get('pipeline_version_id')), None)

@@ -104,18 +104,14 @@ def compile_cmd_and_args(executor_input, pod: Pod, command: List[str], args: Lis
     are replaced in the args only."""
     whole = json_format.MessageToJson(executor_input, indent=None)
     placeholders = {}
-    for name, artifacts in executor_input.inputs.artifacts.items():
-        if artifacts.artifacts:
-            artifact = artifacts.artifacts[0]
-            placeholders[f"{{{{$.inputs.artifacts['{name}'].uri}}}}"] = artifact.uri
-            placeholders[f"{{{{$.inputs.artifacts['{name}'].path}}}}"] = \
-                pod.local_path_for_uri(artifact.uri)
-    for name, artifacts in executor_input.outputs.artifacts.items():
-        if artifacts.artifacts:
-            artifact = artifacts.artifacts[0]
-            placeholders[f"{{{{$.outputs.artifacts['{name}'].uri}}}}"] = artifact.uri
-            placeholders[f"{{{{$.outputs.artifacts['{name}'].path}}}}"] = \
-                pod.local_path_for_uri(artifact.uri)
+    for side, lists in (('inputs', executor_input.inputs.artifacts),
+                        ('outputs', executor_input.outputs.artifacts)):
+        for name, artifacts in lists.items():
+            if artifacts.artifacts:
+                uri = artifacts.artifacts[0].uri
+                placeholders[f"{{{{$.{side}.artifacts['{name}'].uri}}}}"] = uri
+                placeholders[f"{{{{$.{side}.artifacts['{name}'].path}}}}"] = \
+                    pod.local_path_for_uri(uri)
     for name, value in executor_input.inputs.parameter_values.items():
         placeholders[f"{{{{$.inputs.parameters['{name}']}}}}"] = kfp_driver.pb_value_to_text(value)
     for name, parameter in executor_input.outputs.parameters.items():
