@@ -44,6 +44,17 @@ def checkpoint_dir(examples: List[types.Artifact], exec_properties: Dict[str, An
                                        [a.uri for a in examples], exec_properties)
 
 
+def record_metric(model: types.Artifact, name: str, value: Any) -> None:
+    """A training metric on the Model. A non-finite number (a diverged loss) is recorded as
+    its text: TFX's Kubeflow entry point writes the executor output as JSON, which has no NaN
+    or Infinity, so the task would fail after training instead of reporting the value."""
+    if isinstance(value, str) or not math.isfinite(float(value)):
+        model.set_string_custom_property(name, str(value) if isinstance(value, str)
+                                         else repr(float(value)))
+    else:
+        model.set_float_custom_property(name, float(value))
+
+
 def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
                   exec_properties: Dict[str, Any]) -> Optional[image_shape.InputShape]:
     """The image input: configured values win, 0 = from the data. None for a table."""
@@ -168,7 +179,4 @@ class Executor(base_executor.BaseExecutor):
             model.set_string_custom_property('augment', job.augment)
             model.set_int_custom_property('flip', int(job.flip))
         for name, value in metrics.items():
-            if isinstance(value, str):
-                model.set_string_custom_property(name, value)
-            else:
-                model.set_float_custom_property(name, float(value))
+            record_metric(model, name, value)
