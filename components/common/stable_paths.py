@@ -15,6 +15,9 @@ Here the layout is ours and the same everywhere:
 
     <pipeline_root>/_checkpoints/<node>/<key>/       the key hashes what makes the training the same
     <pipeline_root>/_quarantine/<node>/<key>.jsonl   the key hashes the Examples URI
+    <pipeline_root>/_spans/<node>/<key>.json         the key hashes a span's identity: where
+                                                     its ingested data is (components/ingest/
+                                                     span_index.py)
 
 The leading underscore keeps them clear of every orchestrator's own folders: our node ids are
 class names, KFP pipeline names never start with one (apiserver/common/utils.go
@@ -33,6 +36,7 @@ from typing import Any, Dict, Iterable
 PIPELINE_ROOT = 'pipeline_root'  # the execution property naming the pipeline root
 CHECKPOINTS = '_checkpoints'
 QUARANTINE = '_quarantine'
+SPANS = '_spans'
 _KEY_CHARS = 16  # 64 bits of sha256: a collision within one pipeline root is negligible
 
 
@@ -51,20 +55,22 @@ def pipeline_root(exec_properties: Dict[str, Any]) -> str:
     return root
 
 
-def checkpoint_dir(root: str, node: str, examples_uris: Iterable[str],
+def checkpoint_dir(root: str, node: str, data_keys: Iterable[str],
                    exec_properties: Dict[str, Any]) -> str:
-    """`<root>/_checkpoints/<node>/<key>`: the key hashes the input Examples' URIs and every
+    """`<root>/_checkpoints/<node>/<key>`: the key hashes what stands for the data and every
     execution property but the pipeline root (the folder already says which root), so every
     attempt of the same training finds the same folder and a different training never does.
 
-    The URIs stand for the data. They are the same for a retried task (a task's retryStrategy
-    reruns only the executor pod, argocompiler/container.go; KFP's Retry keeps every succeeded
-    node, util/workflow.go GenerateRetryExecution) and for a rerun whose ingestion is a cache
-    hit. New Examples (ingestion ran again) get a new URI, hence a fresh start, even when they
-    hold the same records: only the same bytes may resume the same example stream.
+    The data keys are, per span of the training window, its input fingerprint with the
+    ingestion parameters that shape its records (trainer/executor.py), or its folder's URI when
+    it has no fingerprint. The same spans ingested the same way are the same records (shards are
+    chosen by a hash of each record's split key), so a retried task, a rerun whose ingestion
+    was a cache hit, and a rerun on open-source KFP (where ingestion runs again and copies the
+    same shards to a new URI) all find the same folder; a new span or changed file changes the
+    fingerprint, hence a fresh start: only the same records may resume the same example stream.
     """
     properties = {k: v for k, v in exec_properties.items() if k != PIPELINE_ROOT}
-    key = _digest({'examples': sorted(uri.rstrip('/') for uri in examples_uris),
+    key = _digest({'examples': sorted(key.rstrip('/') for key in data_keys),
                    'properties': properties})
     return os.path.join(root, CHECKPOINTS, node, key)
 
@@ -74,3 +80,10 @@ def kept_quarantine_path(root: str, node: str, examples_uri: str) -> str:
     execution (every orchestrator gives each one its own output URI), the same for a retried
     attempt that reuses the URI, which then replaces the copy it made before."""
     return os.path.join(root, QUARANTINE, node, _digest(examples_uri.rstrip('/')) + '.jsonl')
+
+
+def span_index_path(root: str, node: str, identity: Dict[str, Any]) -> str:
+    """`<root>/_spans/<node>/<key>.json`, the key hashing a span's identity (input base, span,
+    input fingerprint, ingestion parameters): one file per span ingested one way, so concurrent
+    runs never write the same file for different things."""
+    return os.path.join(root, SPANS, node, _digest(identity) + '.json')

@@ -15,7 +15,9 @@ and records it as the Examples artifact's `span` property. A new span changes th
 pattern and fingerprint, so ingestion runs again; an unchanged one is served from the cache.
 Whether spans are used is decided when the pipeline is built, from the folders present then.
 An empty latest span folder stops the run with one line naming it (the stock driver would skip
-it silently, or fail with a pattern error when no span has files).
+it silently, or fail with a pattern error when no span has files). The driver resolves and
+fingerprints the newest span only; the executor adds the older spans of the training window
+(`window`), converting only those not ingested before (executor.py).
 
 The quarantine is a folder of the Examples artifact (`Quarantine/quarantine.jsonl`, named by
 the `quarantine_uri` property), not an artifact of its own: it is meaningful only next to the
@@ -86,6 +88,8 @@ class ImageExampleGenSpec(ComponentSpec):
         'feature_types': ExecutionParameter(type=str),     # csv: JSON {column: type}; rest inferred
         'drop_columns': ExecutionParameter(type=str),      # csv: JSON [column, ...] not features
         'pipeline_root': ExecutionParameter(type=str),     # a failed run's quarantine goes under it
+        # The training window: the newest span and up to window - 1 before it (executor.py).
+        'window': ExecutionParameter(type=int, optional=True),
     }
     INPUTS = {}
     OUTPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
@@ -105,9 +109,11 @@ class ImageExampleGen(FileBasedExampleGen):
                  feature_types: Optional[Dict[str, str]] = None,
                  drop_columns: Sequence[str] = (),
                  range_config: Optional[range_config_pb2.RangeConfig] = None,
-                 min_train_shards: int = 1, pipeline_root: str = ''):
+                 min_train_shards: int = 1, pipeline_root: str = '', window: int = 1):
         if not pipeline_root:  # a failed run keeps its quarantine there
             raise ValueError('pipeline_root is required: a failed run keeps its quarantine there')
+        if window < 1:
+            raise ValueError(f'window must be >= 1 (spans trained on), got {window}')
         if source not in _PATTERNS:
             raise ValueError(f'source must be one of {tuple(_PATTERNS)}, got {source!r}')
         input_config = example_gen_pb2.Input(splits=[example_gen_pb2.Input.Split(
@@ -123,4 +129,5 @@ class ImageExampleGen(FileBasedExampleGen):
             image_storage=image_storage, channels=channels, label_column=label_column,
             feature_types=json.dumps(dict(sorted((feature_types or {}).items()))),
             drop_columns=json.dumps(list(drop_columns)), pipeline_root=pipeline_root,
+            window=window,
             examples=Channel(type=standard_artifacts.Examples)))

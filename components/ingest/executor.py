@@ -9,10 +9,20 @@ components/common/image_shape.py) and the counts. The counts
 and checked: anything not written is in the quarantine with a reason. For CSV, `missing_values`
 (JSON, column -> empty numeric values over all splits) says what was imputed; the imputed means
 are in `input_spec`. A failed run keeps its quarantine outside the artifact (checks.py).
+
+The training window (components/common/window.py): the artifact's own Split-* folders hold the
+newest span; the `window` property lists it with up to `window - 1` older spans
+(window_spans.py). Each span is looked up in the span index (span_index.py): one ingested before
+with the same files and parameters, whose data still exists, is not converted again. An older
+one is referenced where it is; the newest one, which must be in this artifact, gets its shards
+hard-linked (copied on an object store) from there: open-source KFP runs no cache check, so
+this is how an unchanged input costs no conversion there. Older spans never ingested (a first
+run over several span folders, or data deleted since) are converted into `Span-<N>/`
+sub-folders of this artifact, which the stock readers ignore (they read `Split-*` only).
 """
 import json
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 from tfx import types
@@ -24,10 +34,11 @@ from tfx.dsl.io import filesystem
 from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import artifact_utils
 from tfx.components.util import examples_utils
-from tfx.utils import proto_utils
+from tfx.utils import io_utils, proto_utils
 
-from components.common import features, inputs, stable_paths
-from components.ingest import beam_pipeline, checks, sources, stats, tabular
+from components.common import features, inputs, stable_paths, window
+from components.ingest import beam_pipeline, checks, sources, span_index, stats, tabular
+from components.ingest import window_spans
 from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)
 
 
@@ -39,6 +50,19 @@ def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
     if exec_properties.get('source', 'images') == 'images':
         folder = os.path.dirname(folder)  # drop the class-folder part
     return os.path.normpath(os.path.join(input_base, folder))
+
+
+INGEST_PARAMETERS = window_spans.INGEST_PARAMETERS
+WINDOW_NOTE = window_spans.WINDOW_NOTE
+def _span_fingerprint(exec_properties: Dict[str, Any], folder: str) -> str:
+    """An older span's input fingerprint, computed exactly as the driver computes the newest's
+    (the same split name and pattern under the span's folder), so both meet in the index."""
+    input_config = example_gen_pb2.Input()
+    proto_utils.json_to_proto(exec_properties['input_config'], input_config)
+    split = input_config.splits[0]
+    tail = split.pattern.split('/', 1)[1]  # 'span-3/*/*' -> '*/*'
+    return io_utils.generate_fingerprint(split.name, os.path.join(
+        exec_properties['input_base'], os.path.basename(folder.rstrip('/')), tail))
 
 
 def resolve_without_driver(exec_properties: Dict[str, Any], examples: types.Artifact) -> None:
@@ -94,34 +118,24 @@ def resolve_without_driver(exec_properties: Dict[str, Any], examples: types.Arti
 
 
 class Executor(base_beam_executor.BaseBeamExecutor):
-    """Lists the input, runs the Beam graph, checks counts, and annotates the Examples."""
+    """Ingests the window's new spans, references the others, and annotates the Examples."""
 
-    def Do(self, input_dict: Dict[str, List[types.Artifact]],
-           output_dict: Dict[str, List[types.Artifact]],
-           exec_properties: Dict[str, Any]) -> None:
-        examples = artifact_utils.get_single_instance(output_dict['examples'])
-        input_base = exec_properties['input_base']
-        pipeline_root = stable_paths.pipeline_root(exec_properties)  # refused before any work
-        resolve_without_driver(exec_properties, examples)
-        root = _source_root(input_base, exec_properties)
+    def _convert(self, root: str, input_base: str, exec_properties: Dict[str, Any],
+                 output_dir: str, pipeline_root: str) -> Dict[str, Any]:
+        """Runs the Beam graph on one folder into output_dir's Split-* folders, checks the
+        counts, and returns the Examples custom properties describing the result."""
         options = sources.options_from_properties(root, input_base, exec_properties)
         logging.info('Ingesting %s from %s into %s: %d%% train, %s shards, split key %s',
-                     options.source, root, examples.uri, options.train_percent,
+                     options.source, root, output_dir, options.train_percent,
                      options.shards(), options.split_key)
-
         pipeline = self._make_beam_pipeline()
-        beam_pipeline.build_ingest(pipeline, options, examples.uri)
+        beam_pipeline.build_ingest(pipeline, options, output_dir)
         result = pipeline.run()
         result.wait_until_finish()
         counts = beam_pipeline.read_counts(result)
         logging.info('Ingestion counts: %s', checks.format_counts(counts))
-        # TFX publishes exec_properties on the execution when it succeeds (the log line above
-        # has the counts either way).
-        for name, value in counts.items():
-            exec_properties[f'num_{name}'] = value
-
-        table = beam_pipeline.finalize(examples.uri, options)
-        shapes = {}
+        properties: Dict[str, Any] = {f'num_{name}': value for name, value in counts.items()}
+        table = beam_pipeline.finalize(output_dir, options)
         if table is not None:
             class_names = table['class_names']
             spec = inputs.tabular_spec(options.table.types, table['moments'])
@@ -129,7 +143,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             if missing:
                 logging.info('Empty numeric values, kept and imputed: %s',
                              tabular.describe_missing(missing, table['moments']))
-            examples.set_string_custom_property('missing_values', json.dumps(missing))
+            properties['missing_values'] = json.dumps(missing)
         else:
             class_names = list(options.classes)
             raw = options.image_storage == 'raw'
@@ -139,22 +153,84 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             shapes = stats.read_image_shapes(result)
             logging.info('Train images as stored: sizes %s, modes %s, %d colour',
                          shapes['image_sizes'], shapes['color_modes'], shapes['color_images'])
-        checks.check_counts(counts, examples.uri, float(exec_properties['max_rejected_fraction']),
+            properties.update(shapes)
+        checks.check_counts(counts, output_dir, float(exec_properties['max_rejected_fraction']),
                             root, pipeline_root,
                             by_column=stats.read_rejected_by_column(result))
+        properties['class_names'] = json.dumps(class_names)
+        properties['input_spec'] = spec.to_json()
+        return properties
 
+    def _span(self, span: int, folder: str, fingerprint: str, output_dir: str,
+              exec_properties: Dict[str, Any], pipeline_root: str, newest: bool) -> Tuple[
+                  window.SpanEntry, Dict[str, Any], Optional[Dict[str, Any]]]:
+        """One span of the window: (its entry, its properties, the index key to record when
+        this run ingested it, else None). A span in the index with live data is not converted
+        again: an older one is referenced where it is, the newest one (output_dir is this
+        artifact, which must hold it) gets its shards linked or copied here."""
+        input_base = exec_properties['input_base']
+        key = span_index.identity(input_base, span, fingerprint, exec_properties)
+        found = span_index.lookup(pipeline_root, key)
+        if found is None:
+            properties = self._convert(folder, input_base, exec_properties, output_dir,
+                                       pipeline_root)
+            return (window_spans.entry(span, output_dir, fingerprint, properties), properties,
+                    key)
+        entry, properties = found['entry'], found['properties']
+        if output_dir.rstrip('/') == entry.uri.rstrip('/'):
+            return entry, properties, None  # a retried attempt of the run that ingested it
+        if newest:
+            how = span_index.link_files(entry.uri, output_dir, found['files'])
+            logging.info('Span %d is unchanged since it was ingested into %s: not converted '
+                         'again, its shards %s here', span, entry.uri, how)
+            # Recorded again, pointing here: the newest copy outlives the older one.
+            return (window_spans.entry(span, output_dir, fingerprint, properties), properties,
+                    key)
+        logging.info('Span %d: already ingested into %s, referenced', span, entry.uri)
+        return entry, properties, None
+
+    def Do(self, input_dict: Dict[str, List[types.Artifact]],
+           output_dict: Dict[str, List[types.Artifact]],
+           exec_properties: Dict[str, Any]) -> None:
+        examples = artifact_utils.get_single_instance(output_dict['examples'])
+        input_base = exec_properties['input_base']
+        pipeline_root = stable_paths.pipeline_root(exec_properties)  # refused before any work
+        resolve_without_driver(exec_properties, examples)
+        root = _source_root(input_base, exec_properties)
+        newest = self._span(int(exec_properties.get(example_gen_utils.SPAN_PROPERTY_NAME) or 0),
+                            root, exec_properties.get(
+                                example_gen_utils.FINGERPRINT_PROPERTY_NAME) or '',
+                            examples.uri, exec_properties, pipeline_root, newest=True)
+        older = [self._span(span, folder, _span_fingerprint(exec_properties, folder),
+                            os.path.join(examples.uri, f'Span-{span}'), exec_properties,
+                            pipeline_root, newest=False)
+                 for span, folder in window_spans.older_spans(
+                     root, exec_properties, newest[0].span)]
+        kept, note = window_spans.same_classes(older, newest)
+        properties = dict(newest[1], quarantine_uri=checks.quarantine_path(examples.uri))
+        # TFX publishes exec_properties on the execution when it succeeds.
+        for name, value in properties.items():
+            if name.startswith('num_'):
+                exec_properties[name] = value
         examples.split_names = artifact_utils.encode_split_names(list(features.SPLITS))
         examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
         # TFX knows one TFRecord format name; its readers (and ours) pick the compression from
         # the file suffix, so uncompressed shards (no .gz) are read correctly under it too.
         examples_utils.set_file_format(examples, features.FILE_FORMAT)
-        examples.set_string_custom_property('class_names', json.dumps(class_names))
-        examples.set_string_custom_property('input_spec', spec.to_json())
-        examples.set_string_custom_property('quarantine_uri', checks.quarantine_path(examples.uri))
-        for name, value in counts.items():
-            examples.set_int_custom_property(f'num_{name}', value)
-        for name, value in shapes.items():
+        for name, value in properties.items():
             if isinstance(value, int):
                 examples.set_int_custom_property(name, value)
             else:
                 examples.set_string_custom_property(name, value)
+        entries = [entry for entry, _, _ in kept] + [newest[0]]
+        examples.set_string_custom_property(window.PROPERTY, window.to_json(entries))
+        examples.set_string_custom_property(INGEST_PARAMETERS, json.dumps(
+            span_index.parameters(exec_properties), sort_keys=True))
+        if note:
+            examples.set_string_custom_property(WINDOW_NOTE, note)
+            logging.warning('Window: %s', note)
+        logging.info('Window: %s', window.describe(entries))
+        # Last, once everything is written: a crash before leaves no index entry behind.
+        for entry, span_properties, key in older + [newest]:
+            if key is not None:
+                span_index.record(pipeline_root, key, entry, span_properties)

@@ -38,7 +38,7 @@ def span_folders(input_base: str) -> Dict[int, str]:
     return found
 
 
-def _holds_input(folder: str, source: str) -> bool:
+def holds_input(folder: str, source: str) -> bool:
     """Whether the folder holds something to ingest; stops at the first class folder with a
     file in it."""
     if source == 'csv':
@@ -59,7 +59,7 @@ def check_latest_span(input_base: str, source: str) -> None:
     pattern-matching error that names no folder.
     """
     spans = span_folders(input_base)
-    if spans and not _holds_input(spans[max(spans)], source):
+    if spans and not holds_input(spans[max(spans)], source):
         raise IngestionError(f'Span folder {spans[max(spans)]} is empty: expected '
                              f'{_EXPECTED[source]} (the latest span-<N>/ folder is ingested).')
 
@@ -112,7 +112,7 @@ def options_from_properties(root: str, input_base: str,
     if not tf.io.gfile.isdir(input_base):
         raise IngestionError(f'Input base does not exist: {input_base}')
     source = props.get('source', 'images')
-    if SPAN_FOLDER.match(os.path.basename(root)) and tf.io.gfile.isdir(root) and not _holds_input(
+    if SPAN_FOLDER.match(os.path.basename(root)) and tf.io.gfile.isdir(root) and not holds_input(
             root, source):
         raise IngestionError(f'Span folder {root} is empty: expected {_EXPECTED[source]}.')
     if source == 'csv':

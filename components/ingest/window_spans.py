@@ -1,0 +1,57 @@
+"""Which spans make up a run's training window, and their window entries (no TFX imports).
+
+The window is the newest span (the one the driver resolved) and up to `window - 1` span folders
+before it, oldest first. An older span folder that is empty is left out with a warning (there is
+nothing to lose), and so is one whose classes are not the newest span's: the label is an index
+into the sorted class names, so such a span would teach wrong labels. What was left out, and why,
+is recorded on the Examples as `window_note` and shown in the run summary.
+"""
+import json
+import os
+from typing import Any, Dict, Iterator, List, Tuple
+
+from absl import logging
+
+from components.common import image_shape, window
+from components.ingest import sources
+
+INGEST_PARAMETERS = 'ingest_parameters'  # Examples: JSON of what shaped the records
+WINDOW_NOTE = 'window_note'  # Examples: spans of the window left out, and why
+
+
+def entry(span: int, uri: str, fingerprint: str, properties: Dict[str, Any]) -> window.SpanEntry:
+    """The window entry of a span ingested into `uri`, from the properties ingestion recorded."""
+    shapes = {name: json.loads(properties[name]) if name in properties else None
+              for name in (image_shape.SIZES_PROPERTY, image_shape.MODES_PROPERTY)}
+    return window.SpanEntry(span=span, uri=uri, fingerprint=fingerprint,
+                            num_train=int(properties.get('num_written_train', 0)),
+                            num_eval=int(properties.get('num_written_eval', 0)),
+                            image_sizes=shapes[image_shape.SIZES_PROPERTY],
+                            color_modes=shapes[image_shape.MODES_PROPERTY])
+
+
+def older_spans(root: str, exec_properties: Dict[str, Any],
+                newest: int) -> Iterator[Tuple[int, str]]:
+    """(span, folder) of the window's spans before the newest, oldest first; none when the
+    input has no span folders (root is then the input base itself) or the window is 1."""
+    size = int(exec_properties.get('window') or 1)
+    if size <= 1 or not sources.SPAN_FOLDER.match(os.path.basename(root.rstrip('/'))):
+        return
+    folders = sources.span_folders(exec_properties['input_base'])
+    for span in sorted(s for s in folders if s < newest)[-(size - 1):]:
+        if sources.holds_input(folders[span], exec_properties.get('source', 'images')):
+            yield span, folders[span]
+        else:
+            logging.warning('Window: span folder %s is empty, left out', folders[span])
+
+
+def same_classes(older: List[tuple], newest: tuple) -> Tuple[List[tuple], str]:
+    """The older (entry, properties, ...) spans whose class names are the newest span's, and a
+    note naming the others ('' when none was left out)."""
+    names = newest[1].get('class_names')
+    kept = [span for span in older if span[1].get('class_names') == names]
+    note = '; '.join(
+        f'span {span[0].span} left out: its classes {json.loads(span[1]["class_names"])} are '
+        f'not those of span {newest[0].span} {json.loads(names)}'
+        for span in older if span[1].get('class_names') != names)
+    return kept, note
