@@ -1,5 +1,9 @@
 """tf.data input pipelines over the ingested TFRecord shards (no TFX imports).
 
+A `file_pattern` is one pattern or several (a training window: one per span,
+components/common/window.py); the files they match are read as one sorted list, so FILE
+sharding deals each worker files of every span, and counts and epochs cover the whole window.
+
 Images are parsed and decoded one example at a time, then batched; table rows are batched
 first and parsed together (tf.io.parse_example on a batch is far cheaper than per row).
 

@@ -9,17 +9,22 @@ records how long training ran and why it stopped (the loop's metrics): `steps_ru
 them on this machine through workers.py; with the `tfjob` property, set by the Kubeflow
 compile, they are the Worker pods of a TFJob, tfjob.py) and `num_replicas`.
 
+The data is the training window recorded on the Examples (components/common/window.py): the
+train and eval splits of every span in it, read from their folders, and the step arithmetic
+counts them all. The Model records the window (`window`, and `spans`, e.g. "2,3,4") and the
+export carries it as `assets.extra/training_data.json`.
+
 Crash safety: TFX gives every execution a fresh output folder, so checkpoints cannot live
 there. They go to `<pipeline_root>/_checkpoints/ImageTrainer/<key>/`, computed from the
 `pipeline_root` execution property (components/common/stable_paths.py, never climbed to from
-the Model's URI, whose layout each orchestrator chooses), where the key hashes the input
-Examples and every other execution property: a retry of the same training (same data, same
-settings) finds and resumes them; a different training never does.
+the Model's URI, whose layout each orchestrator chooses), where the key hashes the window's
+span fingerprints (with the ingestion parameters) and every other execution property: a retry
+of the same training (same data, same settings) finds and resumes them; a different training
+never does.
 """
 import hashlib
 import json
 import math
-import os
 from typing import Any, Dict, List, Optional
 
 from absl import logging
@@ -28,7 +33,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import image_shape, inputs, stable_paths
+from components.common import image_shape, inputs, stable_paths, window
 from components.trainer import job as job_lib
 from components.trainer import loop
 from components.trainer import tfjob, unchanged, workers
@@ -36,12 +41,23 @@ from components.push import versions
 
 
 NODE = 'ImageTrainer'  # names its checkpoint folder under <pipeline_root>/_checkpoints/
+INGEST_PARAMETERS = 'ingest_parameters'  # on the Examples: what shaped the records (ingest)
+
+
+def data_keys(source: types.Artifact) -> List[str]:
+    """What stands for the training data: per span of the window its input fingerprint (with
+    the ingestion parameters that shaped its records), or its folder when it has none."""
+    parameters = (source.get_string_custom_property(INGEST_PARAMETERS)
+                  if source.has_custom_property(INGEST_PARAMETERS) else '')
+    return [f'span {e.span}: {e.fingerprint} {parameters}' if e.fingerprint else e.uri
+            for e in window.read(source)]
 
 
 def checkpoint_dir(examples: List[types.Artifact], exec_properties: Dict[str, Any]) -> str:
     """The stable checkpoint folder of this training (stable_paths.checkpoint_dir)."""
-    return stable_paths.checkpoint_dir(stable_paths.pipeline_root(exec_properties), NODE,
-                                       [a.uri for a in examples], exec_properties)
+    return stable_paths.checkpoint_dir(
+        stable_paths.pipeline_root(exec_properties), NODE,
+        [key for source in examples for key in data_keys(source)], exec_properties)
 
 
 def record_metric(model: types.Artifact, name: str, value: Any) -> None:
@@ -100,8 +116,10 @@ class Executor(base_executor.BaseExecutor):
         source = artifact_utils.get_single_instance(examples)
         model = artifact_utils.get_single_instance(output_dict['model'])
         model_run = artifact_utils.get_single_instance(output_dict['model_run'])
-        num_train = (source.get_int_custom_property('num_written_train')
-                     if source.has_custom_property('num_written_train') else 0)
+        # The training window: the newest span and the older ones ingestion recorded with it.
+        spans = window.read(source)
+        num_train = sum(entry.num_train for entry in spans)
+        logging.info('Training window: %s', window.describe(spans))
         props = exec_properties
         # Absent on Examples ingested before input specs existed: encoded images.
         spec = inputs.InputSpec.from_json(source.get_string_custom_property('input_spec')
@@ -113,8 +131,8 @@ class Executor(base_executor.BaseExecutor):
             epochs = float(props['train_epochs']) or job_lib.AUTO_EPOCHS
             steps = max(steps, int(props['warmup_steps']) + 1)
         job = job_lib.TrainJob(
-            train_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'train'), '*'),
-            eval_pattern=os.path.join(artifact_utils.get_split_uri(examples, 'eval'), '*'),
+            train_pattern=window.train_patterns(spans),
+            eval_pattern=window.eval_patterns(spans),
             class_names=tuple(json.loads(source.get_string_custom_property('class_names'))),
             image_shape=image,
             input_statement=shape.statement if shape else '',
@@ -145,8 +163,9 @@ class Executor(base_executor.BaseExecutor):
         paths = dict(serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
                      checkpoint_dir=checkpoint_dir(examples, exec_properties))
         record = unchanged.training_record(
-            source.get_string_custom_property('input_fingerprint')
-            if source.has_custom_property('input_fingerprint') else '', props)
+            window.fingerprint(spans), props, data_parameters=(
+                source.get_string_custom_property(INGEST_PARAMETERS)
+                if source.has_custom_property(INGEST_PARAMETERS) else ''))
         served = props.get('serving_dir') or ''
         match = served and int(props.get('skip_unchanged') or 0) and unchanged.served_match(
             record, served, versions.served_version(served))
@@ -168,8 +187,12 @@ class Executor(base_executor.BaseExecutor):
             metrics = workers.run(job, num_workers=num_workers, **paths)
         else:
             metrics = job_lib.train_and_export(job, **paths)
-        if not match:
+        if not match:  # a handed-on model keeps its files: the same bytes, no new version
             unchanged.write_record(paths['serving_dir'], record, metrics)
+            # What it learnt from, with the model: every pushed version says (no ML Metadata).
+            window.write_training_data(paths['serving_dir'], spans)
+        model.set_string_custom_property(window.PROPERTY, window.to_json(spans))
+        model.set_string_custom_property(window.SPANS_PROPERTY, window.spans_text(spans))
         # Recorded on the artifact so ML Metadata (and the run summary) show how it went.
         if shape:
             for name, value in zip(('input_height', 'input_width', 'input_channels'),

@@ -14,7 +14,7 @@ import math
 import os
 import tempfile
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple, Union
 
 from absl import logging
 import keras
@@ -27,8 +27,9 @@ from components.trainer import augment as augment_lib, warm_start
 
 @dataclasses.dataclass(frozen=True)
 class TrainJob:
-    train_pattern: str
-    eval_pattern: str
+    # A file pattern, or several: one per span of the training window (common/window.py).
+    train_pattern: Union[str, Tuple[str, ...]]
+    eval_pattern: Union[str, Tuple[str, ...]]
     class_names: Tuple[str, ...]
     image_shape: Tuple[int, int, int]
     model_builder: str

@@ -1,10 +1,13 @@
 """No retraining on unchanged data: what a model was trained from, and the served model's match.
 
 Every exported model carries `assets.extra/training_record.json` (TF Serving ignores
-assets.extra; it travels with the model into serving/<version>/): the input fingerprint that
-ingestion recorded (file names, sizes and modification times, as TFX's FileBasedDriver computes
-it), a digest of the trainer's parameters, and a digest of the model builder's source file, so
-an edited architecture retrains even under the same import path.
+assets.extra; it travels with the model into serving/<version>/): the input fingerprint of its
+training window (per span, what ingestion recorded: file names, sizes and modification times,
+as TFX's FileBasedDriver computes it; components/common/window.py), a digest of the ingestion
+parameters that shaped the records (another train/eval split is other data), a digest of the
+trainer's parameters, and a digest of the model builder's source file, so an edited
+architecture retrains even under the same import path. A new span changes the window, hence
+the record; a rerun with nothing new has the same window and skips.
 
 When a run's record equals the served model's, training is pointless: the same data, settings
 and code would make the same model. The trainer then hands the served model on as its output
@@ -36,11 +39,14 @@ def builder_digest(builder_path: str) -> str:
         return ''
 
 
-def training_record(input_fingerprint: str, properties: Dict[str, Any]) -> Dict[str, str]:
-    """What a model is trained from: the input, the parameters and the builder's code."""
+def training_record(input_fingerprint: str, properties: Dict[str, Any],
+                    data_parameters: str = '') -> Dict[str, str]:
+    """What a model is trained from: the input (the training window's fingerprint, and the
+    ingestion parameters that shaped its records), the parameters and the builder's code."""
     parameters = {k: str(v) for k, v in sorted(properties.items()) if k not in _NOT_PARAMETERS}
     return {
         'input_fingerprint': input_fingerprint,
+        'ingest_parameters_sha256': hashlib.sha256(data_parameters.encode()).hexdigest(),
         'parameters_sha256': hashlib.sha256(
             json.dumps(parameters, sort_keys=True).encode()).hexdigest(),
         'builder_sha256': builder_digest(str(properties.get('model_builder', ''))),

@@ -59,6 +59,9 @@ def job_from_json(text: str):
     fields['input_spec'] = inputs.InputSpec.from_json(json.dumps(fields['input_spec']))
     for name in ('class_names', 'image_shape', 'devices'):
         fields[name] = tuple(fields[name])
+    for name in ('train_pattern', 'eval_pattern'):  # a window's patterns: a list in JSON
+        if isinstance(fields[name], list):
+            fields[name] = tuple(fields[name])
     return job_lib.TrainJob(**fields)
 
 

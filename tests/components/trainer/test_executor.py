@@ -211,9 +211,10 @@ def _do(tmp_path, examples, run, **overrides):
     model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / run)
     model_run = standard_artifacts.ModelRun()
     model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / run)
-    props = _properties(train_steps=3, train_epochs=0.0, accumulation_steps=1,
-                        serving_dir=str(tmp_path / 'serving'), skip_unchanged=1,
-                        pipeline_root=str(tmp_path / 'root'), **overrides)
+    props = _properties(**dict(dict(
+        train_steps=3, train_epochs=0.0, accumulation_steps=1,
+        serving_dir=str(tmp_path / 'serving'), skip_unchanged=1,
+        pipeline_root=str(tmp_path / 'root')), **overrides))
     executor.Executor().Do({'examples': [examples]},
                            {'model': [model], 'model_run': [model_run]}, props)
     return model, model_run
@@ -247,3 +248,75 @@ def test_unchanged_input_settings_and_code_hand_the_served_model_on_untrained(tm
     assert os.path.exists(os.path.join(changed_run.uri, 'metrics.json'))
     other, _ = _do(tmp_path, examples, '4', learning_rate=1e-3)
     assert not other.has_custom_property('training_skipped')  # settings changed: trains
+
+
+def _window_examples(tmp_path, spans):
+    """An Examples artifact of the last span whose window holds `spans` ({span: folder}, each
+    folder holding a span made by _examples, made when missing)."""
+    from components.common import window
+    entries = []
+    for span, folder in spans.items():
+        if not (tmp_path / folder).exists():
+            _examples(tmp_path / folder)
+        entries.append(window.SpanEntry(span=span, uri=str(tmp_path / folder / 'examples'),
+                                        fingerprint=f'fp-{span}', num_train=60, num_eval=15))
+    artifact = standard_artifacts.Examples()
+    artifact.uri = entries[-1].uri
+    artifact.split_names = artifact_utils.encode_split_names(['train', 'eval'])
+    artifact.set_string_custom_property('class_names', json.dumps(CLASSES))
+    artifact.set_int_custom_property('num_written_train', 60)
+    artifact.set_string_custom_property('window', window.to_json(entries))
+    artifact.set_string_custom_property('ingest_parameters', '{"train_percent": 80}')
+    return artifact
+
+
+def test_do_trains_on_every_span_of_the_window_and_records_it(tmp_path, monkeypatch):
+    from components.common import window
+    from components.trainer import job as job_lib
+    jobs = []
+    train = job_lib.train_and_export
+    monkeypatch.setattr(job_lib, 'train_and_export',
+                        lambda job, **paths: jobs.append(job) or train(job, **paths))
+    examples = _window_examples(tmp_path, {1: 's1', 2: 's2'})
+    # One epoch: the whole window's 120 train examples at 16 x 2 per update, 3 updates (the
+    # newest span alone would make 1).
+    model, _ = _do(tmp_path, examples, '1', train_steps=0, train_epochs=1.0,
+                   accumulation_steps=2)
+    assert model.get_float_custom_property('steps_run') == 3
+    (job,) = jobs
+    files = tf.io.gfile.glob(job.train_pattern)
+    assert sorted(os.path.relpath(f, str(tmp_path)).split(os.sep)[0] for f in files) == [
+        's1', 's2']  # one train shard of each span
+    assert len(tf.io.gfile.glob(job.eval_pattern)) == 2
+    assert model.get_string_custom_property('spans') == '1,2'
+    recorded = window.from_json(model.get_string_custom_property('window'))
+    assert [e.span for e in recorded] == [1, 2]
+    assert window.read_training_data(os.path.join(model.uri, 'Format-Serving')) == recorded
+
+
+def test_the_window_keys_checkpoints_and_the_unchanged_skip(tmp_path):
+    from components.common import window
+    from components.push import versions
+    examples = _window_examples(tmp_path, {1: 's1', 2: 's2'})
+    first, _ = _do(tmp_path, examples, '1')
+    versions.push(os.path.join(first.uri, 'Format-Serving'), str(tmp_path / 'serving'), keep=5)
+    # The same spans, the newest copied to another folder (an uncached rerun on KFP).
+    rerun = _window_examples(tmp_path, {1: 's1', 2: 's2b'})
+    assert executor.checkpoint_dir([rerun], _properties()) == \
+        executor.checkpoint_dir([examples], _properties())
+    again, _ = _do(tmp_path, rerun, '2')
+    assert again.get_float_custom_property('training_skipped') == 1.0
+    assert again.get_string_custom_property('spans') == '1,2'
+    # A new span moves the window: another checkpoint folder, and training.
+    newer = _window_examples(tmp_path, {2: 's2', 3: 's3'})
+    assert executor.checkpoint_dir([newer], _properties()) != \
+        executor.checkpoint_dir([examples], _properties())
+    trained, _ = _do(tmp_path, newer, '3')
+    assert not trained.has_custom_property('training_skipped')
+    assert trained.get_string_custom_property('spans') == '2,3'
+    # Another split of the same files is other data: it retrains too.
+    newer.set_string_custom_property('ingest_parameters', '{"train_percent": 50}')
+    assert executor.checkpoint_dir([newer], _properties()) != \
+        executor.checkpoint_dir([_window_examples(tmp_path, {2: 's2', 3: 's3'})],
+                                _properties())
+    assert window.fingerprint(window.read(newer)) == 'span 2: fp-2\nspan 3: fp-3'
