@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     add('--verbose', action='store_true', help='stream the full log to the console too')
     add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
         'instead of waiting for it')
+    add = parser.add_argument_group('Scheduled retraining').add_argument
+    add('--window', type=int, metavar='N', help='with span-<N>/ folders: train and evaluate on '
+        'the last N spans; spans ingested before are not converted again (default: %d)'
+        % config_lib.IngestConfig.window)
     add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
     # Each also a key of the config file's [kubeflow] table (config.example.toml); flags win.
     add('--image', help='container image of every task (see Dockerfile)')

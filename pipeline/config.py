@@ -51,7 +51,8 @@ def _absolute(path: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class IngestConfig:
     """The source and how it becomes Examples. The input base may hold span-<N>/ folders; the
-    latest span is ingested."""
+    latest span is ingested, and the model trains on the last `window` spans (README,
+    Scheduled retraining)."""
     data_dir: str = DEFAULT_DATA
     source: str = 'images'           # images: <data>/<class>/<file>; csv: <data>/*.csv
     train_percent: int = 80
@@ -65,6 +66,8 @@ class IngestConfig:
     # csv: (column, 'numeric' | 'categorical') pairs; columns not given are inferred
     feature_types: Tuple[Tuple[str, str], ...] = ()
     drop_columns: Tuple[str, ...] = ()   # csv: columns that are neither features nor label
+    # Spans trained and evaluated on: the newest and up to window - 1 before it (span-<N>/).
+    window: int = 3
 
     def __post_init__(self):
         _check(self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}')
@@ -81,6 +84,8 @@ class IngestConfig:
         _check(all(t in ('numeric', 'categorical') for _, t in self.feature_types),
                f'feature_types must map columns to numeric|categorical, got {self.feature_types}')
         _check(bool(self.split_key), 'split_key must not be empty')
+        _check(isinstance(self.window, int) and self.window >= 1,
+               f'window must be >= 1 (the spans trained on), got {self.window}')
         _check(self.label_column not in self.drop_columns,
                f'label_column {self.label_column!r} cannot be in drop_columns')
 

@@ -11,6 +11,7 @@ from typing import List, Optional, Tuple
 
 from ml_metadata.proto import metadata_store_pb2
 
+from components.common import window
 from components.evaluate import checks
 from components.push import versions
 from pipeline.summary import RunSummary, custom_property as _custom
@@ -30,6 +31,8 @@ def format_summary(summary: RunSummary) -> str:
                      f'{_custom(examples, "num_rejected")}{f" ({reasons})" if reasons else ""} '
                      f'of {_custom(examples, "num_found")} records '
                      f'(span {_custom(examples, "span")})')
+        if _custom(examples, window.PROPERTY):  # the spans trained and evaluated on
+            lines.append(f'  window: {window_text(examples)}')
     gate = summary.states.get('AnomalyGate')
     if gate is not None:  # nothing is said about a stage that never ran
         lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
@@ -58,6 +61,13 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(f'  failed: {stage}')
         lines.extend(f'    {line}' for line in error.splitlines())
     return '\n'.join(lines)
+
+
+def window_text(examples: metadata_store_pb2.Artifact) -> str:
+    """'spans 2-4, 2,391 train / 597 eval examples', and any span left out with its reason."""
+    text = window.describe(window.from_json(_custom(examples, window.PROPERTY)))
+    note = _custom(examples, 'window_note')
+    return f'{text} ({note})' if note else text
 
 
 def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:

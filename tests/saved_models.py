@@ -93,11 +93,12 @@ def eval_examples(uri: str, brightness_by_class: Dict[str, Sequence[float]]
     return examples
 
 
-def evaluate(tmp_path, config, class_names, brightness_by_class, centers, baseline=None):
-    """Runs our Evaluator executor (TFMA on Beam, in-process) on brightness examples and a
-    brightness model; baseline None is the empty baseline of a first run.
-    Returns (blessing, evaluation) artifacts."""
-    examples = eval_examples(tmp_path / 'examples', brightness_by_class)
+def evaluate(tmp_path, config, class_names, brightness_by_class, centers, baseline=None,
+             examples=None):
+    """Runs our Evaluator executor (TFMA on Beam, in-process) on brightness examples (or the
+    given Examples artifact) and a brightness model; baseline None is the empty baseline of a
+    first run. Returns (blessing, evaluation) artifacts."""
+    examples = examples or eval_examples(tmp_path / 'examples', brightness_by_class)
     model = exported_model(tmp_path / 'model', class_names, centers)
     if baseline is None:  # what ServedModelBaseline gives when nothing is served
         baseline = standard_artifacts.Model()

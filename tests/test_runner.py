@@ -58,6 +58,7 @@ def test_missing_data_folder_is_a_clear_error_without_traceback(tmp_path):
     (['--config-file', '/no/such.toml'], '--config-file /no/such.toml: No such file'),
     (['--mixed-precision', 'float16'], "argument --mixed-precision: invalid choice"),
     (['--augment', 'heavy'], "argument --augment: invalid choice: 'heavy'"),
+    (['--window', '0'], '--window must be >= 1'),
 ])
 def test_bad_values_are_clear_errors_before_anything_runs(tmp_path, flags, message):
     result = _cli('--local', *flags, '--output', str(tmp_path / 'o'))
@@ -76,11 +77,13 @@ def test_what_users_change_has_a_flag(tmp_path):
     cfg, _ = _configs('--local', '--output', str(tmp_path), '--source', 'csv', '--epochs', '3',
                       '--learning-rate', '0.01', '--image-size', '28x32', '--channels', '3',
                       '--model', 'my.models.build', '--label-column', 'species',
-                      '--min-accuracy', '0.8', '--max-rejected-fraction', '0.1')
+                      '--min-accuracy', '0.8', '--max-rejected-fraction', '0.1',
+                      '--window', '5')
     assert cfg.train.train_epochs == 3.0 and cfg.train.learning_rate == 0.01
     assert cfg.train.image_size == (28, 32) and cfg.train.channels == 3
     assert cfg.model_builder == 'my.models.build' and cfg.ingest.label_column == 'species'
     assert cfg.eval.min_accuracy == 0.8 and cfg.ingest.max_rejected_fraction == 0.1
+    assert cfg.ingest.window == 5
 
 
 def test_training_length_flags_reach_the_config(tmp_path):

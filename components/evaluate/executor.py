@@ -1,5 +1,10 @@
 """Executor of our Evaluator: picks the baseline, runs the stock TFMA executor, says why.
 
+The data: the eval splits of the whole training window (components/common/window.py), so a
+model is judged, and compared with the served one, on the data it will serve. The stock
+executor reads every Examples artifact it is given (artifact_utils.get_split_uris over the
+list), so each window entry is handed to it as an in-memory Examples artifact of its folder.
+
 Before: an empty baseline (nothing served yet) and an incompatible one (the served model
 predicts other classes or takes another input, components/baseline/) are dropped, so the stock
 executor skips TFMA's change thresholds ("must not be worse than the baseline") and checks the
@@ -18,15 +23,34 @@ from absl import logging
 import tensorflow_model_analysis as tfma
 from tfx import types
 from tfx.components.evaluator import executor as stock_executor
-from tfx.types import artifact_utils
+from tfx.types import artifact_utils, standard_artifacts
 from tfx.types import standard_component_specs as specs
 
 from components.baseline import executor as baseline_lib
+from components.common import window
 from components.evaluate import checks
 
 REASONS_PROPERTY = checks.REASONS_PROPERTY
 COMPARED_VERSION_PROPERTY = checks.COMPARED_VERSION_PROPERTY
 NOT_COMPARED_PROPERTY = checks.NOT_COMPARED_PROPERTY
+
+
+def window_examples(examples: List[types.Artifact]) -> List[types.Artifact]:
+    """One Examples artifact per span of the window (the given one for its own span)."""
+    result = []
+    for source in examples:
+        for entry in window.read(source):
+            if entry.uri.rstrip('/') == source.uri.rstrip('/'):
+                result.append(source)
+                continue
+            span = standard_artifacts.Examples()
+            span.uri = entry.uri
+            span.split_names = source.split_names
+            for name in ('payload_format', 'file_format'):  # what TFX's readers go by
+                if source.has_custom_property(name):
+                    span.set_string_custom_property(name, source.get_string_custom_property(name))
+            result.append(span)
+    return result
 
 
 class Executor(stock_executor.Executor):
@@ -41,7 +65,11 @@ class Executor(stock_executor.Executor):
         if given and not baselines:
             logging.info('No comparable baseline (%s): no change thresholds.',
                          'served model incompatible' if skipped else 'nothing served yet')
-        super().Do(dict(input_dict, **{specs.BASELINE_MODEL_KEY: baselines}), output_dict,
+        spans = window_examples(input_dict[specs.EXAMPLES_KEY])
+        logging.info('Evaluating on the eval splits of %d span folder(s): %s', len(spans),
+                     [a.uri for a in spans])
+        super().Do(dict(input_dict, **{specs.BASELINE_MODEL_KEY: baselines,
+                                       specs.EXAMPLES_KEY: spans}), output_dict,
                    exec_properties)
 
         blessing = artifact_utils.get_single_instance(output_dict[specs.BLESSING_KEY])

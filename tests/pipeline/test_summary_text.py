@@ -127,3 +127,19 @@ def test_the_precision_line_says_the_policy_and_why_auto_chose_it():
     # A model recorded before the trainer gave its reason: no line rather than half of one.
     assert 'precision:' not in summary_text.format_summary(_summary(_model(
         mixed_precision='float32')))
+
+
+def test_the_window_line_names_the_spans_and_the_examples_after_the_examples_line():
+    from components.common import window
+    entries = [window.SpanEntry(span=s, uri=f'/e/{s}', fingerprint='f', num_train=t, num_eval=e)
+               for s, t, e in ((2, 797, 199), (3, 800, 200), (4, 794, 198))]
+    examples = mlmd_artifact(window=window.to_json(entries), num_written_train=794,
+                             num_written_eval=198, span=4,
+                             window_note="span 1 left out: its classes ['a'] are not ...")
+    summary = summary_lib.RunSummary(run_id='r', states={}, outputs={'Examples': [examples]})
+    lines = summary_text.format_summary(summary).splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith('  examples:'))
+    assert lines[index + 1] == ("  window: spans 2-4, 2,391 train / 597 eval examples (span 1 "
+                                "left out: its classes ['a'] are not ...)")
+    del examples.custom_properties['window']  # an artifact from before windows: no line
+    assert 'window:' not in summary_text.format_summary(summary)

@@ -76,3 +76,19 @@ def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(t
         "served version 1: served model predicts classes ['0', '1']; "
         "this model predicts ['a', 'b', 'c']")
     assert [c.kind for c in checks.load_checks(evaluation.uri)] == ['value']
+
+
+def test_the_eval_splits_of_every_span_in_the_window_are_evaluated(tmp_path):
+    from components.common import window
+    import saved_models
+    older = saved_models.eval_examples(tmp_path / 'span1', {n: [c] * 10 for n, c in zip(
+        CLASSES, CENTERS)})  # span 1: all 30 right
+    newest = saved_models.eval_examples(tmp_path / 'span2', BRIGHTNESS)  # span 2: 28 of 30
+    newest.set_string_custom_property(window.PROPERTY, window.to_json([
+        window.SpanEntry(span=s, uri=a.uri, fingerprint='', num_train=0, num_eval=30)
+        for s, a in ((1, older), (2, newest))]))
+    assert [a.uri for a in executor.window_examples([newest])] == [older.uri, newest.uri]
+    _, evaluation = saved_models.evaluate(tmp_path, EvalConfig(min_accuracy=0.9), CLASSES,
+                                          BRIGHTNESS, CENTERS, examples=newest)
+    [overall] = checks.load_checks(evaluation.uri)
+    assert round(overall.value, 4) == round(58 / 60, 4)  # both spans, not span 2's 0.9333
