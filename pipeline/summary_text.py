@@ -31,8 +31,9 @@ def format_summary(summary: RunSummary) -> str:
                      f'{_custom(examples, "num_rejected")}{f" ({reasons})" if reasons else ""} '
                      f'of {_custom(examples, "num_found")} records '
                      f'(span {_custom(examples, "span")})')
-        if _custom(examples, window.PROPERTY):  # the spans trained and evaluated on
-            lines.append(f'  window: {window_text(examples)}')
+        text = window_text(examples)
+        if text:  # the spans trained and evaluated on
+            lines.append(f'  window: {text}')
     gate = summary.states.get('AnomalyGate')
     if gate is not None:  # nothing is said about a stage that never ran
         lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
@@ -63,11 +64,14 @@ def format_summary(summary: RunSummary) -> str:
     return '\n'.join(lines)
 
 
-def window_text(examples: metadata_store_pb2.Artifact) -> str:
-    """'spans 2-4, 2,391 train / 597 eval examples', and any span left out with its reason."""
-    text = window.describe(window.from_json(_custom(examples, window.PROPERTY)))
+def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
+    """'spans 2-4, 2,391 train / 597 eval examples', and any span left out with its reason.
+    None without span folders (one entry, span 0) or for Examples from before windows."""
+    entries = window.from_json(_custom(examples, window.PROPERTY) or '[]')
+    if not entries or (len(entries) == 1 and entries[0].span == 0):
+        return None
     note = _custom(examples, 'window_note')
-    return f'{text} ({note})' if note else text
+    return window.describe(entries) + (f' ({note})' if note else '')
 
 
 def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:

@@ -6,10 +6,12 @@ Three scheduled runs on a span layout, with one ML Metadata and cache: the first
 trains, evaluates without a baseline and pushes version 1; the second, on unchanged input,
 compares with the served model, trains nothing and makes no new version (ImportSchemaGen comes
 from the cache); then a span-2 folder arrives and the third ingests it, trains and pushes
-version 2. Without the hook, the span and the input fingerprint are resolved by ingestion itself
+version 2, trained and evaluated on the window of spans 1 and 2 (span 1 referenced, not converted
+again; the unchanged rerun's ingestion hard-linked run 1's shards). Without the hook, the span and the input fingerprint are resolved by ingestion itself
 (components/ingest/executor.py), and the skip is the trainer's (components/trainer/unchanged.py).
 """
 import glob
+import json
 import os
 
 import pytest
@@ -143,3 +145,24 @@ def test_a_new_span_retrains_and_pushes_a_new_version(runs):
     assert 'training_skipped' not in model and model['steps_run'] == 30
     assert _metadata(third, 'Pusher', 'pushed_model')['pushed_version'] == '2'
     assert sorted(os.listdir(cfg.serving_dir)) == ['1', '2']
+
+
+def test_the_window_is_recorded_and_nothing_is_converted_twice(runs):
+    _, _, first, unchanged, _, third = runs
+    first_uri = _artifact(first, 'ImageExampleGen', 'examples').uri
+    again = _artifact(unchanged, 'ImageExampleGen', 'examples').uri
+    # Ingestion is uncached here: the unchanged rerun linked run 1's shards, no conversion.
+    for shard in glob.glob(os.path.join(first_uri, 'Split-*', '*.gz')):
+        assert os.path.samefile(shard, os.path.join(again, os.path.relpath(shard, first_uri)))
+    window = json.loads(_metadata(third, 'ImageExampleGen', 'examples')['window'])
+    assert [entry['span'] for entry in window] == [1, 2]
+    # Span 1 is referenced where an earlier run put it; span 2 is this run's own.
+    assert window[0]['uri'] in (first_uri, again)
+    assert window[1]['uri'] == _artifact(third, 'ImageExampleGen', 'examples').uri
+    assert window[0]['num_train'] + window[0]['num_eval'] == 90
+    model = _metadata(third, 'ImageTrainer', 'model')
+    assert model['spans'] == '1,2' and json.loads(model['window']) == window
+    served = os.path.join(_metadata(third, 'Pusher', 'pushed_model')['pushed_destination'],
+                          'assets.extra', 'training_data.json')
+    with open(served) as handle:
+        assert [entry['span'] for entry in json.load(handle)['window']] == [1, 2]

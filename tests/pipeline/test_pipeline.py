@@ -38,6 +38,15 @@ def test_every_training_worker_gets_train_shards_of_its_own(tmp_path):
     assert trainer.exec_properties['num_workers'] == 4
 
 
+def test_the_training_window_reaches_ingestion(tmp_path):
+    cfg = config_lib.smoke_config(config_lib.DEFAULT_DATA, str(tmp_path))
+    assert cfg.ingest.window == 3  # the default: the last 3 spans
+    cfg = dataclasses.replace(cfg, ingest=dataclasses.replace(cfg.ingest, window=5))
+    (example_gen,) = [c for c in pipeline_lib.create_components(cfg)
+                      if c.id == 'ImageExampleGen']
+    assert example_gen.exec_properties['window'] == 5
+
+
 def test_ingestion_and_the_trainer_learn_the_pipeline_root(tmp_path):
     # They keep what outlives an execution under it (components/common/stable_paths.py).
     _, built = _ids(tmp_path)

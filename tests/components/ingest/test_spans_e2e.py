@@ -1,6 +1,8 @@
-"""Spans under LocalDagRunner: the latest span is ingested and recorded on the Examples, a new
-span re-ingests, an unchanged input is served from the cache. Only ImageExampleGen runs, on a
+"""Spans under LocalDagRunner: the latest span is ingested and recorded on the Examples with its
+window (the span before it referenced, not converted again), a new span re-ingests, an unchanged
+input is served from the cache. Only ImageExampleGen runs, on a
 few real digits per span, with ML Metadata in SQLite (marked e2e)."""
+import json
 import os
 
 from ml_metadata import metadata_store
@@ -17,10 +19,10 @@ from helpers import copy_digits
 pytestmark = pytest.mark.e2e
 
 
-def _run(data, out):
+def _run(data, out, window=1):
     pipeline = tfx.dsl.Pipeline(
         pipeline_name='spans', pipeline_root=os.path.join(out, 'root'),
-        components=[ImageExampleGen(input_base=data, num_shards=1,
+        components=[ImageExampleGen(input_base=data, num_shards=1, window=window,
                                     pipeline_root=os.path.join(out, 'root'))], enable_cache=True,
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             os.path.join(out, 'metadata.sqlite')),
@@ -43,9 +45,11 @@ def test_latest_span_is_ingested_new_span_reingests_unchanged_is_cached(tmp_path
     copy_digits(os.path.join(data, 'span-2'), classes=('0', '1'), per_class=5)
     assert uses_spans(data) and not uses_spans(os.path.join(data, 'span-1'))
 
-    state, first = _run(data, out)
+    state, first = _run(data, out, window=2)
     assert state == 'COMPLETE'
     assert _prop(first, 'span') == 2
+    assert [(e['span'], e['uri']) for e in json.loads(_prop(first, 'window'))] == [
+        (1, os.path.join(first.uri, 'Span-1')), (2, first.uri)]
     assert _prop(first, 'num_found') == 10  # span-2's files only
 
     # The counts are also properties of the execution itself in ML Metadata.
@@ -58,13 +62,16 @@ def test_latest_span_is_ingested_new_span_reingests_unchanged_is_cached(tmp_path
     assert counts['num_found'] == 10 and counts['num_rejected'] == 0
     assert counts['num_written_train'] + counts['num_written_eval'] == 10
 
-    state, again = _run(data, out)
+    state, again = _run(data, out, window=2)
     assert state == 'CACHED' and again.id == first.id
 
     copy_digits(os.path.join(data, 'span-3'), classes=('0', '1'), per_class=4)
-    state, third = _run(data, out)
+    state, third = _run(data, out, window=2)
     assert state == 'COMPLETE' and third.id != first.id
     assert _prop(third, 'span') == 3 and _prop(third, 'num_found') == 8
+    # The window moved on: span 2 is referenced where the first run ingested it.
+    assert [(e['span'], e['uri']) for e in json.loads(_prop(third, 'window'))] == [
+        (2, first.uri), (3, third.uri)]
 
 
 def test_an_empty_latest_span_stops_ingestion_with_one_line_naming_it(tmp_path):
