@@ -70,7 +70,7 @@ def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
     entries = window.from_json(_custom(examples, window.PROPERTY) or '[]')
     if not entries or (len(entries) == 1 and entries[0].span == 0):
         return None
-    note = _custom(examples, 'window_note')
+    note = _custom(examples, window.NOTE_PROPERTY)
     return window.describe(entries) + (f' ({note})' if note else '')
 
 

@@ -23,6 +23,10 @@ import tensorflow as tf
 
 PROPERTY = 'window'          # the Examples' and the Model's custom property (JSON list)
 SPANS_PROPERTY = 'spans'     # the Model's: "2,3,4"
+# The Examples': JSON of the ingestion parameters that shaped the records (another train/eval
+# split of the same files is other data), and the spans left out of the window and why.
+PARAMETERS_PROPERTY = 'ingest_parameters'
+NOTE_PROPERTY = 'window_note'
 TRAINING_DATA_FILE = os.path.join('assets.extra', 'training_data.json')
 
 
@@ -65,6 +69,11 @@ def _int(artifact, name: str) -> int:
 
 def _json_or_none(text: str) -> Optional[Dict[str, int]]:
     return json.loads(text) if text else None
+
+
+def ingest_parameters(examples) -> str:
+    """The Examples' `ingest_parameters` ('' for Examples from before windows)."""
+    return _string(examples, PARAMETERS_PROPERTY)
 
 
 def own_entry(examples) -> SpanEntry:

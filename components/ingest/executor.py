@@ -52,8 +52,6 @@ def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
     return os.path.normpath(os.path.join(input_base, folder))
 
 
-INGEST_PARAMETERS = window_spans.INGEST_PARAMETERS
-WINDOW_NOTE = window_spans.WINDOW_NOTE
 def _span_fingerprint(exec_properties: Dict[str, Any], folder: str) -> str:
     """An older span's input fingerprint, computed exactly as the driver computes the newest's
     (the same split name and pattern under the span's folder), so both meet in the index."""
@@ -224,10 +222,10 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                 examples.set_string_custom_property(name, value)
         entries = [entry for entry, _, _ in kept] + [newest[0]]
         examples.set_string_custom_property(window.PROPERTY, window.to_json(entries))
-        examples.set_string_custom_property(INGEST_PARAMETERS, json.dumps(
+        examples.set_string_custom_property(window.PARAMETERS_PROPERTY, json.dumps(
             span_index.parameters(exec_properties), sort_keys=True))
         if note:
-            examples.set_string_custom_property(WINDOW_NOTE, note)
+            examples.set_string_custom_property(window.NOTE_PROPERTY, note)
             logging.warning('Window: %s', note)
         logging.info('Window: %s', window.describe(entries))
         # Last, once everything is written: a crash before leaves no index entry behind.

@@ -15,8 +15,6 @@ from absl import logging
 from components.common import image_shape, window
 from components.ingest import sources
 
-INGEST_PARAMETERS = 'ingest_parameters'  # Examples: JSON of what shaped the records
-WINDOW_NOTE = 'window_note'  # Examples: spans of the window left out, and why
 
 
 def entry(span: int, uri: str, fingerprint: str, properties: Dict[str, Any]) -> window.SpanEntry:

@@ -41,14 +41,12 @@ from components.push import versions
 
 
 NODE = 'ImageTrainer'  # names its checkpoint folder under <pipeline_root>/_checkpoints/
-INGEST_PARAMETERS = 'ingest_parameters'  # on the Examples: what shaped the records (ingest)
 
 
 def data_keys(source: types.Artifact) -> List[str]:
     """What stands for the training data: per span of the window its input fingerprint (with
     the ingestion parameters that shaped its records), or its folder when it has none."""
-    parameters = (source.get_string_custom_property(INGEST_PARAMETERS)
-                  if source.has_custom_property(INGEST_PARAMETERS) else '')
+    parameters = window.ingest_parameters(source)
     return [f'span {e.span}: {e.fingerprint} {parameters}' if e.fingerprint else e.uri
             for e in window.read(source)]
 
@@ -163,9 +161,7 @@ class Executor(base_executor.BaseExecutor):
         paths = dict(serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
                      checkpoint_dir=checkpoint_dir(examples, exec_properties))
         record = unchanged.training_record(
-            window.fingerprint(spans), props, data_parameters=(
-                source.get_string_custom_property(INGEST_PARAMETERS)
-                if source.has_custom_property(INGEST_PARAMETERS) else ''))
+            window.fingerprint(spans), props, data_parameters=window.ingest_parameters(source))
         served = props.get('serving_dir') or ''
         match = served and int(props.get('skip_unchanged') or 0) and unchanged.served_match(
             record, served, versions.served_version(served))
