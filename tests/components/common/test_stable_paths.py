@@ -60,6 +60,7 @@ def given_checkpoint_dirs(monkeypatch):
         return {'steps_run': 5.0, 'stop_reason': 'stand-in'}
     monkeypatch.setattr(job_lib, 'train_and_export', train_and_export)
     monkeypatch.setattr(executor.unchanged, 'write_record', lambda *args: None)
+    monkeypatch.setattr(executor.window, 'write_training_data', lambda *args: None)
 
     def attempt(examples_uri, model_uri, run_uri, **overrides):
         executor.Executor().Do(
@@ -85,7 +86,9 @@ def test_every_attempt_of_a_training_finds_the_same_checkpoints_under_kfp_and_ve
                                  f'{ROOT}/123/digits-1/imagetrainer_9/model_run') == first
     assert given_checkpoint_dirs(examples, f'{ROOT}/ImageTrainer/model/12',
                                  f'{ROOT}/ImageTrainer/model_run/12') == first
-    # New Examples (ingestion ran again) or other settings: another training, a fresh start.
+    # New Examples without a fingerprint (ingestion ran again), or other settings: another
+    # training, a fresh start. (With fingerprints, the same spans ingested the same way are the
+    # same training wherever they are: tests/components/trainer/test_executor.py.)
     reingested = _kfp('run-c', 'u8', 'imageexamplegen', 'examples')
     assert given_checkpoint_dirs(reingested, _kfp('run-c', 'u9', 'imagetrainer', 'model'),
                                  _kfp('run-c', 'u9', 'imagetrainer', 'model_run')) != first
