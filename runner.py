@@ -87,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     add('--verbose', action='store_true', help='stream the full log to the console too')
     add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
         'instead of waiting for it')
+    add = parser.add_argument_group('Scheduled retraining').add_argument
+    add('--keep-runs', type=int, metavar='K', help='after a local run, delete the artifacts of '
+        'runs older than the newest K from the pipeline root, but what the training window and '
+        'the kept serving versions use; 0 = keep everything (default: %d)'
+        % config_lib.RetentionConfig.keep_runs)
     add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
     # Each also a key of the config file's [kubeflow] table (config.example.toml); flags win.
     add('--image', help='container image of every task (see Dockerfile)')

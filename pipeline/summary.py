@@ -30,6 +30,8 @@ class RunSummary:
     failure: Optional[Tuple[str, str]] = None
     # How this process ran Beam and why (pipeline/beam_mode.py); like failure, not in ML Metadata.
     beam: Optional[str] = None
+    # What retention kept and deleted after the run (pipeline/retention.py); not in ML Metadata.
+    retention: Optional[str] = None
 
     def _models(self, baseline: bool) -> List[metadata_store_pb2.Artifact]:
         # Both the trainer and the baseline component output Models; only the baseline's
