@@ -1,12 +1,14 @@
 """pipeline_root's size run after run, without retention and with --keep-runs K, side by side.
 
-    python -m bench.bench_retention [--runs 6] [--keep 3] [--per-class 25] [--steps 30]
+    python -m bench.bench_retention [--runs 6] [--keep 3] [--keep-versions 5] [--per-class 25]
+                                    [--steps 30]
 
 Two output folders get the same sequence of scheduled runs through `runner.py --local`'s own
 code (pipeline/local.py: the lock, the run, retention, the summary): every run adds a new span
 (`span-<i>/`, 3 classes of the embedded 8x8 digits, images no earlier span had), trained with
 the smoke settings (a few steps, in-process Beam). One folder keeps every run (--keep-runs 0),
-the other keeps K. After each run the bench measures pipeline_root and serving/ in both, and
+the other keeps K. What a kept serving version came from stays too (its Model, Examples and
+evaluation), so the size levels off at about max(K, serving versions kept) runs. After each run the bench measures pipeline_root and serving/ in both, and
 what the baseline and the push stored besides the trained Model (both 0 bytes now: they
 reference, not copy). Prints one table: sizes per run, their ratio, and retention's summary
 line. Nothing is asserted.
@@ -103,6 +105,9 @@ def main(argv=None) -> int:
                         help='K (default: the pipeline default, RetentionConfig.keep_runs)')
     parser.add_argument('--per-class', type=int, default=25)
     parser.add_argument('--steps', type=int, default=30)
+    parser.add_argument('--keep-versions', type=int, default=None,
+                        help='serving/ versions kept (default: the pipeline default, '
+                        'PushConfig.keep_versions); each keeps what it came from')
     parser.add_argument('--work', help='folder for the runs (default: a temporary one)')
     args = parser.parse_args(argv)
     sys.path.insert(0, REPO)
@@ -121,13 +126,16 @@ def main(argv=None) -> int:
                 data, os.path.join(work, f'keep-{k}'), schema_path=config_lib.DIGITS_SCHEMA,
                 retention=RetentionConfig(keep_runs=k))
             cfg = dataclasses.replace(cfg, train=dataclasses.replace(
-                cfg.train, train_steps=args.steps))
+                cfg.train, train_steps=args.steps), push=config_lib.PushConfig(
+                    keep_versions=args.keep_versions or config_lib.PushConfig.keep_versions))
             row = run_once(cfg, os.path.join(work, f'console-{k}-{run}.txt'))
             rows[k].append(dataclasses.replace(row, run=run))
             print(f'run {run}, keep {k or "all"}: {row.root / 1e6:.2f} MB in pipeline_root '
                   f'({row.seconds:.0f} s)', flush=True)
+    versions = args.keep_versions or config_lib.PushConfig.keep_versions
     print(f'\n{args.runs} runs, one new span each ({len(CLASSES)} classes x {args.per_class} '
-          f'8x8 digits), {args.steps} training steps; folders under {work}\n')
+          f'8x8 digits), {args.steps} training steps, serving/ keeps {versions} versions; '
+          f'folders under {work}\n')
     print(table(rows[0], rows[keep], keep))
     return 0
 

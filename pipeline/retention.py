@@ -202,14 +202,10 @@ def _window_uris(text: str) -> List[str]:
     return [entry['uri'] for entry in json.loads(text) if entry.get('uri')]
 
 
-def _set_state(store, record: metadata_store_pb2.Artifact, state: int) -> None:
-    record.state = state
-    store.put_artifacts([record])
-
-
 def delete(store, record: metadata_store_pb2.Artifact, uri: str) -> int:
     """Deletes one artifact (see the module docstring for the order); returns its bytes."""
-    _set_state(store, record, metadata_store_pb2.Artifact.MARKED_FOR_DELETION)
+    record.state = metadata_store_pb2.Artifact.MARKED_FOR_DELETION
+    store.put_artifacts([record])
     size = 0
     if os.path.lexists(uri):
         parent, name = os.path.split(os.path.normpath(uri))
@@ -218,15 +214,13 @@ def delete(store, record: metadata_store_pb2.Artifact, uri: str) -> int:
         os.rename(uri, hidden)
         size = folder_size(hidden) if os.path.isdir(hidden) else os.path.getsize(hidden)
         _remove(hidden)
-    _set_state(store, record, metadata_store_pb2.Artifact.DELETED)
+    record.state = metadata_store_pb2.Artifact.DELETED
+    store.put_artifacts([record])
     return size
 
 
 def _remove(path: str) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    else:
-        os.remove(path)
+    (shutil.rmtree if os.path.isdir(path) and not os.path.islink(path) else os.remove)(path)
 
 
 def collect_leftovers(root: str, runs: List[plan_lib.Run]) -> Tuple[int, int]:
