@@ -6,6 +6,7 @@ from the config file's [notify] table (config.example.toml); flags win.
 """
 import dataclasses
 import re
+import shlex
 from typing import Optional
 
 
@@ -26,5 +27,10 @@ class NotifyConfig:
                f'url must be an http:// or https:// URL, got {self.url!r}')
         _check(self.on_finish is None or bool(self.on_finish.strip()),
                'on_finish must be a command, got an empty string')
+        try:  # split as pipeline/notify.py runs it (no shell): bad quoting fails here, not later
+            shlex.split(self.on_finish or '')
+        except ValueError as error:
+            raise ValueError(f'on_finish must be a command line: {error}: '
+                             f'{self.on_finish!r}') from None
         _check(0 < self.timeout_seconds <= 300,
                f'timeout_seconds must be in (0, 300], got {self.timeout_seconds}')
