@@ -8,8 +8,9 @@ no `spans` on its Model, and one before the drift check has no DriftCheck artifa
     outcome(summary)  ->  ('pushed', version, []) | ('not pushed', None, [reasons]) |
                           ('failed', None, ['<stage>: <first line>']) | ('did not finish', ...)
 
-A run whose model the served version already held (training skipped: no new data) made no new
-version: it is 'not pushed', and its reason says which version serves it and why.
+A run whose model the served version already held (training skipped: no new data), or whose
+Pusher was cached (its PushedModel is an earlier run's push), made no new version: it is
+'not pushed', and its reason says which version serves it and why.
 """
 import dataclasses
 import json
@@ -113,6 +114,9 @@ def outcome(summary: RunSummary) -> Tuple[str, Optional[int], List[str]]:
         return 'did not finish', None, ['the Pusher did not run']
     if _custom(pushed, 'pushed'):
         version = int(_custom(pushed, 'pushed_version') or 0)
+        if summary.states.get('Pusher') == 'CACHED':  # the artifact is an earlier run's push
+            return 'not pushed', None, [f'version {version} already serves this model: pushed '
+                                        'by an earlier run (the Pusher was cached)']
         if not _custom(pushed, versions.REUSED_PROPERTY):
             return 'pushed', version, []
         # No new version: the served one already held these bytes (e.g. training was skipped).

@@ -82,9 +82,9 @@ def _rollback_row(record: dict) -> Row:
         when = datetime.datetime.fromisoformat(record['time']).timestamp()
     except (KeyError, TypeError, ValueError):
         when = 0.0
-    return Row(time=when, run=f'rollback at {record.get("time", "?")}', spans=[], examples=None, accuracy=None, drift=None,
-               outcome='rollback', version=record.get('version'), reasons=[],
-               copy_of=record.get('copy_of'))
+    return Row(time=when, run=f'rollback at {record.get("time", "?")}', spans=[],
+               examples=None, accuracy=None, drift=None, outcome='rollback',
+               version=record.get('version'), reasons=[], copy_of=record.get('copy_of'))
 
 
 def read_rows(metadata_path: str, pipeline_name: str, output_dir: str,

@@ -203,3 +203,12 @@ def test_after_run_never_raises_and_reports_a_bug_in_one_line(tmp_path):
 def test_bad_settings_are_refused(fields, message):
     with pytest.raises(ValueError, match=message):
         NotifyConfig(**fields)
+
+
+def test_a_cached_pusher_is_an_earlier_runs_push_not_a_new_one():
+    summary = _summary(pushed={'pushed': 1, 'pushed_version': '1'})
+    summary.states['Pusher'] = 'CACHED'
+    data = _payload(summary)
+    assert (data['outcome'], data['pushed_version']) == ('not pushed', None)
+    assert data['reasons'] == ['version 1 already serves this model: pushed by an earlier run '
+                               '(the Pusher was cached)']

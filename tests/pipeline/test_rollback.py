@@ -77,7 +77,7 @@ def test_a_failed_copy_leaves_no_version_and_no_staging_folder(output, monkeypat
     assert not os.path.exists(os.path.join(output, rollback.ROLLBACKS_FILE))
 
 
-def test_a_rollback_waits_for_no_run_with_no_wait_it_refuses(output, capsys):
+def test_a_rollback_never_races_a_run_and_with_no_wait_refuses_while_one_runs(output, capsys):
     holder = subprocess.Popen([sys.executable, '-c', textwrap.dedent(f'''
         import sys, time
         sys.path.insert(0, {REPO!r})
