@@ -14,6 +14,11 @@ never changes the run's exit code and hides nothing: the console gets one line,
 "notification failed: ...", and the log the details. Standard library only (urllib).
 Ctrl-C (exit 130) notifies nobody: whoever pressed it is at the console, and waiting for a
 receiver would delay the exit they asked for.
+
+Local runs only. A Kubeflow run notifies nobody: TFX 1.16's exit handler
+(KubeflowV2DagRunner.set_exit_handler) is handed only the run's final state, no artifacts, and
+open-source KFP fills in no error message; the test stand-in of open-source KFP
+(tests/kfp_launcher.py) runs no exit handler to test one with (README, "Scheduled retraining").
 """
 import json
 import logging

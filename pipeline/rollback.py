@@ -61,6 +61,9 @@ def rollback(output_dir: str, version: int) -> dict:
         raise RollbackError(f'version {version} is already the served one (the highest under '
                             f'{serving}); nothing to do')
     source = os.path.join(serving, str(version))
+    if versions.model_digest(source) == versions.model_digest(os.path.join(serving, str(served))):
+        raise RollbackError(f'the served version {served} already holds the same model as '
+                            f'version {version}; nothing to do')
     versions.remove_leftovers(serving)
     staged = versions.stage(source, serving)
     try:
@@ -95,6 +98,10 @@ def output_folder(output: Optional[str], config_file: Optional[str]) -> str:
 
 def main(version: int, output: Optional[str], config_file: Optional[str], wait: bool) -> int:
     """runner.py --rollback: 0 when done, 2 with a one-line error when it cannot be done."""
+    # TensorFlow (for tf.io.gfile) prints C++ start-up lines (CUDA plugins on a CPU machine,
+    # at error level) when imported: this command's console is for its one line. Its failures
+    # are Python exceptions, so nothing is lost.
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
     try:
         folder = output_folder(output, config_file)
     except ValueError as error:

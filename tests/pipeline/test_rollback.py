@@ -48,6 +48,11 @@ def test_a_kept_version_becomes_the_new_highest_with_identical_bytes(output, cap
     record, = rollback.read_rollbacks(output)
     assert (record['version'], record['copy_of'], record['previously_served']) == (4, 1, 3)
     assert record['digest'] == versions.model_digest(os.path.join(serving, '1'))
+    # Again: the served version 4 holds these bytes already; no version 5.
+    assert runner.main(['--rollback', '1', '--output', output]) == 2
+    assert capsys.readouterr().err == ('error: the served version 4 already holds the same '
+                                       'model as version 1; nothing to do\n')
+    assert versions.served_version(serving) == 4
     # A later push's retention keeps the served version, whatever its number.
     assert 4 not in versions.apply_retention(serving, keep=1, served=4)
 
