@@ -111,7 +111,7 @@ def receiver(monkeypatch):
     monkeypatch.setattr(notify, '_RETRY_PAUSE_SECONDS', 0.0)
     handler = type('Handler', (_Receiver,), {'bodies': []})
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield handler, f'http://127.0.0.1:{server.server_address[1]}/hook'
     server.shutdown()
