@@ -21,7 +21,6 @@ from components.push import versions
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import history as history_lib, plots, readers
-# Under their old names: every section builds with them.
 from pipeline.report.html_parts import fmt as _fmt, img as _img, table as _table  # noqa: F401
 
 REPORT_FILE = 'report.html'
@@ -72,7 +71,10 @@ def _data_section(summary, folder) -> str:
 
 def _anomalies_section(summary) -> str:
     parts = []
-    for split, text in readers.anomalies_by_split(_only(summary, 'ExampleAnomalies')).items():
+    # The ExampleValidator's: DriftCheck's drift artifact has the same type (and `drift_text`).
+    found = [a for a in summary.outputs.get('ExampleAnomalies', [])
+             if 'drift_text' not in a.custom_properties]
+    for split, text in readers.anomalies_by_split(max(found, key=lambda a: a.id)).items():
         parts.append(f'<p>{html.escape(split)}: <span class="no">anomalies</span></p>'
                      f'<pre>{html.escape(text)}</pre>' if text else
                      f'<p>{html.escape(split)}: <span class="yes">none</span></p>')
@@ -190,7 +192,8 @@ def _sections(summary, folder, history=None) -> List[Tuple[str, str]]:
     ran = lambda node, type_name: node in summary.states or has(type_name)  # noqa: E731
     candidates = (  # (title, whether its stage ran, how to build it), in SECTIONS order
         ('Data', has('ExampleStatistics'), lambda: _data_section(summary, folder)),
-        ('Anomalies', has('ExampleAnomalies'), lambda: _anomalies_section(summary)),
+        ('Anomalies', any('drift_text' not in a.custom_properties for a in summary.outputs.get(
+            'ExampleAnomalies', [])), lambda: _anomalies_section(summary)),
         ('Settings', TRAINER in summary.execution_properties
          or summary.trained_model() is not None, lambda: _settings_section(summary)),
         ('Training', has('ModelRun'), lambda: _training_section(summary, folder)),
