@@ -102,3 +102,17 @@ def test_no_run_yet_says_so(tmp_path):
     assert history.section([], str(tmp_path), str(tmp_path)) == (
         '<p>No run of this pipeline is recorded yet.</p>')
     assert summary_lib.read_runs(str(tmp_path / 'absent.sqlite'), 'p') == []
+
+
+def test_the_anomalies_section_reads_the_validators_artifact_not_the_drift_check(tmp_path):
+    from tensorflow_metadata.proto.v0 import anomalies_pb2
+    from pipeline.report import page
+    validator = _artifact(3)
+    validator.uri = str(tmp_path / 'validator')
+    validator.properties['split_names'].string_value = '["train"]'
+    os.makedirs(tmp_path / 'validator' / 'Split-train')
+    (tmp_path / 'validator' / 'Split-train' / 'SchemaDiff.pb').write_bytes(
+        anomalies_pb2.Anomalies().SerializeToString())
+    drift = _artifact(9, drift_text='drift: label L\u221e 0.63 > 0.30')  # newer, no files
+    summary = RunSummary(run_id='r', states={}, outputs={'ExampleAnomalies': [validator, drift]})
+    assert page._anomalies_section(summary) == '<p>train: <span class="yes">none</span></p>'
