@@ -29,6 +29,8 @@ FLAG_FIELDS = {
     'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
     'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
     'beam_args': 'beam_args', 'workers': 'train.workers'}
+# Scheduled retraining: who is told how a run ended (pipeline/notify.py).
+FLAG_FIELDS.update({'notify': 'notify.url', 'on_finish': 'notify.on_finish'})
 
 # runner.py's Kubeflow flags: flag dest -> [kubeflow] key (a KubeflowConfig field, or the root).
 KUBEFLOW_FLAGS = {
