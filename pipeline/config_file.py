@@ -24,10 +24,12 @@ from typing import Any, Dict, Mapping
 
 from pipeline.config import (EvalConfig, IngestConfig, KubeflowConfig, PipelineConfig,
                              PushConfig, TrainConfig, is_uri)
-from pipeline.config_retraining import RetentionConfig
+from pipeline.config_retraining import NotifyConfig, RetentionConfig
 
 SECTIONS = {'ingest': IngestConfig, 'train': TrainConfig, 'eval': EvalConfig,
-            'push': PushConfig, 'retention': RetentionConfig}
+            'push': PushConfig}
+SECTIONS['notify'] = NotifyConfig   # pipeline/config_retraining.py (scheduled retraining)
+SECTIONS['retention'] = RetentionConfig   # pipeline/retention.py (--keep-runs)
 # PipelineConfig fields a file may set; check_paths is internal (Kubeflow compilation).
 TOP_LEVEL = ('name', 'output_dir', 'schema_path', 'beam_args', 'enable_cache')
 # [kubeflow]: KubeflowConfig's fields but the compiled file's name (--output), and the run root.
