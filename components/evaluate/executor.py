@@ -29,6 +29,7 @@ from tfx.types import standard_component_specs as specs
 from components.baseline import executor as baseline_lib
 from components.common import window
 from components.evaluate import checks
+from components.evaluate import served_model
 
 REASONS_PROPERTY = checks.REASONS_PROPERTY
 COMPARED_VERSION_PROPERTY = checks.COMPARED_VERSION_PROPERTY
@@ -65,12 +66,15 @@ class Executor(stock_executor.Executor):
         if given and not baselines:
             logging.info('No comparable baseline (%s): no change thresholds.',
                          'served model incompatible' if skipped else 'nothing served yet')
+        # The baseline names the served folder, it holds no copy: TFMA loads it in place.
+        in_place = [baseline_lib.in_place(b) for b in baselines]
         spans = window_examples(input_dict[specs.EXAMPLES_KEY])
         logging.info('Evaluating on the eval splits of %d span folder(s): %s', len(spans),
                      [a.uri for a in spans])
-        super().Do(dict(input_dict, **{specs.BASELINE_MODEL_KEY: baselines,
+        super().Do(dict(input_dict, **{specs.BASELINE_MODEL_KEY: in_place,
                                        specs.EXAMPLES_KEY: spans}), output_dict,
-                   exec_properties)
+                   dict(exec_properties, **({specs.MODULE_PATH_KEY: served_model.MODULE}
+                                            if in_place else {})))
 
         blessing = artifact_utils.get_single_instance(output_dict[specs.BLESSING_KEY])
         if not blessing.has_custom_property('blessed'):

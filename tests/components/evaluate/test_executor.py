@@ -63,7 +63,7 @@ def test_a_regression_against_the_served_model_names_the_version(tmp_path):
 
 
 def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(tmp_path):
-    # As ServedModelBaseline records a served model for other classes: nothing copied.
+    # As ServedModelBaseline records a served model for other classes: nothing to compare.
     served = saved_models.standard_artifacts.Model()
     served.uri = str(tmp_path / 'incompatible-baseline')
     served.set_int_custom_property('served_version', 1)
@@ -80,7 +80,6 @@ def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(t
 
 def test_the_eval_splits_of_every_span_in_the_window_are_evaluated(tmp_path):
     from components.common import window
-    import saved_models
     older = saved_models.eval_examples(tmp_path / 'span1', {n: [c] * 10 for n, c in zip(
         CLASSES, CENTERS)})  # span 1: all 30 right
     newest = saved_models.eval_examples(tmp_path / 'span2', BRIGHTNESS)  # span 2: 28 of 30
@@ -92,3 +91,20 @@ def test_the_eval_splits_of_every_span_in_the_window_are_evaluated(tmp_path):
                                           BRIGHTNESS, CENTERS, examples=newest)
     [overall] = checks.load_checks(evaluation.uri)
     assert round(overall.value, 4) == round(58 / 60, 4)  # both spans, not span 2's 0.9333
+
+
+def test_the_served_model_is_compared_in_place_from_a_baseline_that_holds_no_copy(tmp_path):
+    # As ServedModelBaseline records it: an empty artifact folder naming serving/<v>/.
+    served = saved_models.exported_model(tmp_path / 'trained', CLASSES, CENTERS)
+    version_dir = saved_models.serve(served, tmp_path / 'serving', 4)
+    baseline = saved_models.standard_artifacts.Model()
+    baseline.uri = str(tmp_path / 'baseline')
+    (tmp_path / 'baseline').mkdir()
+    baseline.set_int_custom_property('served_version', 4)
+    baseline.set_string_custom_property('served_path', version_dir)
+    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.5), baseline=baseline,
+                                    centers=(0.3, 0.95, 0.9))
+    assert _reasons(blessing) == [
+        'sparse_categorical_accuracy change vs served version 4 -0.3333 < 0.00']
+    assert blessing.get_string_custom_property('baseline_model') == version_dir
+    assert list((tmp_path / 'baseline').iterdir()) == []
