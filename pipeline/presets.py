@@ -28,7 +28,9 @@ FLAG_FIELDS = {
     'validation_percent': 'train.validation_percent', 'time_budget': 'train.time_budget_minutes',
     'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
     'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
-    'beam_args': 'beam_args', 'workers': 'train.workers'}
+    'beam_args': 'beam_args', 'workers': 'train.workers', 'encoding': 'ingest.encoding',
+    'max_image_pixels': 'ingest.max_image_pixels', 'convert_formats': 'ingest.convert_formats',
+    'max_csv_record_bytes': 'ingest.max_csv_record_bytes'}
 
 # runner.py's Kubeflow flags: flag dest -> [kubeflow] key (a KubeflowConfig field, or the root).
 KUBEFLOW_FLAGS = {
@@ -63,6 +65,11 @@ def parse_size(text: str) -> Tuple[int, int]:
     if len(parts) != 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
         raise argparse.ArgumentTypeError(f'expected HEIGHTxWIDTH, e.g. 28x28, got {text!r}')
     return int(parts[0]), int(parts[1])
+
+
+def parse_names(text: str) -> Tuple[str, ...]:
+    """'tiff,webp' as ('TIFF', 'WEBP'): Pillow's format names, comma-separated."""
+    return tuple(name.strip().upper() for name in text.split(',') if name.strip())
 
 
 def parse_minutes(text: str) -> float:

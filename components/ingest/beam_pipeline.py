@@ -18,7 +18,7 @@ from typing import Dict, Iterator, Optional, Tuple
 import apache_beam as beam
 import tensorflow as tf
 
-from components.ingest import (convert, csv_records, image_formats, images, records, stats,
+from components.ingest import (convert, csv_records, files, image_formats, images, records, stats,
                                tabular, writer)
 from components.ingest.stats import read_counts  # noqa: F401 (callers read counts from here)
 
@@ -104,7 +104,7 @@ def _valid_label(element: csv_records.Record, table: tabular.Table) -> Iterator[
 def _read_records(pipeline: beam.Pipeline, options: IngestOptions, name: str) -> beam.PCollection:
     """(path, record text, problem) of every CSV record but the headers. Big files are cut
     into ranges on record boundaries (csv_records.py), spread over workers and streamed."""
-    return (pipeline | f'{name}Files' >> beam.Create(list(options.csv_files))
+    return (pipeline | f'{name}Files' >> beam.Create([files.to_beam(path) for path in options.csv_files])
             | f'{name}Ranges' >> beam.FlatMap(csv_records.plan_ranges, options.encoding)
             | f'{name}Spread' >> beam.Reshuffle()
             | f'{name}Records' >> beam.FlatMap(csv_records.read_range,

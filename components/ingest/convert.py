@@ -16,7 +16,7 @@ from apache_beam.transforms import window
 import tensorflow as tf
 
 from components.common import features
-from components.ingest import images, records, stats, tabular, writer
+from components.ingest import files, images, records, stats, tabular, writer
 
 QUARANTINE_TAG = 'quarantine'
 NUMERIC_TAG = 'numeric'
@@ -61,7 +61,7 @@ def list_unit(unit: Tuple[str, int, int], root: str) -> Iterator[str]:
         # .DS_Store and editor droppings are not data
         # A name's bytes, whatever they are: undecodable ones were listed as surrogates.
         if not name.startswith('.') and zlib.crc32(records.name_bytes(name)) % parts == part:
-            yield os.path.join(folder, name)
+            yield files.to_beam(os.path.join(folder, name))
 
 
 def chunks(paths: Iterable[str], size: int = CHUNK) -> Iterator[List[str]]:
@@ -143,7 +143,7 @@ class ImagesToExamples(_Convert):
 
     def process(self, paths: List[str]) -> Iterator:
         for path in paths:
-            rejection = self._convert(path)
+            rejection = self._convert(files.from_beam(path))
             if rejection is not None:
                 yield rejection
 
@@ -192,6 +192,7 @@ class RowToExample(_Convert):
     def process(self, element: Tuple[str, Optional[str], Optional[Tuple[str, str]]],
                 class_names) -> Iterator:
         path, line, problem = element  # csv_records.Record
+        path = files.from_beam(path)
         # blank lines are not records (as for every CSV reader)
         if problem is not None or line.strip():
             rejection = self._convert(path, line, class_names, problem)

@@ -33,7 +33,8 @@ _BLOCK = 1024 * 1024                     # bytes per read of the range-planning 
 _BOMS = ((codecs.BOM_UTF32_LE, 'utf-32-le'), (codecs.BOM_UTF32_BE, 'utf-32-be'),
          (codecs.BOM_UTF8, 'utf-8'), (codecs.BOM_UTF16_LE, 'utf-16-le'),
          (codecs.BOM_UTF16_BE, 'utf-16-be'))
-# (path, encoding, start, end, header_at_start): records starting in [start, end) are read.
+# (path, encoding, start, end, header_at_start): records starting in [start, end) are read;
+# the path as a Beam element (files.to_beam: bytes when the name is not UTF-8).
 Range = Tuple[str, str, int, int, bool]
 # (path, text or None, (reason, detail) or None): one record, or why it cannot be one.
 Record = Tuple[str, Optional[str], Optional[Tuple[str, str]]]
@@ -127,14 +128,15 @@ def _decoded(path: str, data: Optional[bytes], size: int, encoding: str, limit: 
 
 def plan_ranges(path: str, configured: str, split_bytes: int = SPLIT_BYTES) -> List[Range]:
     """The ranges of one file, each starting on a record boundary (quote-aware scan)."""
+    path = files.from_beam(path)
     try:
         encoding, bom = file_encoding(path, configured)
         size = tf.io.gfile.stat(path).length if '://' in path else \
             files.check_regular(path).st_size
     except records.BadRecord:
-        return [(path, configured, 0, 0, True)]  # read_range rejects it, with the reason
+        return [(files.to_beam(path), configured, 0, 0, True)]  # read_range rejects it
     if size - bom <= split_bytes or not byte_scannable(encoding):
-        return [(path, encoding, bom, size, True)]
+        return [(files.to_beam(path), encoding, bom, size, True)]
     cuts, quotes, offset, target = [bom], 0, 0, bom + split_bytes
     with _open(path) as handle:
         for block in iter(lambda: handle.read(_BLOCK), b''):
@@ -151,12 +153,20 @@ def plan_ranges(path: str, configured: str, split_bytes: int = SPLIT_BYTES) -> L
             quotes += block.count(b'"', done)
             offset += len(block)
     cuts = [cut for cut in cuts if cut < size] + [size]
-    return [(path, encoding, a, b, a == bom) for a, b in zip(cuts, cuts[1:])]
+    return [(files.to_beam(path), encoding, a, b, a == bom) for a, b in zip(cuts, cuts[1:])]
 
 
 def read_range(planned: Range, limit: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[Record]:
-    """The records starting in one range (the header skipped in the range that holds it)."""
+    """The records starting in one range (the header skipped in the range that holds it).
+    Paths stay as Beam elements (files.to_beam) in what it yields."""
     path, encoding, start, end, header = planned
+    path, element = files.from_beam(path), path
+    for record in _records(path, encoding, start, end, header, limit):
+        yield (element,) + record[1:]
+
+
+def _records(path: str, encoding: str, start: int, end: int, header: bool,
+             limit: int) -> Iterator[Record]:
     try:
         handle = _open(path)
     except records.BadRecord as error:  # not a regular file (its type), or vanished

@@ -42,6 +42,16 @@ def glob_files(folder: str, pattern: str) -> List[str]:
     return glob.glob(os.path.join(glob.escape(folder), pattern))
 
 
+def to_beam(path: str):
+    """A path as a Beam element: Beam's coders encode text as strict UTF-8, so a name listed
+    with surrogate escapes travels as its bytes (from_beam turns it back)."""
+    return path if is_utf8(path) else records.name_bytes(path)
+
+
+def from_beam(element) -> str:
+    return os.fsdecode(element) if isinstance(element, bytes) else element
+
+
 def is_utf8(name: str) -> bool:
     """False for a name listed with undecodable bytes (surrogate escapes)."""
     return records.display_name(name) == name
@@ -115,3 +125,22 @@ def read_regular(path: str) -> bytes:
         raise records.BadRecord('changed', f'changed while being read ({opened.st_size} bytes '
                                 f'when opened, {after.st_size} after, {len(data)} read)')
     return data
+
+
+def fingerprint(split_name: str, pattern: str) -> str:
+    """TFX's input fingerprint (tfx.utils.io_utils.generate_fingerprint: files, bytes and
+    mtimes of the matched files), computed with Python's glob, which lists local names that
+    are not UTF-8 (tf.io.gfile.glob raises on them). An entry that vanishes is left out."""
+    total = xor_sum = plain_sum = count = 0
+    for path in glob.glob(pattern):
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        count += 1
+        total += info.st_size
+        mtime = int(info.st_mtime)
+        xor_sum ^= mtime
+        plain_sum += mtime
+    return (f'split:{split_name},num_files:{count},total_bytes:{total},'
+            f'xor_checksum:{xor_sum},sum_checksum:{plain_sum}')
