@@ -1,5 +1,7 @@
 """A helper shared by the ingestion executor tests: one ImageExampleGen `Do` on a folder."""
+import contextlib
 import os
+import signal
 
 from tfx.dsl.components.base import base_beam_executor
 from tfx.proto import example_gen_pb2
@@ -28,3 +30,21 @@ def ingest_do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*',
     if properties is not None:
         properties.update(exec_properties)
     return examples
+
+
+class Hung(Exception):
+    """Not an OSError (as TimeoutError is), so that no reader can take it for a bad file."""
+
+
+@contextlib.contextmanager
+def no_hang(seconds=60):
+    """Fails (Hung) instead of hanging when the body blocks, e.g. opening a FIFO."""
+    def fail(*_):
+        raise Hung(f'blocked for {seconds} s')
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -109,7 +109,9 @@ def format_rejections(counts: Dict[str, int], by_column: Dict[Tuple[str, str], i
             columns = sorted(((n, c) for (r, c), n in by_column.items() if r == reason),
                              key=lambda nc: (-nc[0], nc[1]))
             where = ', '.join(f'{c!r} {n}' for n, c in columns)
-            lines.append(f'  {reason} {total}' + (f' (by column: {where})' if where else ''))
+            lines.append(f'  {reason} {total}' + (f' (by column: {where})' if where else '')
+                         + (f'; setting: {records.SETTINGS[reason]}'
+                            if reason in records.SETTINGS else ''))
     if samples:
         lines.append(f'{len(samples)} of {counts["rejected"]} rejected, for example:')
         lines += [f'  {s["source"]}: {s["reason"]}: {s["detail"]}' for s in samples]

@@ -33,6 +33,14 @@ REASONS: Dict[str, str] = {
     'non_numeric': 'a non-empty value that is not a number in a numeric CSV column',
     'missing_label': 'a CSV row whose label is empty',
 }
+# The setting that changes the decision, for reasons that have one (named in failure messages).
+SETTINGS: Dict[str, str] = {
+    'encoding': '--encoding (ingest.encoding)',
+    'too_large': '--max-image-pixels / --max-csv-record-bytes (ingest.max_image_pixels / '
+                 'ingest.max_csv_record_bytes)',
+    'unsupported_format': '--convert-formats (ingest.convert_formats), for formats converted '
+                          'with loss',
+}
 # An empty value in a numeric CSV column is not a rejection: it is imputed (see tabular.py).
 
 QUARANTINE_DIR = 'Quarantine'

@@ -3,14 +3,13 @@
 Executor-level (tests/ingest_helpers.py ingest_do, no driver: the executor resolves and
 fingerprints the input itself). Real images sit next to a FIFO, a socket, a dangling link, a
 decompression bomb (a 30000x30000 grayscale PNG header over a tiny zlib stream), a file
-named with the bytes b'\\xff\\xfe.png', and WebP / TIFF images. A SIGALRM guard fails a test
-that would hang (a blocking open of the FIFO) instead of hanging the suite.
+named with the bytes b'\\xff\\xfe.png', and WebP / TIFF images. A SIGALRM guard (no_hang) fails
+a test that would hang (a blocking open of the FIFO) instead of hanging the suite.
 """
 import base64
 import io
 import json
 import os
-import signal
 import socket
 import struct
 import zlib
@@ -25,21 +24,15 @@ from components.ingest import checks, files, image_formats, images
 from components.ingest import name_safe_input
 from tfx.proto import example_gen_pb2
 
-from ingest_helpers import ingest_do
+from ingest_helpers import ingest_do, no_hang
 
-GUARD_SECONDS = 60
 BAD_NAME = os.fsdecode(b'\xff\xfe.png')  # as Python lists it: surrogate escapes
 
 
 @pytest.fixture(autouse=True)
-def no_hang():
-    def fail(*_):
-        raise TimeoutError(f'ingestion hung for {GUARD_SECONDS} s')
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(GUARD_SECONDS)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+def guard():
+    with no_hang():
+        yield
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
