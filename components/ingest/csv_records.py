@@ -20,7 +20,6 @@ import codecs
 import io
 from typing import Iterator, List, Optional, Tuple
 
-import tensorflow as tf
 
 from components.ingest import files, records
 
@@ -58,7 +57,7 @@ def byte_scannable(encoding: str) -> bool:
 
 def _open(path: str):
     if '://' in path:
-        return tf.io.gfile.GFile(path, 'rb')
+        return files.gfile().GFile(path, 'rb')
     files.check_regular(path)  # a FIFO named x.csv is rejected, never opened (it would block)
     return open(path, 'rb')
 
@@ -90,7 +89,7 @@ def _too_large(size: int, limit: int) -> Tuple[str, str]:
 def _byte_records(handle, end: int, limit: int) -> Iterator[Tuple[Optional[bytes], int]]:
     """(record bytes, or None when over `limit`; its size) from the handle's position to `end`.
     A record over the limit is skipped through, never held."""
-    bounded = isinstance(handle, io.BufferedIOBase)  # tf GFile's readline takes no size
+    bounded = isinstance(handle, io.BufferedIOBase)  # a GFile's readline takes no size
     position = handle.tell()
     while position < end:
         parts: Optional[List[bytes]] = []
@@ -131,7 +130,7 @@ def plan_ranges(path: str, configured: str, split_bytes: int = SPLIT_BYTES) -> L
     path = files.from_beam(path)
     try:
         encoding, bom = file_encoding(path, configured)
-        size = tf.io.gfile.stat(path).length if '://' in path else \
+        size = files.gfile().stat(path).length if '://' in path else \
             files.check_regular(path).st_size
     except records.BadRecord:
         return [(files.to_beam(path), configured, 0, 0, True)]  # read_range rejects it

@@ -18,27 +18,33 @@ import os
 import stat
 from typing import List
 
-import tensorflow as tf
 
 from components.ingest import records
+
+def gfile():
+    """tf.io.gfile, for gs://, hdfs://, ... paths: imported on first use, so that the config
+    (which imports this module's users for their defaults) stays free of TensorFlow."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    return tf.io.gfile
+
 
 def listdir(folder: str) -> List[str]:
     """The entry names of a folder. Local folders are listed by Python, which returns names
     that are not UTF-8 as surrogate escapes; tf.io.gfile (used for gs://, hdfs://, ...) raises
     UnicodeDecodeError on them."""
     if '://' in folder:
-        return [name.rstrip('/') for name in tf.io.gfile.listdir(folder)]
+        return [name.rstrip('/') for name in gfile().listdir(folder)]
     return os.listdir(folder)
 
 
 def isdir(path: str) -> bool:
-    return tf.io.gfile.isdir(path) if '://' in path else os.path.isdir(path)
+    return gfile().isdir(path) if '://' in path else os.path.isdir(path)
 
 
 def glob_files(folder: str, pattern: str) -> List[str]:
     """The entries of `folder` matching a glob pattern (see listdir for why not tf.io.gfile)."""
     if '://' in folder:
-        return tf.io.gfile.glob(os.path.join(folder, pattern))
+        return gfile().glob(os.path.join(folder, pattern))
     return glob.glob(os.path.join(glob.escape(folder), pattern))
 
 
