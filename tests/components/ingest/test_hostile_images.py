@@ -22,6 +22,7 @@ import tensorflow as tf
 from components.common import features
 from components.ingest import checks, files, image_formats, images
 from components.ingest import name_safe_input
+from tfx.components.example_gen import driver
 from tfx.proto import example_gen_pb2
 
 from ingest_helpers import ingest_do, no_hang
@@ -218,3 +219,24 @@ def test_a_non_utf8_name_is_fingerprinted_and_quarantined_in_a_round_trip_form(t
         'cat/' + BAD_NAME, files.records.BadRecord('not_an_image', 'x')))
     assert line['source'] == 'cat/\\xff\\xfe.png'
     assert base64.b64decode(line['source_base64']) == b'cat/\xff\xfe.png'
+
+
+def test_the_driver_resolves_spans_of_non_utf8_names(tmp_path):
+    # The local orchestrator's driver fingerprinted with tf.io.gfile and stopped the run.
+    from components.ingest import component
+    folder = tmp_path / 'in' / 'span-2' / 'cat'
+    folder.mkdir(parents=True)
+    with open(os.path.join(os.fsencode(str(folder)), b'\xff\xfe.png'), 'wb') as handle:
+        handle.write(b'12345')
+    (tmp_path / 'in' / 'span-1' / 'cat').mkdir(parents=True)
+    (tmp_path / 'in' / 'span-1' / 'cat' / 'old.png').write_bytes(b'1')
+    def properties():
+        return {'input_base': str(tmp_path / 'in'), 'source': 'images', 'input_config': json.dumps(
+            {'splits': [{'name': 'images', 'pattern': 'span-{SPAN}/*/*'}]})}
+    with pytest.raises(UnicodeDecodeError):  # the stock driver
+        driver.FileBasedDriver(None).resolve_exec_properties(properties(), None, None)
+    properties = component.SpanCheckingDriver(None).resolve_exec_properties(
+        properties(), None, None)
+    assert properties['span'] == 2
+    assert 'num_files:1,total_bytes:5' in properties['input_fingerprint']
+    assert 'span-2/*/*' in properties['input_config']
