@@ -11,8 +11,6 @@ import io
 import json
 import os
 import socket
-import struct
-import zlib
 
 import numpy as np
 from PIL import Image
@@ -25,7 +23,7 @@ from components.ingest import name_safe_input
 from tfx.components.example_gen import driver
 from tfx.proto import example_gen_pb2
 
-from ingest_helpers import ingest_do, no_hang
+from ingest_helpers import bomb_png, ingest_do, no_hang
 
 BAD_NAME = os.fsdecode(b'\xff\xfe.png')  # as Python lists it: surrogate escapes
 
@@ -34,18 +32,6 @@ BAD_NAME = os.fsdecode(b'\xff\xfe.png')  # as Python lists it: surrogate escapes
 def guard():
     with no_hang():
         yield
-
-
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
-
-
-def bomb_png(width: int = 30000, height: int = 30000) -> bytes:
-    """A valid PNG header of a huge grayscale image over a few rows of zeros (a few KB)."""
-    header = struct.pack('>IIBBBBB', width, height, 8, 0, 0, 0, 0)
-    rows = zlib.compress(b'\0' * (width + 1) * 8, 9)
-    return (b'\x89PNG\r\n\x1a\n' + _chunk(b'IHDR', header) + _chunk(b'IDAT', rows)
-            + _chunk(b'IEND', b''))
 
 
 def _encoded(mode: str, image_format: str, **save) -> bytes:
