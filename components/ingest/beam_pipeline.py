@@ -4,11 +4,12 @@ No TFX imports: the executor builds a pipeline with TFX's Beam options and calls
 `build_ingest`, and tests and the benchmark run the same graph on a plain `beam.Pipeline`.
 
 Two sources share everything after conversion: image folders (one file = one record) and CSV
-files (one row = one record; a quoted field may span lines). Every record found ends in exactly one place, a split's shard
-or the quarantine, and is counted (Beam metrics in the `ingest` namespace): `found`,
-`written_<split>`, `rejected` and `rejected_<reason>`, so `found == written + rejected` and the
-rejections by reason add up to `rejected`. CSV columns have counters of their own (stats.py):
-empty numeric values, which are kept and imputed, and rejections by reason and column.
+files (one row = one record; a quoted field may span lines). Every record found ends in
+exactly one place, a split's shard or the quarantine, and is counted (Beam metrics in the
+`ingest` namespace): `found`, `written_<split>`, `rejected` and `rejected_<reason>`, so
+`found == written + rejected` and the rejections by reason add up to `rejected`. CSV columns
+have counters of their own (stats.py): empty numeric values, which are kept and imputed, and
+rejections by reason and column.
 """
 import dataclasses
 import json
@@ -104,7 +105,8 @@ def _valid_label(element: csv_records.Record, table: tabular.Table) -> Iterator[
 def _read_records(pipeline: beam.Pipeline, options: IngestOptions, name: str) -> beam.PCollection:
     """(path, record text, problem) of every CSV record but the headers. Big files are cut
     into ranges on record boundaries (csv_records.py), spread over workers and streamed."""
-    return (pipeline | f'{name}Files' >> beam.Create([files.to_beam(path) for path in options.csv_files])
+    paths = [files.to_beam(path) for path in options.csv_files]
+    return (pipeline | f'{name}Files' >> beam.Create(paths)
             | f'{name}Ranges' >> beam.FlatMap(csv_records.plan_ranges, options.encoding)
             | f'{name}Spread' >> beam.Reshuffle()
             | f'{name}Records' >> beam.FlatMap(csv_records.read_range,

@@ -132,7 +132,7 @@ def plan_ranges(path: str, configured: str, split_bytes: int = SPLIT_BYTES) -> L
         encoding, bom = file_encoding(path, configured)
         size = files.gfile().stat(path).length if '://' in path else \
             files.check_regular(path).st_size
-    except records.BadRecord:
+    except (records.BadRecord, OSError):
         return [(files.to_beam(path), configured, 0, 0, True)]  # read_range rejects it
     if size - bom <= split_bytes or not byte_scannable(encoding):
         return [(files.to_beam(path), encoding, bom, size, True)]
@@ -170,6 +170,9 @@ def _records(path: str, encoding: str, start: int, end: int, header: bool,
         handle = _open(path)
     except records.BadRecord as error:  # not a regular file (its type), or vanished
         yield path, None, (error.reason, str(error))
+        return
+    except OSError as error:  # no permission, I/O error: one rejection names it
+        yield path, None, ('unreadable', f'cannot read: {error.strerror or error}')
         return
     with handle:
         handle.seek(start)

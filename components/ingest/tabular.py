@@ -62,6 +62,9 @@ def read_header(path: str, encoding: str = csv_records.DEFAULT_ENCODING) -> List
         _, text, problem = next(csv_records.file_records(path, encoding), (path, '', None))
     except records.BadRecord as error:
         raise IngestionError(f'{records.display_name(path)} {error}') from None
+    except OSError as error:
+        raise IngestionError(f'cannot read {records.display_name(path)}: '
+                             f'{error.strerror or error}') from None
     if problem is not None:
         raise IngestionError(f'header row of {records.display_name(path)}: {problem[1]}')
     return parse_line(text)
