@@ -94,10 +94,9 @@ class IngestConfig:
         unknown = set(self.convert_formats) - image_formats.CONVERTED_FORMATS
         _check(not unknown, f'convert_formats {sorted(unknown)} are not among the formats '
                f'converted to PNG: {sorted(image_formats.CONVERTED_FORMATS)}')
-        try:
-            csv_records.check_encoding(self.encoding)
-        except ValueError as error:
-            _check(False, str(error))
+        _check(csv_records.known_encoding(self.encoding),
+               f'encoding {self.encoding!r} is not a known codec; use a Python codec name such '
+               'as utf-8, latin-1, cp1252, utf-16')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,13 +39,12 @@ Range = Tuple[str, str, int, int, bool]
 Record = Tuple[str, Optional[str], Optional[Tuple[str, str]]]
 
 
-def check_encoding(encoding: str) -> str:
-    """The codec's name, or ValueError naming the setting."""
+def known_encoding(encoding: str) -> bool:
     try:
-        return codecs.lookup(encoding).name
+        codecs.lookup(encoding)
+        return True
     except LookupError:
-        raise ValueError(f'unknown encoding {encoding!r} in {SETTING}; use a Python codec '
-                         'name such as utf-8, latin-1, cp1252, utf-16') from None
+        return False
 
 
 def byte_scannable(encoding: str) -> bool:

@@ -140,5 +140,4 @@ def test_file_encoding_follows_the_byte_order_mark(tmp_path):
         (tmp_path / 'f.csv').write_bytes(bom + b'a')
         assert csv_records.file_encoding(str(tmp_path / 'f.csv'), 'latin-1') == expected
     assert not csv_records.byte_scannable('utf-16') and csv_records.byte_scannable('cp1252')
-    with pytest.raises(ValueError, match='--encoding'):
-        csv_records.check_encoding('no-such-codec')
+    assert not csv_records.known_encoding('no-such-codec')

@@ -123,6 +123,7 @@ def test_the_rejected_fraction_still_decides(small_images, tmp_path):
     assert 'too_large 1' in message and 'not_a_file 1' in message
 
 
+@pytest.mark.filterwarnings('ignore::PIL.Image.DecompressionBombWarning')  # ours decides
 def test_a_lower_pixel_limit_rejects_from_the_header(png_bytes):
     width, height = Image.open(io.BytesIO(png_bytes)).size
     with pytest.raises(images.BadImage, match=r'over ingest.max_image_pixels') as raised:
