@@ -28,9 +28,7 @@ FLAG_FIELDS = {
     'validation_percent': 'train.validation_percent', 'time_budget': 'train.time_budget_minutes',
     'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
     'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
-    'beam_args': 'beam_args', 'workers': 'train.workers', 'encoding': 'ingest.encoding',
-    'max_image_pixels': 'ingest.max_image_pixels', 'convert_formats': 'ingest.convert_formats',
-    'max_csv_record_bytes': 'ingest.max_csv_record_bytes'}
+    'beam_args': 'beam_args', 'workers': 'train.workers'}
 
 # runner.py's Kubeflow flags: flag dest -> [kubeflow] key (a KubeflowConfig field, or the root).
 KUBEFLOW_FLAGS = {
@@ -41,6 +39,12 @@ KUBEFLOW_FLAGS = {
     'schedule': 'schedule',
     'experiment': 'experiment', 'namespace': 'namespace', 'token_file': 'token_file',
     'token_env': 'token_env', 'service_account_token': 'service_account_token'}
+
+# Hostile input (README, "Your data"): limits and encodings of ingestion.
+FLAG_FIELDS.update({
+    'encoding': 'ingest.encoding', 'max_image_pixels': 'ingest.max_image_pixels',
+    'convert_formats': 'ingest.convert_formats',
+    'max_csv_record_bytes': 'ingest.max_csv_record_bytes'})
 
 
 def default_schema(source: str, data_dir: str) -> Optional[str]:
