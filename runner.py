@@ -44,6 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
     add('--label-column', metavar='NAME', help='csv: the column holding the class (default: label)')
     add('--max-rejected-fraction', type=float, metavar='F', help='stop when more than this share '
         'of records is rejected (default: %s)' % config_lib.IngestConfig.max_rejected_fraction)
+    i = config_lib.IngestConfig
+    add('--encoding', metavar='CODEC', help='csv: encoding of files without a byte-order mark, '
+        f'e.g. latin-1, cp1252 (default: {i.encoding}; UTF-8 and UTF-16 BOMs are honoured)')
+    add('--max-image-pixels', type=int, metavar='N', help='quarantine images with more pixels '
+        f'(as too_large), judged from the header (default: {i.max_image_pixels:,})')
+    add('--convert-formats', type=presets.parse_names, metavar='FMT,...', help='image formats '
+        'converted to PNG even when that loses something, e.g. TIFF,WEBP (default: none; '
+        'lossless conversions always happen)')
+    add('--max-csv-record-bytes', type=int, metavar='N', help='quarantine longer CSV records '
+        f'(as too_large) (default: {i.max_csv_record_bytes:,})')
     add('--schema', help='curated schema file, or "infer" (default: curated for embedded data)')
     add('--model', metavar='NAME|IMPORT.PATH', help=f'{"|".join(config_lib.NAMED_MODELS)} '
         '(keras.applications), or a builder (input_shape, num_classes) -> keras.Model '

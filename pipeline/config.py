@@ -8,6 +8,7 @@ import os
 import re
 from typing import Optional, Tuple
 
+from components.ingest import csv_records, image_formats
 from components.trainer.choices import AUGMENTS, OPTIMIZERS, POLICIES
 from pipeline.config_retraining import NotifyConfig, RetentionConfig
 
@@ -69,6 +70,11 @@ class IngestConfig:
     drop_columns: Tuple[str, ...] = ()   # csv: columns that are neither features nor label
     # Spans trained and evaluated on: the newest and up to window - 1 before it (span-<N>/).
     window: int = 3
+    # Hostile input (README, "Your data"): limits that quarantine instead of crashing.
+    max_image_pixels: int = image_formats.DEFAULT_MAX_IMAGE_PIXELS   # larger: too_large
+    convert_formats: Tuple[str, ...] = ()  # e.g. ('TIFF',): convert to PNG even with loss
+    encoding: str = csv_records.DEFAULT_ENCODING   # csv: of files without a BOM
+    max_csv_record_bytes: int = csv_records.DEFAULT_MAX_RECORD_BYTES  # larger: too_large
 
     def __post_init__(self):
         _check(self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}')
@@ -89,6 +95,14 @@ class IngestConfig:
                f'window must be >= 1 (the spans trained on), got {self.window}')
         _check(self.label_column not in self.drop_columns,
                f'label_column {self.label_column!r} cannot be in drop_columns')
+        _check(self.max_image_pixels >= 1 and self.max_csv_record_bytes >= 1,
+               'max_image_pixels and max_csv_record_bytes must be >= 1')
+        unknown = set(self.convert_formats) - image_formats.CONVERTED_FORMATS
+        _check(not unknown, f'convert_formats {sorted(unknown)} are not among the formats '
+               f'converted to PNG: {sorted(image_formats.CONVERTED_FORMATS)}')
+        _check(csv_records.known_encoding(self.encoding),
+               f'encoding {self.encoding!r} is not a known codec; use a Python codec name such '
+               'as utf-8, latin-1, cp1252, utf-16')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -77,7 +77,9 @@ def create_components(config: PipelineConfig) -> List:
         drop_columns=ingest.drop_columns,
         # Where what outlives an execution goes (the kept quarantine, the trainer's checkpoints):
         # computed from the root, not from artifact URIs, whose layout is the orchestrator's.
-        pipeline_root=config.pipeline_root, window=ingest.window)
+        pipeline_root=config.pipeline_root, window=ingest.window,
+        limits={name: getattr(ingest, name) for name in (
+            'max_image_pixels', 'convert_formats', 'encoding', 'max_csv_record_bytes')})
     statistics_gen = tfx_components.StatisticsGen(examples=example_gen.outputs['examples'])
     if config.schema_path:
         schema_gen = ImportSchemaGen(schema_file=config.schema_path)

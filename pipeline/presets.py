@@ -44,6 +44,12 @@ KUBEFLOW_FLAGS = {
     'experiment': 'experiment', 'namespace': 'namespace', 'token_file': 'token_file',
     'token_env': 'token_env', 'service_account_token': 'service_account_token'}
 
+# Hostile input (README, "Your data"): limits and encodings of ingestion.
+FLAG_FIELDS.update({
+    'encoding': 'ingest.encoding', 'max_image_pixels': 'ingest.max_image_pixels',
+    'convert_formats': 'ingest.convert_formats',
+    'max_csv_record_bytes': 'ingest.max_csv_record_bytes'})
+
 
 def default_schema(source: str, data_dir: str) -> Optional[str]:
     """The curated schema when data_dir is the source's embedded data; else None (inferred)."""
@@ -67,6 +73,11 @@ def parse_size(text: str) -> Tuple[int, int]:
     if len(parts) != 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
         raise argparse.ArgumentTypeError(f'expected HEIGHTxWIDTH, e.g. 28x28, got {text!r}')
     return int(parts[0]), int(parts[1])
+
+
+def parse_names(text: str) -> Tuple[str, ...]:
+    """'tiff,webp' as ('TIFF', 'WEBP'): Pillow's format names, comma-separated."""
+    return tuple(name.strip().upper() for name in text.split(',') if name.strip())
 
 
 def parse_minutes(text: str) -> float:

@@ -1,5 +1,10 @@
-"""A helper shared by the ingestion executor tests: one ImageExampleGen `Do` on a folder."""
+"""Helpers shared by the ingestion tests: one ImageExampleGen `Do` on a folder, a guard against
+hangs, and a decompression-bomb PNG."""
+import contextlib
 import os
+import signal
+import struct
+import zlib
 
 from tfx.dsl.components.base import base_beam_executor
 from tfx.proto import example_gen_pb2
@@ -28,3 +33,33 @@ def ingest_do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*',
     if properties is not None:
         properties.update(exec_properties)
     return examples
+
+
+class Hung(Exception):
+    """Not an OSError (as TimeoutError is), so that no reader can take it for a bad file."""
+
+
+@contextlib.contextmanager
+def no_hang(seconds=60):
+    """Fails (Hung) instead of hanging when the body blocks, e.g. opening a FIFO."""
+    def fail(*_):
+        raise Hung(f'blocked for {seconds} s')
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
+
+
+def bomb_png(width: int = 30000, height: int = 30000) -> bytes:
+    """A valid PNG header of a huge grayscale image over a few rows of zeros (a few KB)."""
+    header = struct.pack('>IIBBBBB', width, height, 8, 0, 0, 0, 0)
+    rows = zlib.compress(b'\0' * (width + 1) * 8, 9)
+    return (b'\x89PNG\r\n\x1a\n' + _chunk(b'IHDR', header) + _chunk(b'IDAT', rows)
+            + _chunk(b'IEND', b''))

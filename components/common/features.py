@@ -35,7 +35,9 @@ def _float(value: float) -> tf.train.Feature:
 
 def _common(label: int, label_name: str, source_path: str) -> dict:
     return {LABEL_KEY: _int(label), LABEL_NAME_KEY: _bytes(label_name.encode('utf-8')),
-            SOURCE_KEY: _bytes(source_path.encode('utf-8'))}
+            # A file name's exact bytes, also when they are not UTF-8 (listed as surrogate escapes):
+            # os.fsdecode(the feature) gives the name back.
+            SOURCE_KEY: _bytes(source_path.encode('utf-8', 'surrogateescape'))}
 
 
 def make_example(encoded: bytes, label: int, label_name: str, height: int, width: int,

@@ -4,11 +4,12 @@ No TFX imports: the executor builds a pipeline with TFX's Beam options and calls
 `build_ingest`, and tests and the benchmark run the same graph on a plain `beam.Pipeline`.
 
 Two sources share everything after conversion: image folders (one file = one record) and CSV
-files (one line = one record). Every record found ends in exactly one place, a split's shard
-or the quarantine, and is counted (Beam metrics in the `ingest` namespace): `found`,
-`written_<split>`, `rejected` and `rejected_<reason>`, so `found == written + rejected` and the
-rejections by reason add up to `rejected`. CSV columns have counters of their own (stats.py):
-empty numeric values, which are kept and imputed, and rejections by reason and column.
+files (one row = one record; a quoted field may span lines). Every record found ends in
+exactly one place, a split's shard or the quarantine, and is counted (Beam metrics in the
+`ingest` namespace): `found`, `written_<split>`, `rejected` and `rejected_<reason>`, so
+`found == written + rejected` and the rejections by reason add up to `rejected`. CSV columns
+have counters of their own (stats.py): empty numeric values, which are kept and imputed, and
+rejections by reason and column.
 """
 import dataclasses
 import json
@@ -18,7 +19,8 @@ from typing import Dict, Iterator, Optional, Tuple
 import apache_beam as beam
 import tensorflow as tf
 
-from components.ingest import convert, images, records, stats, tabular, writer
+from components.ingest import (convert, csv_records, files, image_formats, images, records, stats,
+                               tabular, writer)
 from components.ingest.stats import read_counts  # noqa: F401 (callers read counts from here)
 
 QUARANTINE_TAG = convert.QUARANTINE_TAG
@@ -45,6 +47,10 @@ class IngestOptions:
     channels: int = 0               # channels of resized or raw images: 1, 3, 0 = each its own
     table: Optional[tabular.Table] = None          # csv: columns, label and types
     csv_files: tuple = ()           # csv: the files, all with the table's header
+    max_image_pixels: int = image_formats.DEFAULT_MAX_IMAGE_PIXELS  # larger: too_large
+    convert_formats: tuple = ()     # formats whose lossy conversion to PNG is allowed
+    encoding: str = csv_records.DEFAULT_ENCODING    # csv: of files without a BOM
+    max_csv_record_bytes: int = csv_records.DEFAULT_MAX_RECORD_BYTES  # larger: too_large
 
     def __post_init__(self):
         checks = [
@@ -58,6 +64,8 @@ class IngestOptions:
              'a csv source needs a table and csv_files'),
             (self.image_storage in images.STORAGES,
              f'image_storage must be one of {images.STORAGES}, got {self.image_storage!r}'),
+            (self.max_image_pixels >= 1 and self.max_csv_record_bytes >= 1,
+             'max_image_pixels and max_csv_record_bytes must be >= 1'),
             (self.channels in (0, 1, 3),
              f'channels must be 1, 3 or 0 (each image its own), got {self.channels}'),
             (self.split_key in ('source', 'content') or (
@@ -86,18 +94,23 @@ def finalize(output_dir: str, options: IngestOptions) -> Optional[dict]:
     return table
 
 
-def _valid_label(element: Tuple[str, str], table: tabular.Table) -> Iterator[str]:
-    if element[1].strip():
+def _valid_label(element: csv_records.Record, table: tabular.Table) -> Iterator[str]:
+    if element[2] is None and element[1].strip():
         try:
             yield tabular.row_values(tabular.parse_line(element[1]), table)[1]
         except records.BadRecord:
             pass  # counted and quarantined by the conversion pass
 
 
-def _read_lines(pipeline: beam.Pipeline, files: tuple, name: str) -> beam.PCollection:
-    # ReadAllFromText splits big files over workers and streams them; the header is skipped.
-    return (pipeline | f'{name}Files' >> beam.Create(list(files))
-            | f'{name}Lines' >> beam.io.ReadAllFromText(skip_header_lines=1, with_filename=True))
+def _read_records(pipeline: beam.Pipeline, options: IngestOptions, name: str) -> beam.PCollection:
+    """(path, record text, problem) of every CSV record but the headers. Big files are cut
+    into ranges on record boundaries (csv_records.py), spread over workers and streamed."""
+    paths = [files.to_beam(path) for path in options.csv_files]
+    return (pipeline | f'{name}Files' >> beam.Create(paths)
+            | f'{name}Ranges' >> beam.FlatMap(csv_records.plan_ranges, options.encoding)
+            | f'{name}Spread' >> beam.Reshuffle()
+            | f'{name}Records' >> beam.FlatMap(csv_records.read_range,
+                                               options.max_csv_record_bytes))
 
 
 def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: str) -> None:
@@ -119,12 +132,12 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
         # Labels are read in a pass of their own: feeding the same lines to both the label
         # side input and the conversion would make the runner hold every line in memory.
         class_names = (
-            _read_lines(pipeline, options.csv_files, 'Label')
+            _read_records(pipeline, options, 'Label')
             | 'ValidLabels' >> beam.FlatMap(_valid_label, options.table)
             | 'DistinctLabels' >> beam.Distinct()
             | 'SortedLabels' >> beam.combiners.ToList() | beam.Map(sorted))
         outputs = (
-            _read_lines(pipeline, options.csv_files, 'Csv')
+            _read_records(pipeline, options, 'Csv')
             | 'ToExample' >> beam.ParDo(
                 convert.RowToExample(options, temp_dir), beam.pvalue.AsSingleton(class_names),
             ).with_outputs(QUARANTINE_TAG, NUMERIC_TAG, main='parts'))

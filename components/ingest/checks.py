@@ -88,13 +88,15 @@ def sample_rejections(path: str, limit: int = SHOWN_REJECTIONS) -> List[Dict[str
 
 
 def format_counts(counts: Dict[str, int]) -> str:
-    """'found 16, written 15 (train 12, eval 3), rejected 1 (empty_file 1)'."""
+    """'found 16, written 15 (train 12, eval 3), rejected 1 (empty_file 1)', and ', converted
+    2 to PNG' when some images were."""
     written = {s: counts[f'written_{s}'] for s in features.SPLITS}
     reasons = ', '.join(f'{r} {counts[f"rejected_{r}"]}' for r in records.REASONS
                         if counts.get(f'rejected_{r}'))
     return (f'found {counts["found"]}, written {sum(written.values())} ('
             + ', '.join(f'{s} {n}' for s, n in written.items())
-            + f'), rejected {counts["rejected"]}' + (f' ({reasons})' if reasons else ''))
+            + f'), rejected {counts["rejected"]}' + (f' ({reasons})' if reasons else '')
+            + (f', converted {counts["converted"]} to PNG' if counts.get('converted') else ''))
 
 
 def format_rejections(counts: Dict[str, int], by_column: Dict[Tuple[str, str], int],
@@ -107,7 +109,9 @@ def format_rejections(counts: Dict[str, int], by_column: Dict[Tuple[str, str], i
             columns = sorted(((n, c) for (r, c), n in by_column.items() if r == reason),
                              key=lambda nc: (-nc[0], nc[1]))
             where = ', '.join(f'{c!r} {n}' for n, c in columns)
-            lines.append(f'  {reason} {total}' + (f' (by column: {where})' if where else ''))
+            lines.append(f'  {reason} {total}' + (f' (by column: {where})' if where else '')
+                         + (f'; setting: {records.SETTINGS[reason]}'
+                            if reason in records.SETTINGS else ''))
     if samples:
         lines.append(f'{len(samples)} of {counts["rejected"]} rejected, for example:')
         lines += [f'  {s["source"]}: {s["reason"]}: {s["detail"]}' for s in samples]

@@ -39,7 +39,7 @@ from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 from tfx.utils import proto_utils
 
-from components.ingest import executor, sources
+from components.ingest import executor, name_safe_input, sources
 
 # Under the input base (or its span folder): a class folder per class, or the CSV files.
 _PATTERNS = {'images': '*/*', 'csv': '*.csv'}
@@ -55,6 +55,12 @@ def input_pattern(input_base: str, source: str) -> str:
     return f'span-{{SPAN}}/{pattern}' if uses_spans(input_base) else pattern
 
 
+def _limit_properties(limits: Dict[str, object]) -> Dict[str, object]:
+    """max_image_pixels, convert_formats (a list, as JSON), encoding, max_csv_record_bytes."""
+    return {name: json.dumps(list(value)) if name == 'convert_formats' else value
+            for name, value in limits.items()}
+
+
 class SpanCheckingDriver(driver.FileBasedDriver):
     """The stock file-based driver, after checking that the latest span folder is not empty."""
 
@@ -65,6 +71,10 @@ class SpanCheckingDriver(driver.FileBasedDriver):
             sources.check_latest_span(exec_properties['input_base'],
                                       exec_properties.get('source', 'images'))
         return super().resolve_exec_properties(exec_properties, pipeline_info, component_info)
+
+    def get_input_processor(self, splits, range_config=None, input_base_uri=None):
+        # The stock processor, but file names that are not UTF-8 do not stop the run.
+        return name_safe_input.Processor(input_base_uri, splits, range_config)
 
 
 class ImageExampleGenSpec(ComponentSpec):
@@ -90,6 +100,11 @@ class ImageExampleGenSpec(ComponentSpec):
         'pipeline_root': ExecutionParameter(type=str),     # a failed run's quarantine goes under it
         # The training window: the newest span and up to window - 1 before it (executor.py).
         'window': ExecutionParameter(type=int, optional=True),
+        # hostile input (sources._limits): absent = the defaults
+        'max_image_pixels': ExecutionParameter(type=int, optional=True),
+        'convert_formats': ExecutionParameter(type=str, optional=True),  # JSON [format, ...]
+        'encoding': ExecutionParameter(type=str, optional=True),         # csv
+        'max_csv_record_bytes': ExecutionParameter(type=int, optional=True),
     }
     INPUTS = {}
     OUTPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
@@ -109,7 +124,8 @@ class ImageExampleGen(FileBasedExampleGen):
                  feature_types: Optional[Dict[str, str]] = None,
                  drop_columns: Sequence[str] = (),
                  range_config: Optional[range_config_pb2.RangeConfig] = None,
-                 min_train_shards: int = 1, pipeline_root: str = '', window: int = 1):
+                 min_train_shards: int = 1, pipeline_root: str = '', window: int = 1,
+                 limits: Optional[Dict[str, object]] = None):
         if not pipeline_root:  # a failed run keeps its quarantine there
             raise ValueError('pipeline_root is required: a failed run keeps its quarantine there')
         if window < 1:
@@ -130,4 +146,5 @@ class ImageExampleGen(FileBasedExampleGen):
             feature_types=json.dumps(dict(sorted((feature_types or {}).items()))),
             drop_columns=json.dumps(list(drop_columns)), pipeline_root=pipeline_root,
             window=window,
+            **_limit_properties(limits or {}),
             examples=Channel(type=standard_artifacts.Examples)))

@@ -9,13 +9,14 @@ import os
 import zlib
 from typing import Iterable, Iterator, List, Optional, Tuple
 
+from absl import logging
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms import window
 import tensorflow as tf
 
 from components.common import features
-from components.ingest import images, records, stats, tabular, writer
+from components.ingest import files, images, records, stats, tabular, writer
 
 QUARANTINE_TAG = 'quarantine'
 NUMERIC_TAG = 'numeric'
@@ -58,8 +59,9 @@ def list_unit(unit: Tuple[str, int, int], root: str) -> Iterator[str]:
         names = (entry.name for entry in os.scandir(folder))
     for name in names:
         # .DS_Store and editor droppings are not data
-        if not name.startswith('.') and zlib.crc32(name.encode('utf-8')) % parts == part:
-            yield os.path.join(folder, name)
+        # A name's bytes, whatever they are: undecodable ones were listed as surrogates.
+        if not name.startswith('.') and zlib.crc32(records.name_bytes(name)) % parts == part:
+            yield files.to_beam(os.path.join(folder, name))
 
 
 def chunks(paths: Iterable[str], size: int = CHUNK) -> Iterator[List[str]]:
@@ -141,7 +143,7 @@ class ImagesToExamples(_Convert):
 
     def process(self, paths: List[str]) -> Iterator:
         for path in paths:
-            rejection = self._convert(path)
+            rejection = self._convert(files.from_beam(path))
             if rejection is not None:
                 yield rejection
 
@@ -151,11 +153,15 @@ class ImagesToExamples(_Convert):
         self._count('found')
         try:
             data = images.read_file(path, self._base)
-            info = images.inspect_image(data)
+            info = images.inspect_image(data, opts.max_image_pixels, opts.convert_formats)
             stored = images.prepare(data, info, opts.image_size, opts.image_storage,
                                     opts.channels)
         except records.BadRecord as error:
             return self._reject(path, error)
+        if info.converted:  # counted on the Examples (num_converted), named in the log
+            self._count('converted')
+            logging.info('Converted %s from %s (mode %s) to PNG (mode %s)',
+                         records.display_name(relative), info.format, info.mode, stored.mode)
         label_name = relative.split('/', 1)[0]
         example = features.make_example(
             encoded=stored.payload, label=self._index[label_name], label_name=label_name,
@@ -183,18 +189,23 @@ class RowToExample(_Convert):
         yield beam.pvalue.TaggedOutput(
             NUMERIC_TAG, window.GlobalWindows.windowed_value(self._moments))
 
-    def process(self, element: Tuple[str, str], class_names) -> Iterator:
-        path, line = element
-        if line.strip():  # blank lines are not records (as for every CSV reader)
-            rejection = self._convert(path, line, class_names)
+    def process(self, element: Tuple[str, Optional[str], Optional[Tuple[str, str]]],
+                class_names) -> Iterator:
+        path, line, problem = element  # csv_records.Record
+        path = files.from_beam(path)
+        # blank lines are not records (as for every CSV reader)
+        if problem is not None or line.strip():
+            rejection = self._convert(path, line, class_names, problem)
             if rejection is not None:
                 yield rejection
 
-    def _convert(self, path: str, line: str, class_names):
+    def _convert(self, path: str, line: Optional[str], class_names, problem=None):
         opts = self._options
         relative = images.relative_path(path, opts.root)
         self._count('found')
         try:
+            if problem is not None:  # undecodable, too large, not a regular file
+                raise records.BadRecord(*problem)
             values, label = tabular.row_values(tabular.parse_line(line), opts.table)
         except records.BadRecord as error:
             return self._reject(relative, error, raw=line)

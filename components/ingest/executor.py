@@ -28,7 +28,6 @@ from absl import logging
 from tfx import types
 from tfx.dsl.components.base import base_beam_executor
 from tfx.components.example_gen import driver as example_gen_driver
-from tfx.components.example_gen import input_processor
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.dsl.io import filesystem
 from tfx.proto import example_gen_pb2, range_config_pb2
@@ -37,8 +36,8 @@ from tfx.components.util import examples_utils
 from tfx.utils import io_utils, proto_utils
 
 from components.common import features, inputs, stable_paths, window
-from components.ingest import beam_pipeline, checks, sources, span_index, stats, tabular
-from components.ingest import window_spans
+from components.ingest import beam_pipeline, checks, name_safe_input, sources, span_index, stats
+from components.ingest import tabular, window_spans
 from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)
 
 
@@ -95,7 +94,7 @@ def resolve_without_driver(exec_properties: Dict[str, Any], examples: types.Arti
     if '{SPAN}' in input_config.splits[0].pattern:
         sources.check_latest_span(exec_properties['input_base'],
                                   exec_properties.get('source', 'images'))
-    processor = input_processor.FileBasedInputProcessor(
+    processor = name_safe_input.Processor(  # input_processor's, for names not UTF-8 too
         exec_properties['input_base'], input_config.splits, range_config)
     try:
         span, version = processor.resolve_span_and_version()

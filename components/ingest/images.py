@@ -8,16 +8,16 @@ import dataclasses
 import functools
 import io
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from PIL import Image, ImageChops
 import tensorflow as tf
 
-from components.ingest import records
+from components.ingest import files, image_formats, records
 
-# Pillow format names we accept. Checked on the decoded content, not on the file extension,
-# so a renamed file is judged by what it really is.
-ACCEPTED_FORMATS = frozenset({'PNG', 'JPEG', 'BMP', 'GIF'})
+# Pillow format names stored as they are (others are converted or rejected: image_formats.py).
+# Checked on the content, not on the file extension, so a renamed file is judged by what it is.
+ACCEPTED_FORMATS = image_formats.STORED_FORMATS
 
 
 # File signatures, to tell a damaged image from a file that never was one.
@@ -29,8 +29,7 @@ _MODES = {1: 'L', 3: 'RGB'}
 _ALPHA_BANDS = ('A', 'a')
 
 
-class BadImage(records.BadRecord):
-    """A file that cannot become a training example; the message is the detail."""
+BadImage = image_formats.BadImage  # a file that cannot become a training example
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +39,11 @@ class ImageInfo:
     width: int
     mode: str
     color: bool = False   # carries colour (see is_color); grey otherwise
+
+    @property
+    def converted(self) -> bool:
+        """Decoded at ingestion and stored as PNG (a format TensorFlow does not decode)."""
+        return self.format not in ACCEPTED_FORMATS
 
 
 def is_color(image: Image.Image) -> bool:
@@ -60,13 +64,17 @@ def list_classes(root: str) -> List[str]:
     Raises FileNotFoundError / ValueError with the path when there is nothing to ingest, because
     an empty class list would otherwise surface much later as a confusing training error.
     """
-    if not tf.io.gfile.isdir(root):  # tf.io.gfile: local, gs://, hdfs:// alike
+    if not files.isdir(root):  # local, gs://, hdfs:// alike
         raise FileNotFoundError(f'Input folder does not exist: {root}')
-    classes = sorted(name.rstrip('/') for name in tf.io.gfile.listdir(root)
-                     if not name.startswith('.') and tf.io.gfile.isdir(os.path.join(root, name)))
+    classes = sorted(name for name in files.listdir(root)
+                     if not name.startswith('.') and files.isdir(os.path.join(root, name)))
     if not classes:
         raise ValueError(f'No class folders under {root}: expected one sub-folder per class, '
                          'each holding that class\'s images.')
+    bad = [records.display_name(name) for name in classes if not files.is_utf8(name)]
+    if bad:  # a class name is a label the model returns: it must be text
+        raise ValueError(f'class folder names {bad} under {root} are not valid UTF-8; '
+                         'rename them (the folder name is the label the model returns)')
     return classes
 
 
@@ -74,21 +82,34 @@ def class_index(classes: List[str]) -> Dict[str, int]:
     return {name: index for index, name in enumerate(classes)}
 
 
-def inspect_image(data: bytes) -> ImageInfo:
+def inspect_image(data: bytes, max_pixels: int = image_formats.DEFAULT_MAX_IMAGE_PIXELS,
+                  convert_formats: Iterable[str] = ()) -> ImageInfo:
     """Fully decodes `data` and returns its format and size, or raises BadImage with a reason.
 
+    The format and the size are judged from the header first (image_formats.py), so an
+    unsupported format is never decoded and an image over `max_pixels` is never allocated.
     A full decode (not only the header) is what catches truncated files, which otherwise pass
     ingestion and crash training hours later.
     """
     if not data:
         raise BadImage('empty_file', 'empty file (0 bytes)')
+    image_formats.guard(max_pixels)
     try:
         with Image.open(io.BytesIO(data)) as image:
             image_format = image.format
-            image.load()
             width, height = image.size
+            image_formats.check_format(image_format)
+            if width * height > max_pixels:
+                raise image_formats.too_large(width, height, max_pixels)
+            image.load()
             mode = image.mode
             color = is_color(image)
+            if image_format not in image_formats.STORED_FORMATS:
+                image_formats.check_conversion(image, convert_formats)
+    except records.BadRecord:
+        raise
+    except Image.DecompressionBombError as error:  # over twice the limit: raised by open()
+        raise image_formats.bomb(error, max_pixels) from None
     except Image.UnidentifiedImageError:
         known = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
         if known:  # the header says what it should be, so the rest is damaged
@@ -97,9 +118,6 @@ def inspect_image(data: bytes) -> ImageInfo:
         raise BadImage('not_an_image', 'not a recognised image format') from None
     except (OSError, SyntaxError, ValueError) as error:
         raise BadImage('corrupt_image', f'corrupt or truncated image: {error}') from None
-    if image_format not in ACCEPTED_FORMATS:
-        raise BadImage('unsupported_format', f'unsupported image format {image_format}; '
-                           f'accepted: {", ".join(sorted(ACCEPTED_FORMATS))}')
     if width < 1 or height < 1:
         raise BadImage('corrupt_image', f'image has no pixels ({width}x{height})')
     return ImageInfo(format=image_format, height=height, width=width, mode=mode, color=color)
@@ -151,8 +169,11 @@ def read_file(path: str, input_base: str) -> bytes:
             with tf.io.gfile.GFile(path, 'rb') as handle:
                 return handle.read()
         _check_inside(path, input_base)
-        with open(path, 'rb') as handle:
-            return handle.read()
+        return files.read_regular(path)  # FIFOs, sockets, devices: rejected, never opened
+    except BadImage:
+        raise
+    except records.BadRecord as error:  # from files.py, shared with CSV
+        raise BadImage(error.reason, str(error)) from None
     except IsADirectoryError:
         raise BadImage('not_a_file',
                        'is a folder; images must sit directly in a class folder') from None
@@ -182,6 +203,9 @@ def prepare(data: bytes, info: ImageInfo, size: Optional[Tuple[int, int]],
     (grey stays 1 channel, colour becomes RGB), so nothing is converted that was not asked for.
     """
     if size is None and storage == 'encoded':
+        if info.converted:
+            png, mode = image_formats.to_png(data, info.color)
+            return Stored(png, info.height, info.width, 0, mode, info.color)
         return Stored(data, info.height, info.width, 0, info.mode, info.color)
     channels = channels or (3 if info.color else 1)
     with Image.open(io.BytesIO(data)) as image:

@@ -5,6 +5,7 @@ Example or raises `BadRecord` with a reason code from `REASONS`; the Beam graph 
 rejection as one quarantine line and counts it under that code, so the counts by reason add up
 to the rejected total, and `written + rejected == found`.
 """
+import base64
 import hashlib
 import json
 import math
@@ -16,13 +17,29 @@ REASONS: Dict[str, str] = {
     'empty_file': 'a zero-byte file',
     'not_an_image': 'a file that is not an image at all',
     'corrupt_image': 'an image whose header is valid but whose data is damaged or truncated',
-    'unsupported_format': 'an image in a format we do not accept (e.g. TIFF)',
+    'unsupported_format': 'an image in a format we do not read, or whose conversion to PNG '
+                          'would lose information and is not allowed (ingest.convert_formats)',
+    'too_large': 'an image over ingest.max_image_pixels (judged from its header, never '
+                 'decoded), or a CSV record over ingest.max_csv_record_bytes',
     'unreadable': 'a file that cannot be read (no permission, dangling symlink, I/O error)',
     'outside_input_base': 'a symlink that resolves to a path outside the input base',
-    'not_a_file': 'a folder where a file was expected',
+    'not_a_file': 'a folder, named pipe (FIFO), socket or device where a regular file was '
+                  'expected; never opened',
+    'vanished': 'a file listed, then deleted before it was read',
+    'changed': 'a file that changed (size, time, or replaced) while it was read',
+    'encoding': 'a CSV record that cannot be decoded with the file\'s encoding '
+                '(ingest.encoding, flag --encoding)',
     'wrong_column_count': 'a CSV row with more or fewer fields than the header',
     'non_numeric': 'a non-empty value that is not a number in a numeric CSV column',
     'missing_label': 'a CSV row whose label is empty',
+}
+# The setting that changes the decision, for reasons that have one (named in failure messages).
+SETTINGS: Dict[str, str] = {
+    'encoding': '--encoding (ingest.encoding)',
+    'too_large': '--max-image-pixels / --max-csv-record-bytes (ingest.max_image_pixels / '
+                 'ingest.max_csv_record_bytes)',
+    'unsupported_format': '--convert-formats (ingest.convert_formats), for formats converted '
+                          'with loss',
 }
 # An empty value in a numeric CSV column is not a rejection: it is imputed (see tabular.py).
 
@@ -46,10 +63,24 @@ class BadRecord(ValueError):
         self.column = column
 
 
+def name_bytes(name: str) -> bytes:
+    """The exact bytes of a listed name: Python lists undecodable bytes of local file names
+    as surrogate escapes (PEP 383); this gives them back (os.fsencode, on a UTF-8 system)."""
+    return name.encode('utf-8', 'surrogateescape')
+
+
+def display_name(name: str) -> str:
+    """Valid UTF-8 text for messages and JSON: undecodable bytes shown as \\xNN."""
+    return name_bytes(name).decode('utf-8', 'backslashreplace')
+
+
 def quarantine_line(source: str, error: BadRecord, raw: Optional[str] = None) -> str:
     """One JSON line: where the record came from, the reason code, the human detail, and the
-    column at fault when there is one."""
-    entry = {'source': source, 'reason': error.reason, 'detail': str(error)}
+    column at fault when there is one. A source name that is not valid UTF-8 is shown with
+    its undecodable bytes as \\xNN, and its exact bytes are in `source_base64`."""
+    entry = {'source': display_name(source), 'reason': error.reason, 'detail': str(error)}
+    if entry['source'] != source:  # not valid UTF-8
+        entry['source_base64'] = base64.b64encode(name_bytes(source)).decode('ascii')
     if error.column is not None:
         entry['column'] = error.column
     if raw is not None:
@@ -58,7 +89,8 @@ def quarantine_line(source: str, error: BadRecord, raw: Optional[str] = None) ->
 
 
 def _hash64(key: str, part: int) -> int:
-    digest = hashlib.sha256(key.encode('utf-8')).digest()
+    # surrogateescape: a file name that is not UTF-8 hashes as its bytes (valid names as before)
+    digest = hashlib.sha256(key.encode('utf-8', 'surrogateescape')).digest()
     return int.from_bytes(digest[8 * part: 8 * part + 8], 'big')
 
 

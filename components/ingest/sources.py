@@ -14,7 +14,8 @@ from typing import Any, Dict, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 import tensorflow as tf
 
-from components.ingest import beam_pipeline, images, records, tabular
+from components.ingest import beam_pipeline, csv_records, images, records, tabular
+from components.ingest import files as files_
 from components.ingest.checks import IngestionError
 
 # tf.Example framing, float encoding and feature names make a CSV row a few times its text.
@@ -31,8 +32,8 @@ def span_folders(input_base: str) -> Dict[int, str]:
     if not tf.io.gfile.isdir(input_base):
         return {}
     found = {}
-    for name in tf.io.gfile.listdir(input_base):
-        match = SPAN_FOLDER.match(name.rstrip('/'))
+    for name in files_.listdir(input_base):
+        match = SPAN_FOLDER.match(name)
         if match and tf.io.gfile.isdir(os.path.join(input_base, match.group(0))):
             found[int(match.group(1))] = os.path.join(input_base, match.group(0))
     return found
@@ -42,11 +43,11 @@ def holds_input(folder: str, source: str) -> bool:
     """Whether the folder holds something to ingest; stops at the first class folder with a
     file in it."""
     if source == 'csv':
-        return bool(tf.io.gfile.glob(os.path.join(folder, '*.csv')))
-    for name in tf.io.gfile.listdir(folder):
-        sub = os.path.join(folder, name.rstrip('/'))
-        if not name.startswith('.') and tf.io.gfile.isdir(sub) and any(
-                not entry.startswith('.') for entry in tf.io.gfile.listdir(sub)):
+        return bool(files_.glob_files(folder, '*.csv'))
+    for name in files_.listdir(folder):  # names that are not UTF-8 too
+        sub = os.path.join(folder, name)
+        if not name.startswith('.') and files_.isdir(sub) and any(
+                not entry.startswith('.') for entry in files_.listdir(sub)):
             return True
     return False
 
@@ -89,21 +90,34 @@ def estimated_output_bytes(options: beam_pipeline.IngestOptions) -> int:
 
 
 def _list_csv(root: str, label_column: str, feature_types: Dict[str, str],
-              drop_columns: Tuple[str, ...] = ()) -> Dict[str, Any]:
-    files = sorted(tf.io.gfile.glob(os.path.join(root, '*.csv')))
-    if not files:
+              drop_columns: Tuple[str, ...] = (), encoding: str = 'utf-8') -> Dict[str, Any]:
+    files = sorted(files_.glob_files(root, '*.csv'))
+    # A FIFO, socket, ... named *.csv is never opened here: the graph rejects it, with its type.
+    regular = [path for path in files if csv_records.is_regular(path)]
+    if not regular:
         raise IngestionError(f'Input is empty: no *.csv file in {root}.')
-    header = tabular.read_header(files[0])
-    for path in files[1:]:
-        if tabular.read_header(path) != header:
-            raise IngestionError(f'{path} has another header than {files[0]}: '
-                                 f'{tabular.read_header(path)} != {header}')
+    header = tabular.read_header(regular[0], encoding)
+    for path in regular[1:]:
+        if tabular.read_header(path, encoding) != header:
+            raise IngestionError(f'{path} has another header than {regular[0]}: '
+                                 f'{tabular.read_header(path, encoding)} != {header}')
     try:
-        table = tabular.infer_table(header, label_column, tabular.sample_rows(files[0]),
+        table = tabular.infer_table(header, label_column,
+                                    tabular.sample_rows(regular[0], encoding=encoding),
                                     feature_types, drop_columns)
     except ValueError as error:
         raise IngestionError(f'{files[0]}: {error}') from None
     return {'csv_files': tuple(files), 'table': table}
+
+
+def _limits(props: Dict[str, Any]) -> Dict[str, Any]:
+    """The hostile-input settings (images.py, csv_records.py); absent ones keep their default."""
+    limits = {'encoding': props.get('encoding') or csv_records.DEFAULT_ENCODING,
+              'convert_formats': tuple(json.loads(props.get('convert_formats') or '[]'))}
+    for name in ('max_image_pixels', 'max_csv_record_bytes'):
+        if props.get(name):
+            limits[name] = int(props[name])
+    return limits
 
 
 def options_from_properties(root: str, input_base: str,
@@ -118,7 +132,8 @@ def options_from_properties(root: str, input_base: str,
     if source == 'csv':
         listed = _list_csv(root, props.get('label_column', 'label'),
                            json.loads(props.get('feature_types') or '{}'),
-                           tuple(json.loads(props.get('drop_columns') or '[]')))
+                           tuple(json.loads(props.get('drop_columns') or '[]')),
+                           props.get('encoding') or csv_records.DEFAULT_ENCODING)
     else:
         try:
             listed = {'classes': tuple(images.list_classes(root))}
@@ -131,7 +146,7 @@ def options_from_properties(root: str, input_base: str,
         split_key=props.get('split_key', 'source'),
         image_size=_image_size(props.get('image_size', '')),
         image_storage=props.get('image_storage', 'encoded'),
-        channels=int(props.get('channels', 0)), **listed)
+        channels=int(props.get('channels', 0)), **_limits(props), **listed)
     num_shards = int(props['num_shards'])
     if num_shards > 0:
         return dataclasses.replace(options, num_shards=num_shards)

@@ -35,7 +35,9 @@ NODE = 'ImageExampleGen'
 # (it only decides whether a run fails); pipeline_root and window say where and how many.
 OUTPUT_PARAMETERS = ('source', 'train_percent', 'num_shards', 'min_train_shards', 'compress',
                      'split_key', 'image_size', 'image_storage', 'channels', 'label_column',
-                     'feature_types', 'drop_columns')
+                     'feature_types', 'drop_columns',
+                     # What is quarantined or converted (README, "Your data"): other records.
+                     'max_image_pixels', 'convert_formats', 'encoding', 'max_csv_record_bytes')
 _DATA_PREFIXES = ('Split-', 'Quarantine')  # what belongs to one span in its folder
 
 

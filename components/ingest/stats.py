@@ -24,8 +24,9 @@ IMAGES_NAMESPACE = 'ingest_images'
 
 
 def empty_counts() -> Dict[str, int]:
-    """Every count key, zero: found, rejected, written per split and rejected per reason."""
-    counts = {'found': 0, 'rejected': 0}
+    """Every count key, zero: found, rejected, written per split, rejected per reason, and
+    images converted to PNG (image_formats.py)."""
+    counts = {'found': 0, 'rejected': 0, 'converted': 0}  # converted: of written images
     counts.update({f'written_{s}': 0 for s in features.SPLITS})
     counts.update({f'rejected_{reason}': 0 for reason in records.REASONS})
     return counts

@@ -20,10 +20,9 @@ import itertools
 import math
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
-import tensorflow as tf
-
 from components.common import features
-from components.ingest import records
+from components.ingest import csv_records, records
+from components.ingest.checks import IngestionError
 
 NUMERIC, CATEGORICAL = 'numeric', 'categorical'
 TYPES = (NUMERIC, CATEGORICAL)
@@ -51,18 +50,32 @@ class Table:
 
 
 def parse_line(line: str) -> List[str]:
-    """The fields of one CSV line (RFC 4180 quoting; a record must fit on one line)."""
+    """The fields of one CSV record (RFC 4180 quoting; quoted fields may hold line breaks:
+    csv_records.py finds where records end)."""
     return next(csv.reader([line]), [])
 
 
-def read_header(path: str) -> List[str]:
-    with tf.io.gfile.GFile(path) as handle:
-        return parse_line(handle.readline().rstrip('\r\n'))
+def read_header(path: str, encoding: str = csv_records.DEFAULT_ENCODING) -> List[str]:
+    """The header row (a BOM skipped); IngestionError, naming --encoding, if it does not
+    decode, and naming the file's type if it is not a regular file."""
+    try:
+        _, text, problem = next(csv_records.file_records(path, encoding), (path, '', None))
+    except records.BadRecord as error:
+        raise IngestionError(f'{records.display_name(path)} {error}') from None
+    except OSError as error:
+        raise IngestionError(f'cannot read {records.display_name(path)}: '
+                             f'{error.strerror or error}') from None
+    if problem is not None:
+        raise IngestionError(f'header row of {records.display_name(path)}: {problem[1]}')
+    return parse_line(text)
 
 
-def sample_rows(path: str, limit: int = SAMPLE_ROWS) -> List[List[str]]:
-    with tf.io.gfile.GFile(path) as handle:
-        return list(itertools.islice(csv.reader(handle), 1, limit + 1))
+def sample_rows(path: str, limit: int = SAMPLE_ROWS,
+                encoding: str = csv_records.DEFAULT_ENCODING) -> List[List[str]]:
+    """Up to `limit` rows after the header that decode (to infer types from)."""
+    rows = itertools.islice(csv_records.file_records(path, encoding), 1, None)
+    return list(itertools.islice((parse_line(text) for _, text, problem in rows
+                                  if problem is None), limit))
 
 
 def _is_number(text: str) -> bool:

@@ -25,6 +25,10 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
     (lambda: config.IngestConfig(feature_types=(('x', 'text'),)), 'feature_types'),
     (lambda: config.IngestConfig(split_key=''), 'split_key'),
     (lambda: config.IngestConfig(max_rejected_fraction=1.0), 'max_rejected_fraction'),
+    (lambda: config.IngestConfig(encoding='no-such-codec'), 'encoding'),
+    (lambda: config.IngestConfig(convert_formats=('EPS',)), 'convert_formats'),
+    (lambda: config.IngestConfig(max_image_pixels=0), 'max_image_pixels'),
+    (lambda: config.IngestConfig(max_csv_record_bytes=0), 'max_csv_record_bytes'),
     (lambda: config.TrainConfig(train_steps=-1), 'train_steps'),
     (lambda: config.TrainConfig(train_epochs=-1.0), 'train_epochs'),
     (lambda: config.TrainConfig(train_steps=30, freeze_epochs=1), 'freeze_epochs'),
@@ -140,3 +144,11 @@ def test_scheduling_settings_kfp_accepts():
         assert config.KubeflowConfig(**dict(_SCHEDULED, schedule=schedule)).schedule == schedule
     kubeflow = config.KubeflowConfig(**_SCHEDULED, namespace='team-ml', token_env='KFP_TOKEN')
     assert (kubeflow.namespace, kubeflow.token_env) == ('team-ml', 'KFP_TOKEN')
+
+
+def test_hostile_input_flags_set_the_ingest_limits(tmp_path):
+    cfg = presets.from_flags('smoke', None, {
+        'output': str(tmp_path), 'encoding': 'latin-1', 'max_image_pixels': 1000,
+        'convert_formats': presets.parse_names('tiff, webp'), 'max_csv_record_bytes': 99})
+    assert (cfg.ingest.encoding, cfg.ingest.max_image_pixels, cfg.ingest.convert_formats,
+            cfg.ingest.max_csv_record_bytes) == ('latin-1', 1000, ('TIFF', 'WEBP'), 99)

@@ -40,9 +40,11 @@ def test_inspect_rejects_truncated_png(png_bytes):
         images.inspect_image(png_bytes[: len(png_bytes) // 2])
 
 
-def test_inspect_rejects_formats_we_do_not_accept():
-    with pytest.raises(images.BadImage, match='unsupported image format TIFF'):
-        images.inspect_image(_encode('TIFF'))
+def test_inspect_accepts_tiff_for_conversion_and_rejects_formats_we_do_not_read():
+    # TIFF used to be rejected; issue 21 converts it to PNG (test_hostile_images.py).
+    assert images.inspect_image(_encode('TIFF')).converted
+    with pytest.raises(images.BadImage, match='unsupported image format XBM'):
+        images.inspect_image(_encode('XBM', mode='1'))
 
 
 def test_split_is_deterministic_and_close_to_the_ratio():
