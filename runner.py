@@ -87,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     add('--verbose', action='store_true', help='stream the full log to the console too')
     add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
         'instead of waiting for it')
+    add = parser.add_argument_group('Scheduled retraining').add_argument
+    add('--max-label-drift', type=float, metavar='L', help='refuse to push when the new '
+        "span's class mix is further than this L-infinity distance from the served model's "
+        'training data; 1 = off (default: %s; other drift bars: [drift] in the config file)'
+        % config_lib.DriftConfig.max_label_drift)
     add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
     # Each also a key of the config file's [kubeflow] table (config.example.toml); flags win.
     add('--image', help='container image of every task (see Dockerfile)')

@@ -24,9 +24,10 @@ from typing import Any, Dict, Mapping
 
 from pipeline.config import (EvalConfig, IngestConfig, KubeflowConfig, PipelineConfig,
                              PushConfig, TrainConfig, is_uri)
+from pipeline.config_retraining import DriftConfig
 
 SECTIONS = {'ingest': IngestConfig, 'train': TrainConfig, 'eval': EvalConfig,
-            'push': PushConfig}
+            'push': PushConfig, 'drift': DriftConfig}
 # PipelineConfig fields a file may set; check_paths is internal (Kubeflow compilation).
 TOP_LEVEL = ('name', 'output_dir', 'schema_path', 'beam_args', 'enable_cache')
 # [kubeflow]: KubeflowConfig's fields but the compiled file's name (--output), and the run root.

@@ -28,7 +28,8 @@ FLAG_FIELDS = {
     'validation_percent': 'train.validation_percent', 'time_budget': 'train.time_budget_minutes',
     'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
     'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
-    'beam_args': 'beam_args', 'workers': 'train.workers'}
+    'beam_args': 'beam_args', 'workers': 'train.workers',
+    'max_label_drift': 'drift.max_label_drift'}
 
 # runner.py's Kubeflow flags: flag dest -> [kubeflow] key (a KubeflowConfig field, or the root).
 KUBEFLOW_FLAGS = {
