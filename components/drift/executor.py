@@ -26,10 +26,10 @@ from components.baseline import executor as baseline_lib
 from components.common import image_shape
 from components.drift import compare, measures, training_data
 
-VALUES_PROPERTY = 'drift_values'
-REASONS_PROPERTY = 'drift_reasons'
-COMPARED_VERSION_PROPERTY = 'compared_version'
-TEXT_PROPERTY = 'drift_text'
+VALUES_PROPERTY = measures.VALUES_PROPERTY
+REASONS_PROPERTY = measures.REASONS_PROPERTY
+COMPARED_VERSION_PROPERTY = measures.COMPARED_VERSION_PROPERTY
+TEXT_PROPERTY = measures.TEXT_PROPERTY
 RECORD_FILE = 'drift.json'
 
 
