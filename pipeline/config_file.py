@@ -1,8 +1,8 @@
 """Settings as data: a TOML config file, and overrides applied to a PipelineConfig by field path.
 
 A config file's tables mirror the typed config (pipeline/config.py): top-level keys are
-PipelineConfig fields, and `[ingest]`, `[train]`, `[eval]`, `[push]`, `[drift]` hold the fields of those
-dataclasses, under the same names. Values are checked against the fields' types here, so a
+PipelineConfig fields, and `[ingest]`, `[train]`, `[eval]`, `[push]`, `[drift]` hold the fields
+of those dataclasses, under the same names. Values are checked against the fields' types here, so a
 typo in a key or a string where a number belongs is an error naming the key, before anything
 runs. Relative paths in a file are relative to the file's folder, so a file and its data can
 move together and a scheduled run does not depend on the current directory.
