@@ -6,7 +6,7 @@
                               |                 |
                               |   ServedModelBaseline (newest in serving/)
                               v                 |
-                         DriftCheck <-----------+-> Evaluator (TFMA, drift) -> Pusher (serving/<int>/)
+                         DriftCheck <-----------+-> Evaluator (TFMA, drift) -> Pusher (serving/<v>/)
 
 SchemaGen (ours) infers the schema on the first run and keeps it; ImportSchemaGen imports a
 given one. DriftCheck compares the new span with the data the served version was trained on.

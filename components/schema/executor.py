@@ -45,7 +45,8 @@ class Executor(base_executor.BaseExecutor):
         source = 'kept'
         if schema is None:
             statistics = artifact_utils.get_single_instance(input_dict['statistics'])
-            schema = kept.keep(root, infer(statistics, bool(exec_properties['infer_feature_shape'])))
+            inferred = infer(statistics, bool(exec_properties['infer_feature_shape']))
+            schema = kept.keep(root, inferred)
             source = 'inferred'
             logging.info('Schema inferred from this run\'s data and kept in %s: later runs are '
                          'judged against it.', kept.path(root))
