@@ -7,6 +7,16 @@ version's own `assets.extra/training_data.json` says which spans it was trained 
 resolver is needed (open-source KFP runs none). Output `drift` (ExampleAnomalies) carries every
 measured value, also below the thresholds, and the reasons when one is exceeded; the Evaluator
 takes it as an input and does not bless a model trained on drifted data (see executor.py).
+
+Why not TFX 1.16's DistributionValidator: it takes the baseline as a `baseline_statistics`
+channel, i.e. an ExampleStatistics artifact of an earlier run, which a pipeline can only get
+from a resolver (open-source KFP runs none) or an importer of a path fixed at compile time (the
+served model's data changes with every push); a window of several spans has no one statistics
+artifact; and it compares split with split of two artifacts, not the image size and colour-mode
+mixes, which are not TFDV features. It uses the same TFDV call underneath
+(tfdv.validate_statistics with previous statistics), as this component does, and it also
+leaves the values below the thresholds in the anomalies file's drift_skew_info, but not on the
+artifact, where the summary, the Evaluator and a notification read them.
 """
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import Channel, standard_artifacts
