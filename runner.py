@@ -1,6 +1,7 @@
 """Entry point: runs the pipeline locally, or compiles (and schedules) it for Kubeflow Pipelines.
 
     python runner.py --local [--data DIR] [--output DIR] [--config-file FILE] [--steps N] ...
+    python runner.py --rollback VERSION [--output DIR]
     python runner.py --kubeflow --image IMAGE --pipeline-root URI [--output FILE]
                      [--endpoint URL --schedule "CRON" [--experiment NAME]
                       [--namespace NS] [--token-file FILE | --token-env VAR |
@@ -27,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument('--local', action='store_true', help='run on this machine (LocalDagRunner)')
     mode.add_argument('--kubeflow', action='store_true',
                       help='compile for Kubeflow Pipelines (and schedule it)')
+    mode.add_argument('--rollback', type=int, metavar='VERSION', help='serve a kept version '
+                      'of <--output>/serving again, as a new highest version, and exit')
     add = parser.add_argument
     add('--config-file', metavar='FILE', help='TOML settings whose tables mirror the config '
         '(see config.example.toml); flags override it')
@@ -88,6 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
         'instead of waiting for it')
     add = parser.add_argument_group('Scheduled retraining').add_argument
+    add('--notify', metavar='URL', help='POST the run\'s JSON summary here when it ends (pushed, '
+        'not pushed and why, failed stage, drift); a failure to notify never fails the run')
+    add('--on-finish', metavar='CMD', help='run CMD when the run ends, with the JSON summary '
+        'file\'s path as its last argument and in $PIPELINE_RUN_SUMMARY')
+    add('--keep-runs', type=int, metavar='K', help='after a local run, delete the artifacts of '
+        'runs older than the newest K from the pipeline root, but what the training window and '
+        'the kept serving versions use; 0 = keep everything (default: %d)'
+        % config_lib.RetentionConfig.keep_runs)
     add('--max-label-drift', type=float, metavar='L', help='refuse to push when the new '
         "span's class mix is further than this L-infinity distance from the served model's "
         'training data; 1 = off (default: %s; other drift bars: [drift] in the config file)'
@@ -135,6 +146,9 @@ def build_configs(args):
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.rollback is not None:  # no pipeline: serving/ of the output folder only
+        from pipeline import rollback
+        return rollback.main(args.rollback, args.output, args.config_file, not args.no_wait)
     try:
         config, kubeflow = build_configs(args)
     except ValueError as error:

@@ -9,7 +9,7 @@ import re
 from typing import Optional, Tuple
 
 from components.trainer.choices import AUGMENTS, OPTIMIZERS, POLICIES
-from pipeline.config_retraining import DriftConfig
+from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, 'data', 'digits')
@@ -208,6 +208,8 @@ class PipelineConfig:
     eval: EvalConfig = EvalConfig()
     push: PushConfig = PushConfig()
     drift: DriftConfig = DriftConfig()
+    retention: RetentionConfig = RetentionConfig()   # what a local run keeps of older runs
+    notify: NotifyConfig = NotifyConfig()   # who is told how a local run ended
     # Empty: chosen by the input's size at run time (pipeline/beam_mode.py), in-process for
     # small inputs, one DirectRunner worker per core for large ones; given args win.
     beam_args: Tuple[str, ...] = ()

@@ -4,9 +4,12 @@ What `runner.py --local` does once its flags are a config:
   1. lock the output folder (pipeline/runlock.py): a second run waits, or with --no-wait exits 2;
   2. name the run (TFX's pipeline_run_id) and send everything printed to
      `<output>/logs/<run>.log`, keeping the console for one line per stage (pipeline/console.py);
-  3. run, then read that run back from ML Metadata by its name, print the summary and write the
-     report. A stage that fails stops the run: the summary names it with the first lines of its
-     error, the traceback is in the log, exit code 1. Ctrl-C prints one line and exits 130.
+  3. run, delete older runs' artifacts (--keep-runs, pipeline/retention.py), then read that
+     run back from ML Metadata by its name, print the summary and write the report. A stage
+     that fails stops the run: the summary names it with the first lines of its error, the
+     traceback is in the log, exit code 1. Ctrl-C prints one line and exits 130;
+  4. write the run's JSON summary next to its log and notify (--notify, --on-finish;
+     pipeline/notify.py), for a completed or failed run, not after Ctrl-C.
 
 TensorFlow, TFX and Beam are imported only after the output is redirected: TensorFlow's C++
 start-up lines would otherwise reach the console.
@@ -49,7 +52,7 @@ def run(config: config_lib.PipelineConfig, wait: bool = True) -> int:
         log_path = os.path.join(output, 'logs', f'{run_id}.log')
         with logs.to_file(log_path, logs.is_verbose()) as stream:
             try:
-                return _run(config, run_id, log_path, stream)
+                return _run(config, run_id, log_path, stream, lock)
             except KeyboardInterrupt:  # outside the stages (those say where they stopped)
                 _exit_interrupted(stream, 'interrupted; run the same command to resume')
     finally:
@@ -71,7 +74,7 @@ def first_lines(error: BaseException) -> List[str]:
     return lines
 
 
-def _run(config, run_id: str, log_path: str, stream) -> int:
+def _run(config, run_id: str, log_path: str, stream, lock) -> int:
     # TensorFlow, TFX and Beam: imported only now that the output goes to the log.
     from tfx.dsl.compiler import compiler
     from tfx.dsl.compiler import constants
@@ -81,7 +84,9 @@ def _run(config, run_id: str, log_path: str, stream) -> int:
     from components.trainer import loop
     from pipeline import beam_mode
     from pipeline import console as console_lib
+    from pipeline import notify
     from pipeline import pipeline as pipeline_lib
+    from pipeline import retention
     from pipeline import summary as summary_lib
     from pipeline import summary_text
     from pipeline.report import page as report_lib
@@ -117,14 +122,22 @@ def _run(config, run_id: str, log_path: str, stream) -> int:
         progress.close()
         loop.PROGRESS.listeners.remove(progress)
         logging.getLogger('absl').removeHandler(stages)
+    # Older runs' artifacts, under the lock this run holds; it never raises (errors are shown).
+    kept = retention.apply(config, run_id, lock)
     summary = read() or summary_lib.RunSummary(run_id=run_id, states={}, outputs={})
-    summary = dataclasses.replace(summary, failure=failure, beam=beam_reason)
+    summary = dataclasses.replace(summary, failure=failure, beam=beam_reason,
+                                  retention=kept.text())
     console.line(summary_text.format_summary(summary))
-    console.line(f'Report: {report_lib.write_report(summary, config.output_dir)}')
+    report = report_lib.write_report(summary, config.output_dir, pipeline_name=config.name)
+    console.line(f'Report: {report}')
+    code = 0
     if failure is not None:
         console.line(f'Run stopped in {failure[0]}; details in {log_path}')
-        return 1
-    return 0
+        code = 1
+    # Last, for every outcome: the summary file, then --notify / --on-finish. A failure there
+    # is one console line and never changes the exit code (pipeline/notify.py).
+    notify.after_run(config, summary, code, log_path, report, console.line)
+    return code
 
 
 def _exit_interrupted(stream, message: str) -> None:

@@ -28,8 +28,11 @@ FLAG_FIELDS = {
     'validation_percent': 'train.validation_percent', 'time_budget': 'train.time_budget_minutes',
     'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
     'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
-    'beam_args': 'beam_args', 'workers': 'train.workers',
-    'max_label_drift': 'drift.max_label_drift'}
+    'beam_args': 'beam_args', 'workers': 'train.workers'}
+# Scheduled retraining: who is told how a run ended (pipeline/notify.py).
+FLAG_FIELDS.update({'notify': 'notify.url', 'on_finish': 'notify.on_finish'})
+FLAG_FIELDS['keep_runs'] = 'retention.keep_runs'   # pipeline/retention.py
+FLAG_FIELDS['max_label_drift'] = 'drift.max_label_drift'   # components/drift/
 
 # runner.py's Kubeflow flags: flag dest -> [kubeflow] key (a KubeflowConfig field, or the root).
 KUBEFLOW_FLAGS = {

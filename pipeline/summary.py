@@ -30,6 +30,10 @@ class RunSummary:
     failure: Optional[Tuple[str, str]] = None
     # How this process ran Beam and why (pipeline/beam_mode.py); like failure, not in ML Metadata.
     beam: Optional[str] = None
+    # When ML Metadata recorded the run (ms since the epoch); read_runs fills it in.
+    created_ms: Optional[int] = None
+    # What retention kept and deleted after the run (pipeline/retention.py); not in ML Metadata.
+    retention: Optional[str] = None
 
     def _models(self, baseline: bool) -> List[metadata_store_pb2.Artifact]:
         # Both the trainer and the baseline component output Models; only the baseline's
@@ -95,6 +99,17 @@ def read_latest_run(metadata_path: str, pipeline_name: str) -> Optional[RunSumma
     if not runs:
         return None
     return _summarise(store, max(runs, key=lambda c: (c.create_time_since_epoch, c.id)))
+
+
+def read_runs(metadata_path: str, pipeline_name: str) -> List[RunSummary]:
+    """Every run of the pipeline, oldest first, each with its creation time in ms ([] when the
+    store is absent or the pipeline never ran): the report's history."""
+    if not metadata_path or not os.path.isfile(metadata_path):
+        return []
+    store = _store(metadata_path)
+    runs = sorted(_runs_of(store, pipeline_name), key=lambda c: (c.create_time_since_epoch, c.id))
+    return [dataclasses.replace(_summarise(store, run), created_ms=run.create_time_since_epoch)
+            for run in runs]
 
 
 def read_run(metadata_path: str, run_id: str) -> Optional[RunSummary]:

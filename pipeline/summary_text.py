@@ -62,6 +62,8 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(f'  blessed: {blessing_text(blessing)}')
     for pushed in summary.outputs.get('PushedModel', []):
         lines.append(f'  pushed: {pushed_text(pushed)}')
+    if summary.retention:
+        lines.append(f'  retention: {summary.retention}')
     if summary.failure is not None:
         stage, error = summary.failure
         lines.append(f'  failed: {stage}')

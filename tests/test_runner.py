@@ -228,3 +228,25 @@ def test_an_output_that_is_a_file_is_a_one_line_error(tmp_path):
     result = _cli('--local', '--output', str(tmp_path / 'file'))
     assert result.returncode == 2 and result.stdout == ''
     assert result.stderr == f'error: --output names a file, not a folder: {tmp_path / "file"}\n'
+
+
+def test_notify_flags_and_the_notify_table_reach_the_config(tmp_path):
+    settings = tmp_path / 'settings.toml'
+    settings.write_text('[notify]\nurl = "https://hooks.example.com/a"\non_finish = "hook.sh"\n'
+                        'timeout_seconds = 3\n')
+    cfg, _ = _configs('--local', '--output', str(tmp_path), '--config-file', str(settings))
+    assert (cfg.notify.url, cfg.notify.on_finish, cfg.notify.timeout_seconds) == (
+        'https://hooks.example.com/a', 'hook.sh', 3.0)
+    cfg, _ = _configs('--local', '--output', str(tmp_path), '--config-file', str(settings),
+                      '--notify', 'http://localhost:9/b', '--on-finish', 'other --x')
+    assert (cfg.notify.url, cfg.notify.on_finish) == ('http://localhost:9/b', 'other --x')
+    assert _configs('--local', '--output', str(tmp_path))[0].notify.url is None
+    result = _cli('--local', '--output', str(tmp_path), '--notify', 'hooks.example.com')
+    assert result.returncode == 2 and result.stderr.startswith(
+        "error: --notify must be an http:// or https:// URL, got 'hooks.example.com'")
+
+
+def test_rollback_is_a_mode_of_its_own():
+    assert runner.build_parser().parse_args(['--rollback', '2']).rollback == 2
+    with pytest.raises(SystemExit):
+        runner.build_parser().parse_args(['--rollback', '2', '--local'])

@@ -15,8 +15,9 @@ Pusher are cached too; a newly trained candidate re-runs it and reads what is se
 moment. (A served model replaced by hand while the candidate stays the same is not re-read; the
 next trained candidate picks it up.)
 
-The output is always one Model artifact (KFP has no optional outputs): the served SavedModel
-copied under Format-Serving, as the Evaluator expects, or an empty artifact with
+The output is always one Model artifact (KFP has no optional outputs): a reference to the served
+SavedModel (`served_version`, `served_path`; its own folder stays empty: no stage copies a model
+it only reads), or an empty artifact with
 `served_version` = -1, which our Evaluator (components/evaluate/) treats as "no baseline", or,
 when the served model predicts other classes or takes another input than the candidate, an
 artifact with `served_version` and `incompatible_reason` that the Evaluator does not compare.
@@ -38,7 +39,7 @@ class ServedModelBaselineSpec(ComponentSpec):
 
 
 class ServedModelBaseline(base_component.BaseComponent):
-    """Copies the newest served version under `serving_dir` into a baseline Model artifact."""
+    """Names the newest served version under `serving_dir` in a baseline Model artifact."""
     SPEC_CLASS = ServedModelBaselineSpec
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 

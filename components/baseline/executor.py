@@ -1,5 +1,10 @@
-"""Executor of ServedModelBaseline: copies the served model, or marks the baseline empty or
+"""Executor of ServedModelBaseline: names the served model, or marks the baseline empty or
 incompatible.
+
+The artifact is a reference, not a copy: `served_path` names the served version's folder
+(`<serving>/<v>/`, a SavedModel) and the artifact's own folder stays empty. Copying it cost one
+more model per run (about 100 MB for a ResNet-50) for a stage that only reads it; the Evaluator
+gives TFMA the served folder directly (`model_path`, components/evaluate/served_model.py).
 
 A served model whose class names or input differ from the candidate's (read from both
 SavedModels, components/common/model_signature.py) is not a baseline: comparing a 4-class model
@@ -7,14 +12,16 @@ with a 10-class one measures nothing, and TFMA would even feed the candidate's e
 model that cannot parse them. It is then recorded, not copied: `served_version` says what is
 served and `incompatible_reason` why it was not compared, and the Evaluator skips it.
 """
+import copy
 import os
 from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx import types
+from tfx.dsl.io import fileio
 from tfx.dsl.components.base import base_executor
-from tfx.types import artifact_utils
-from tfx.utils import io_utils, path_utils
+from tfx.types import artifact_utils, standard_artifacts
+from tfx.utils import path_utils
 
 from components.common import model_signature
 from components.push import versions
@@ -33,14 +40,39 @@ def has_model(baseline: types.Artifact) -> bool:
 
 def incompatible_reason(baseline: types.Artifact) -> Optional[str]:
     """Why the served model cannot be compared with the candidate, or None."""
-    if not baseline.has_custom_property(INCOMPATIBLE_REASON):
-        return None
-    return baseline.get_string_custom_property(INCOMPATIBLE_REASON) or None
+    if baseline.has_custom_property(INCOMPATIBLE_REASON):
+        reason = baseline.get_string_custom_property(INCOMPATIBLE_REASON)
+        if reason:
+            return reason
+    if has_model(baseline) and not fileio.exists(model_path(baseline)):
+        # A reference outlived its folder (an evaluation re-run long after): say so, not crash.
+        return f'its folder {model_path(baseline)} no longer exists'
+    return None
 
 
 def is_comparable(baseline: types.Artifact) -> bool:
     """True when the Evaluator should compare the candidate with this baseline."""
     return has_model(baseline) and incompatible_reason(baseline) is None
+
+
+def model_path(baseline: types.Artifact) -> str:
+    """The SavedModel folder of a baseline that has a model: the served version it names, or,
+    for an artifact written before baselines were references, the copy inside it."""
+    copied = path_utils.serving_model_dir(baseline.uri)
+    if fileio.exists(copied):
+        return copied
+    return baseline.get_string_custom_property(SERVED_PATH)
+
+
+def in_place(baseline: types.Artifact) -> types.Artifact:
+    """An in-memory copy of the baseline whose uri is the folder holding its SavedModel, for
+    TFMA (components/evaluate/served_model.py); its id stays, for the blessing's lineage."""
+    reference = standard_artifacts.Model()
+    reference.set_mlmd_artifact(copy.deepcopy(baseline.mlmd_artifact))
+    path = model_path(baseline)
+    if path != path_utils.serving_model_dir(baseline.uri):
+        reference.uri = path
+    return reference
 
 
 class Executor(base_executor.BaseExecutor):
@@ -69,7 +101,6 @@ class Executor(base_executor.BaseExecutor):
             logging.warning('Served version %d is not comparable with this model (%s): '
                             'evaluating without a baseline.', version, reason)
             return
-        # A copy, not a reference: the evaluation stays reproducible after old versions are
-        # cleaned up, and the Evaluator finds the model where it looks (Format-Serving).
-        io_utils.copy_dir(source, path_utils.serving_model_dir(baseline.uri))
-        logging.info('Baseline: served version %d from %s', version, source)
+        # A reference, not a copy (module docstring). The served version is kept while it is
+        # served, and the pipeline's retention (pipeline/retention.py) keeps serving/ as is.
+        logging.info('Baseline: served version %d at %s (referenced, not copied)', version, source)

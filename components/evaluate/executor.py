@@ -34,6 +34,7 @@ from tfx.utils import io_utils
 from components.baseline import executor as baseline_lib
 from components.drift import executor as drift_lib
 from components.evaluate import checks, noise
+from components.evaluate import served_model
 
 REASONS_PROPERTY = checks.REASONS_PROPERTY
 COMPARED_VERSION_PROPERTY = checks.COMPARED_VERSION_PROPERTY
@@ -71,8 +72,11 @@ class Executor(stock_executor.Executor):
         if given and not baselines:
             logging.info('No comparable baseline (%s): no change thresholds.',
                          'served model incompatible' if skipped else 'nothing served yet')
-        super().Do(dict(input_dict, **{specs.BASELINE_MODEL_KEY: baselines}), output_dict,
-                   exec_properties)
+        # The baseline names the served folder, it holds no copy: TFMA loads it in place.
+        in_place = [baseline_lib.in_place(b) for b in baselines]
+        super().Do(dict(input_dict, **{specs.BASELINE_MODEL_KEY: in_place}), output_dict,
+                   dict(exec_properties, **({specs.MODULE_PATH_KEY: served_model.MODULE}
+                                           if in_place else {})))
 
         blessing = artifact_utils.get_single_instance(output_dict[specs.BLESSING_KEY])
         if not blessing.has_custom_property('blessed'):

@@ -3,8 +3,14 @@
 The stock executor names versions by Unix timestamp and copies files straight into the version
 folder, so a killed push leaves a partial version that TF Serving may try to load, and a rerun
 that misses the cache pushes the same model again under a new timestamp. This subclass keeps
-the stock blessing check, model lookup, archive copy and artifact properties (`pushed`,
-`pushed_version`, `pushed_destination`), and replaces only how the serving folder is written.
+the stock blessing check, model lookup and artifact properties (`pushed`, `pushed_version`,
+`pushed_destination`), and replaces how the serving folder is written.
+
+No archive copy: the stock executor also copies the model into the PushedModel artifact's own
+folder "for lineage", a second full copy per push that nothing reads. Lineage is already there:
+ML Metadata links the PushedModel to the Model it pushed, and `pushed_destination` names the
+served copy. So the PushedModel's folder stays empty, and a push stores the model once, in
+serving/ (pipeline/retention.py keeps a served version's Model while the version is kept).
 
 Serving guard: a model whose class names or input differ from the served model's (read from
 both SavedModels at push time, components/common/model_signature.py) is never pushed over it,
@@ -21,7 +27,6 @@ from tfx.components.pusher import executor as stock_executor
 from tfx.proto import pusher_pb2
 from tfx.types import artifact_utils
 from tfx.types import standard_component_specs as specs
-from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
 from components.common import model_signature
@@ -85,8 +90,6 @@ class Executor(stock_executor.Executor):
         if result.removed:
             logging.info('Retention (keep %d): removed versions %s', keep, list(result.removed))
 
-        # As the stock executor: archive the model under the artifact's own URI for lineage.
-        io_utils.copy_dir(model_path, model_push.uri)
         self._MarkPushed(model_push, pushed_destination=result.path,
                          pushed_version=str(result.version))
         model_push.set_int_custom_property(versions.REUSED_PROPERTY, 0 if result.created else 1)

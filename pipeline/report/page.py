@@ -20,12 +20,14 @@ import numpy as np
 from components.push import versions
 from pipeline import summary as summary_lib
 from pipeline import summary_text
-from pipeline.report import plots, readers
+from pipeline.report import history as history_lib, plots, readers
+from pipeline.report.html_parts import fmt as _fmt, img as _img, table as _table  # noqa: F401
 
 REPORT_FILE = 'report.html'
 REPORTS_DIR = 'reports'
 # Every section a page can have, in page order; a run's page has those its stages reached.
-SECTIONS = ('Data', 'Anomalies', 'Drift', 'Settings', 'Training', 'Evaluation', 'Blessing', 'Push')
+SECTIONS = ('Data', 'Anomalies', 'Drift', 'Settings', 'Training', 'Evaluation', 'Blessing',
+            'Push', 'History')
 TRAINER = 'ImageTrainer'
 
 _STYLE = ('body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}'
@@ -35,25 +37,6 @@ _STYLE = ('body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#2
           'pre{background:#f7f7f7;padding:.6em;white-space:pre-wrap}.no{color:#b00}'
           '.yes{color:#070}img{max-width:100%}.failed{border:2px solid #b00;'
           'background:#fff4f4;padding:.2em 1em;margin:1em 0}.failed h2{color:#b00}')
-
-
-def _table(header: List[str], rows: List[List[object]], text: bool = False) -> str:
-    """Numbers align right; a table of text (text=True) aligns left."""
-    def cells(tag, values):
-        return ''.join(f'<{tag}>{html.escape(_fmt(v))}</{tag}>' for v in values)
-    body = ''.join(f'<tr>{cells("td", row)}</tr>' for row in rows)
-    attributes = ' class="text"' if text else ''
-    return f'<table{attributes}><tr>{cells("th", header)}</tr>{body}</table>'
-
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) > 1 else f'{value:.4f}'
-    return str(value)
-
-
-def _img(name: str, alt: str) -> str:
-    return f'<p><img src="{html.escape(name)}" alt="{html.escape(alt)}"></p>'
 
 
 def _only(summary: summary_lib.RunSummary, type_name: str):
@@ -217,8 +200,9 @@ def _baseline_lines(summary) -> str:
     return lines
 
 
-def _sections(summary, folder) -> List[Tuple[str, str]]:
-    """(title, body) of each section whose stage ran; pictures are drawn into folder."""
+def _sections(summary, folder, history=None) -> List[Tuple[str, str]]:
+    """(title, body) of each section whose stage ran; pictures are drawn into folder.
+    history: (rows, serving folder) of every run of this pipeline, or None (no History)."""
     has = lambda type_name: _only(summary, type_name) is not None  # noqa: E731
     examples = _only(summary, 'Examples')
     class_names = summary_lib.class_names(examples) if examples is not None else []
@@ -238,7 +222,8 @@ def _sections(summary, folder) -> List[Tuple[str, str]]:
          lambda: _evaluation_section(evaluation, class_names, folder)),
         ('Blessing', ran('Evaluator', 'ModelBlessing'),
          lambda: _blessing_section(summary, evaluation)),
-        ('Push', ran('Pusher', 'PushedModel'), lambda: _push_section(summary)))
+        ('Push', ran('Pusher', 'PushedModel'), lambda: _push_section(summary)),
+        ('History', history is not None, lambda: history_lib.section(*history, folder)))
     return [(title, build()) for title, shown, build in candidates if shown]
 
 
@@ -267,14 +252,19 @@ def _write(path: str, text: str) -> None:
     os.replace(partial, path)
 
 
-def write_report(summary: summary_lib.RunSummary, output_dir: str) -> str:
+def write_report(summary: summary_lib.RunSummary, output_dir: str,
+                 pipeline_name: Optional[str] = None) -> str:
     """Writes reports/<run>.html with its PNGs in reports/<run>/, and report.html (this run,
-    the newest) into output_dir; returns report.html's path."""
+    the newest) into output_dir; returns report.html's path. With pipeline_name, the page ends
+    with the History of every run of that pipeline in this output's ML Metadata."""
     folder = os.path.abspath(output_dir)
     name = run_file_name(summary.run_id)
     pictures = os.path.join(folder, REPORTS_DIR, name)
     os.makedirs(pictures, exist_ok=True)
-    sections = _sections(summary, pictures)
+    history = pipeline_name and (history_lib.read_rows(
+        os.path.join(folder, 'metadata.sqlite'), pipeline_name, folder, summary),
+        os.path.join(folder, 'serving'))
+    sections = _sections(summary, pictures, history or None)
     _write(run_report_path(folder, summary.run_id), _page(summary, sections, f'{name}/'))
     path = os.path.join(folder, REPORT_FILE)
     _write(path, _page(summary, sections, f'{REPORTS_DIR}/{name}/'))

@@ -114,3 +114,23 @@ def confusion_matrix(matrix: np.ndarray, class_names: Sequence[str], folder: str
                       fontsize=8 if n <= 15 else 6,
                       color='white' if value > threshold else 'black')
     return _save(figure, folder, name)
+
+
+def accuracy_per_version(labels: Sequence[str], accuracies: Sequence[float], served: int,
+                         folder: str, name: str = 'history_accuracy.png') -> str:
+    """One bar per served version, oldest first, its eval accuracy on top; the bar at index
+    `served` (what is served now) in a darker colour; y from the lowest value, so the
+    differences between versions show."""
+    width = max(5.0, 0.6 * len(labels) + 2.0)
+    figure, axes = plt.subplots(figsize=(width, 3.2 + _label_inches(labels) / 2),
+                                layout='constrained')
+    colours = ['#1f4e79' if i == served else '#9dc3e6' for i in range(len(labels))]
+    bars = axes.bar(np.arange(len(labels)), accuracies, color=colours)
+    axes.bar_label(bars, labels=[f'{a:.4f}' for a in accuracies], fontsize=8, padding=2)
+    low = min(accuracies, default=0.0)
+    axes.set_ylim(max(0.0, low - max(0.05, (1.0 - low) * 0.5)), 1.0)
+    axes.set_xticks(np.arange(len(labels)), labels)
+    _rotate_if_crowded(axes, labels, width / max(1, len(labels)))
+    axes.set_xlabel('served version (dark: served now)')
+    axes.set_ylabel('eval accuracy')
+    return _save(figure, folder, name)

@@ -196,3 +196,13 @@ def test_every_commented_kubeflow_key_of_the_example_is_known_and_typed():
     for line in lines:
         key, value = next(iter(tomllib.loads(line.split('  #')[0]).items()))
         config_file.typed({f'kubeflow.{key}': value}, {})  # ValueError on a wrong key or type
+
+
+def test_every_commented_notify_key_of_the_example_is_known_and_typed():
+    with open(os.path.join(REPO, 'config.example.toml')) as handle:
+        table = handle.read().split('[notify]')[1].split('\n[')[0]
+    lines = [line[2:] for line in table.splitlines() if re.match(r'# \w+ = ', line)]
+    assert [line.split(' = ')[0] for line in lines] == ['url', 'on_finish', 'timeout_seconds']
+    for line in lines:
+        key, value = next(iter(tomllib.loads(line.split('  #')[0]).items()))
+        config_file.typed({f'notify.{key}': value}, {})  # ValueError on a wrong key or type

@@ -126,8 +126,11 @@ def test_unchanged_data_compares_with_the_served_model_and_trains_nothing(runs):
     _, _, first, unchanged, versions_after, _ = runs
     baseline = _artifact(unchanged, 'ServedModelBaseline', 'baseline')
     assert _metadata(unchanged, 'ServedModelBaseline', 'baseline')['served_version'] == 1
-    assert os.path.exists(os.path.join(baseline.uri, 'Format-Serving', 'saved_model.pb'))
-    assert _metadata(unchanged, 'Evaluator', 'blessing')['baseline_model'] == baseline.uri
+    # A reference, not a copy: TFMA read the served version in place.
+    served = _metadata(unchanged, 'ServedModelBaseline', 'baseline')['served_path']
+    assert not os.path.exists(os.path.join(baseline.uri, 'Format-Serving'))
+    assert os.path.exists(os.path.join(served, 'saved_model.pb'))
+    assert _metadata(unchanged, 'Evaluator', 'blessing')['baseline_model'] == served
     model = _metadata(unchanged, 'ImageTrainer', 'model')
     assert model['training_skipped'] == 1 and model['steps_run'] == 0
     assert model['stop_reason'].startswith('no new data: serving version 1 unchanged')

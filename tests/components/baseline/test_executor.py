@@ -1,5 +1,5 @@
-"""Executor tests of ServedModelBaseline: a copy of the served model, an empty baseline, or an
-incompatible one that is recorded but not copied.
+"""Executor tests of ServedModelBaseline: a reference to the served model (nothing copied), an
+empty baseline, or an incompatible one that is recorded but not compared.
 
 The served and candidate models are real SavedModels from the trainer's export
 (tests/saved_models.py), so the comparison reads what the export writes.
@@ -30,18 +30,40 @@ def test_first_run_gives_an_empty_baseline(tmp_path):
     assert not os.path.exists(tmp_path / 'out' / 'Format-Serving')
 
 
-def test_newest_served_version_is_copied_where_the_evaluator_looks(tmp_path):
+def test_newest_served_version_is_referenced_not_copied(tmp_path):
     old = saved_models.exported_model(tmp_path / 'old', ['0', '1', '2'], (0.2, 0.5, 0.8))
     new = saved_models.exported_model(tmp_path / 'new', ['0', '1', '2'], (0.1, 0.5, 0.9))
     saved_models.serve(old, tmp_path / 'serving', 100)
     served = saved_models.serve(new, tmp_path / 'serving', 200)
     candidate = saved_models.exported_model(tmp_path / 'candidate', ['0', '1', '2'])
+    (tmp_path / 'out').mkdir()  # TFX makes the output folder before the executor runs
     baseline = _run(tmp_path / 'serving', tmp_path / 'out', candidate)
     assert executor.has_model(baseline) and executor.is_comparable(baseline)
     assert baseline.get_int_custom_property('served_version') == 200
-    copy = tmp_path / 'out' / 'Format-Serving'
-    for name in ('saved_model.pb', 'variables/variables.index', model_signature.SIGNATURE_FILE):
-        assert (copy / name).read_bytes() == open(os.path.join(served, name), 'rb').read()
+    assert baseline.get_string_custom_property('served_path') == served
+    assert os.listdir(tmp_path / 'out') == []   # no copy: the artifact only names the folder
+    assert executor.model_path(baseline) == served
+    reference = executor.in_place(baseline)   # what the Evaluator hands TFMA
+    assert (reference.uri, reference.id) == (served, baseline.id)
+    assert baseline.uri == str(tmp_path / 'out')
+
+
+def test_a_baseline_copied_by_an_older_version_is_read_from_its_copy(tmp_path):
+    baseline = saved_models.exported_model(tmp_path / 'old-baseline', ['0', '1'])
+    baseline.set_int_custom_property('served_version', 1)
+    baseline.set_string_custom_property('served_path', str(tmp_path / 'serving' / '1'))
+    assert executor.model_path(baseline) == os.path.join(baseline.uri, 'Format-Serving')
+    assert executor.is_comparable(baseline) and executor.in_place(baseline).uri == baseline.uri
+
+
+def test_a_reference_whose_folder_is_gone_is_not_compared_and_says_why(tmp_path):
+    baseline = executor.standard_artifacts.Model()
+    baseline.uri = str(tmp_path / 'out')
+    baseline.set_int_custom_property('served_version', 3)
+    baseline.set_string_custom_property('served_path', str(tmp_path / 'serving' / '3'))
+    assert not executor.is_comparable(baseline)
+    assert executor.incompatible_reason(baseline) == (
+        f'its folder {tmp_path / "serving" / "3"} no longer exists')
 
 
 def test_served_model_for_other_classes_is_marked_incompatible_and_not_copied(tmp_path):

@@ -102,7 +102,7 @@ def test_drift_beyond_a_threshold_refuses_the_blessing_with_its_reason(tmp_path)
 
 
 def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(tmp_path):
-    # As ServedModelBaseline records a served model for other classes: nothing copied.
+    # As ServedModelBaseline records a served model for other classes: nothing to compare.
     served = saved_models.standard_artifacts.Model()
     served.uri = str(tmp_path / 'incompatible-baseline')
     served.set_int_custom_property('served_version', 1)
@@ -115,3 +115,20 @@ def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(t
         "served version 1: served model predicts classes ['0', '1']; "
         "this model predicts ['a', 'b', 'c']")
     assert [c.kind for c in checks.load_checks(evaluation.uri)] == ['value']
+
+
+def test_the_served_model_is_compared_in_place_from_a_baseline_that_holds_no_copy(tmp_path):
+    # As ServedModelBaseline records it: an empty artifact folder naming serving/<v>/.
+    served = saved_models.exported_model(tmp_path / 'trained', CLASSES, CENTERS)
+    version_dir = saved_models.serve(served, tmp_path / 'serving', 4)
+    baseline = saved_models.standard_artifacts.Model()
+    baseline.uri = str(tmp_path / 'baseline')
+    (tmp_path / 'baseline').mkdir()
+    baseline.set_int_custom_property('served_version', 4)
+    baseline.set_string_custom_property('served_path', version_dir)
+    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.5), baseline=baseline,
+                                    centers=(0.3, 0.95, 0.9))
+    assert _reasons(blessing) == [
+        'sparse_categorical_accuracy change vs served version 4 -0.3333 < 0.00']
+    assert blessing.get_string_custom_property('baseline_model') == version_dir
+    assert list((tmp_path / 'baseline').iterdir()) == []

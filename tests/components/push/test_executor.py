@@ -62,7 +62,7 @@ def test_blessed_model_gets_version_one_recorded_on_the_artifact(tmp_path):
     assert destination == str(tmp_path / 'serving' / '1')
     assert pushed.get_int_custom_property(versions.REUSED_PROPERTY) == 0
     assert os.listdir(tmp_path / 'serving') == ['1']
-    assert os.path.exists(tmp_path / 'pushed' / 'saved_model.pb')  # the stock archive copy
+    assert not os.path.exists(tmp_path / 'pushed')  # no archive copy (the stock one makes it)
 
 
 def test_unblessed_model_is_not_pushed(tmp_path):
@@ -172,3 +172,13 @@ def test_an_unblessed_model_records_the_evaluators_reasons(tmp_path):
         'not blessed: sparse_categorical_accuracy 0.8712 < 0.90')
     assert pushed.get_int_custom_property(versions.INCOMPATIBLE_PROPERTY) == 0
     assert not os.path.exists(tmp_path / 'serving')
+
+
+def test_a_push_keeps_no_second_copy_in_the_pushed_model_folder(tmp_path):
+    (tmp_path / 'pushed').mkdir()  # TFX makes the output folder before the executor runs
+    pushed = _push(push_executor.Executor, _artifacts(tmp_path), tmp_path / 'serving',
+                   tmp_path / 'pushed')
+    assert list((tmp_path / 'pushed').iterdir()) == []
+    destination = pushed.get_string_custom_property('pushed_destination')
+    assert destination == str(tmp_path / 'serving' / '1')
+    assert _size(destination) == _size(tmp_path / 'model-a' / 'Format-Serving')

@@ -5,10 +5,15 @@ the training settings read back from ML Metadata (the trainer's execution proper
 recorded on the Model), one report per run with its own pictures, report.html being the newest,
 and the cached rerun naming its baseline and the version served now.
 """
+import glob
+import http.server
+import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
 
 from PIL import Image
 import pytest
@@ -21,13 +26,33 @@ pytestmark = pytest.mark.e2e
 LONG = 'class_with_a_rather_long_name_{}'
 
 
-def _run(data, out):
+def _run(data, out, *flags, code=0, said=None):
     result = subprocess.run(
         [sys.executable, 'runner.py', '--local', '--config', 'smoke', '--data', data,
-         '--output', out], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
+         '--output', out, *flags], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == code, result.stderr[-3000:]
+    if said is not None:
+        said.append(result.stdout)
     reports = os.path.join(out, page.REPORTS_DIR)
     return sorted(n for n in os.listdir(reports) if n.endswith('.html'))
+
+
+class _Receiver(http.server.BaseHTTPRequestHandler):
+    bodies = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        type(self).bodies.append(json.loads(self.rfile.read(int(self.headers['Content-Length']))))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def _history_rows(text):
+    section = text.split('<h2 id="history">History</h2>')[1]
+    return re.findall(r'<tr><td>([^<]+)</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>'
+                      r'<td>([^<]*)</td><td>([^<]*)</td></tr>', section)
 
 
 def _rows(text):
@@ -39,14 +64,27 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     for digit in '0123':
         os.rename(os.path.join(data, digit), os.path.join(data, LONG.format(digit)))
     out = str(tmp_path / 'out')
-    first = _run(data, out)
+    said = []
+    # A failing --on-finish command: one line, the run's exit code (0) stays.
+    first = _run(data, out, '--on-finish', f'{sys.executable} -c "raise SystemExit(5)"',
+                 said=said)
     assert len(first) == 1
+    assert 'notification failed: on-finish command exited with status 5: ' in said[0]
     first_pictures = os.path.join(out, page.REPORTS_DIR, first[0][:-len('.html')])
     stamps = {n: os.stat(os.path.join(first_pictures, n)).st_mtime_ns
               for n in os.listdir(first_pictures)}
-    assert set(stamps) == {'data_classes.png', 'training_curves.png', 'confusion_matrix.png'}
+    assert set(stamps) == {'data_classes.png', 'training_curves.png', 'confusion_matrix.png',
+                           'history_accuracy.png'}
 
-    both = _run(data, out)  # unchanged: every step cached, a new run id
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f'http://127.0.0.1:{server.server_address[1]}/'
+    try:  # unchanged: every step cached, a new run id
+        both = _run(data, out, '--notify', url, said=said)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert f'Notified {url}' in said[1]
     assert len(both) == 2 and first[0] in both
     assert {n: os.stat(os.path.join(first_pictures, n)).st_mtime_ns
             for n in os.listdir(first_pictures)} == stamps  # untouched by the second run
@@ -72,7 +110,46 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
             '(reused from the cache)') in newest
     assert (f'Served now: version 1 ({os.path.join(out, "serving", "1")}), this run&#x27;s '
             'model') in newest
+    # The notification: the cached run's outcome, and the same JSON in the summary file.
+    posted, = _Receiver.bodies
+    assert posted['outcome'] == 'not pushed' and posted['exit_code'] == 0
+    assert posted['reasons'] == ['version 1 already serves this model: pushed by an earlier '
+                                 'run (the Pusher was cached)']
+    assert posted['report'] == os.path.join(out, page.REPORT_FILE) and posted['drift'] is None
+    with open(posted['summary_file']) as handle:
+        assert json.load(handle) == posted
+    assert posted['summary_file'] == posted['log'][:-len('.log')] + '.summary.json'
+    # History: both runs, read back from ML Metadata, and the accuracy of version 1.
+    rows = _history_rows(newest)
+    assert [row[0] for row in rows] == [first[0][:-5].replace('_', ':'), posted['run_id']]
+    train, evaluated = map(int, rows[0][2].split(' / '))
+    assert train + evaluated == 80 and evaluated > 0 and rows[0][5] == 'pushed: version 1'
+    assert rows[0][1] == rows[1][1] != ''  # the span
+    assert float(rows[0][3]) == float(rows[1][3]) > 0  # the cached run's model is the first's
+    assert rows[1][5] == ('not pushed: version 1 already serves this model: pushed by an '
+                          'earlier run (the Pusher was cached)')
+    assert 'Served now: version 1.' in newest
     # Long class names: the confusion matrix is drawn big enough for its rotated labels.
     matrix = os.path.join(out, page.REPORTS_DIR, second[:-len('.html')], 'confusion_matrix.png')
     with Image.open(matrix) as image:
         assert image.size[0] >= 450 and image.size[1] >= 450
+
+
+def test_a_failed_run_notifies_its_stage_and_a_dead_receiver_keeps_exit_code_1(tmp_path):
+    data, out = str(tmp_path / 'empty'), str(tmp_path / 'out')
+    os.makedirs(data)
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(('127.0.0.1', 0))
+        port = probe.getsockname()[1]
+    said = []
+    _run(data, out, '--notify', f'http://127.0.0.1:{port}/', code=1, said=said)
+    failed = [line for line in said[0].splitlines() if line.startswith('notification failed')]
+    assert len(failed) == 1 and 'refused' in failed[0].lower()
+    saved, = glob.glob(os.path.join(out, 'logs', '*.summary.json'))
+    with open(saved) as handle:
+        summary = json.load(handle)
+    assert (summary['outcome'], summary['failed_stage'], summary['exit_code']) == (
+        'failed', 'ImageExampleGen', 1)
+    with open(os.path.join(out, page.REPORT_FILE), encoding='utf-8') as handle:
+        rows = _history_rows(handle.read())
+    assert len(rows) == 1 and rows[0][5].startswith('failed: ImageExampleGen: ')

@@ -1,0 +1,144 @@
+"""pipeline_root's size run after run, without retention and with --keep-runs K, side by side.
+
+    python -m bench.bench_retention [--runs 6] [--keep 3] [--keep-versions 5] [--per-class 25]
+                                    [--steps 30]
+
+Two output folders get the same sequence of scheduled runs through `runner.py --local`'s own
+code (pipeline/local.py: the lock, the run, retention, the summary): every run adds a new span
+(`span-<i>/`, 3 classes of the embedded 8x8 digits, images no earlier span had), trained with
+the smoke settings (a few steps, in-process Beam). One folder keeps every run (--keep-runs 0),
+the other keeps K. What a kept serving version came from stays too (its Model, Examples and
+evaluation), so the size levels off at about max(K, serving versions kept) runs. After each run the bench measures pipeline_root and serving/ in both, and
+what the baseline and the push stored besides the trained Model (both 0 bytes now: they
+reference, not copy). Prints one table: sizes per run, their ratio, and retention's summary
+line. Nothing is asserted.
+"""
+import argparse
+import dataclasses
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Dict, List
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIGITS = os.path.join(REPO, 'data', 'digits')
+CLASSES = ('0', '1', '2')
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    run: int
+    root: int          # pipeline_root bytes
+    serving: int       # serving/ bytes
+    model: int         # the run's trained Model (0 when it was cached)
+    copies: int        # the baseline's and the PushedModel's folders: model copies
+    retention: str     # the summary's retention line
+    seconds: float
+
+
+def add_span(data: str, span: int, per_class: int) -> None:
+    """span-<span>/<class>/: per_class digits of each class that no other span holds."""
+    for name in CLASSES:
+        files = sorted(os.listdir(os.path.join(DIGITS, name)))
+        target = os.path.join(data, f'span-{span}', name)
+        os.makedirs(target)
+        for file_name in files[(span - 1) * per_class:span * per_class]:
+            shutil.copy(os.path.join(DIGITS, name, file_name), target)
+
+
+def size(path: str) -> int:
+    from pipeline import retention
+    return retention.folder_size(path) if os.path.isdir(path) else 0
+
+
+def run_once(cfg, console_path: str) -> Row:
+    """One local run, its console caught in a file; the sizes after it."""
+    from pipeline import local
+    from pipeline import summary as summary_lib
+    start = time.time()
+    saved = os.dup(1)
+    with open(console_path, 'w') as handle:
+        os.dup2(handle.fileno(), 1)
+        try:
+            code = local.run(cfg, wait=False)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+    with open(console_path) as handle:
+        console = handle.read()
+    if code != 0:
+        raise RuntimeError(f'run failed ({code}):\n{console}')
+    line = next((l.split('retention: ', 1)[1] for l in console.splitlines()
+                 if l.startswith('  retention: ')), '')
+    summary = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
+    model = summary.trained_model()
+    copies = [summary.baseline_model()] + summary.outputs.get('PushedModel', [])
+    return Row(run=0, root=size(cfg.pipeline_root), serving=size(cfg.serving_dir),
+               model=size(model.uri) if summary.states.get('ImageTrainer') == 'COMPLETE'
+               else 0, copies=sum(size(a.uri) for a in copies if a is not None),
+               retention=line, seconds=time.time() - start)
+
+
+def table(without: List[Row], with_keep: List[Row], keep: int) -> str:
+    mb = lambda n: f'{n / 1e6:6.2f}'   # noqa: E731
+    lines = [f'{"run":>3}  {"root, keep all":>14}  {f"root, keep {keep}":>12}  {"ratio":>5}  '
+             f'{"serving/":>8}  {"model":>6}  {"copies":>6}  retention (keep {keep})',
+             f'{"":>3}  {"MB":>14}  {"MB":>12}  {"":>5}  {"MB":>8}  {"MB":>6}  {"MB":>6}']
+    for a, b in zip(without, with_keep):
+        lines.append(f'{a.run:>3}  {mb(a.root):>14}  {mb(b.root):>12}  '
+                     f'{b.root / a.root:5.2f}  {mb(b.serving):>8}  {mb(b.model):>6}  '
+                     f'{mb(a.copies + b.copies):>6}  {b.retention}')
+    growth = lambda rows: (rows[-1].root - rows[len(rows) // 2 - 1].root) / (  # noqa: E731
+        len(rows) - len(rows) // 2)
+    lines.append(f'growth per run over the last {len(without) - len(without) // 2} runs: keep '
+                 f'all {growth(without) / 1e6:+.2f} MB, keep {keep} '
+                 f'{growth(with_keep) / 1e6:+.2f} MB')
+    return '\n'.join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--runs', type=int, default=6)
+    parser.add_argument('--keep', type=int, default=None,
+                        help='K (default: the pipeline default, RetentionConfig.keep_runs)')
+    parser.add_argument('--per-class', type=int, default=25)
+    parser.add_argument('--steps', type=int, default=30)
+    parser.add_argument('--keep-versions', type=int, default=None,
+                        help='serving/ versions kept (default: the pipeline default, '
+                        'PushConfig.keep_versions); each keeps what it came from')
+    parser.add_argument('--work', help='folder for the runs (default: a temporary one)')
+    args = parser.parse_args(argv)
+    sys.path.insert(0, REPO)
+    from pipeline import config as config_lib
+    from pipeline import logs
+    from pipeline.config_retraining import RetentionConfig
+    keep = RetentionConfig.keep_runs if args.keep is None else args.keep
+    logs.configure(False)
+    work = args.work or tempfile.mkdtemp(prefix='bench-retention-')
+    rows: Dict[int, List[Row]] = {0: [], keep: []}
+    data = os.path.join(work, 'data')
+    for run in range(1, args.runs + 1):
+        add_span(data, run, args.per_class)
+        for k in (0, keep):   # interleaved: both folders see the same data at each step
+            cfg = config_lib.smoke_config(
+                data, os.path.join(work, f'keep-{k}'), schema_path=config_lib.DIGITS_SCHEMA,
+                retention=RetentionConfig(keep_runs=k))
+            cfg = dataclasses.replace(cfg, train=dataclasses.replace(
+                cfg.train, train_steps=args.steps), push=config_lib.PushConfig(
+                    keep_versions=args.keep_versions or config_lib.PushConfig.keep_versions))
+            row = run_once(cfg, os.path.join(work, f'console-{k}-{run}.txt'))
+            rows[k].append(dataclasses.replace(row, run=run))
+            print(f'run {run}, keep {k or "all"}: {row.root / 1e6:.2f} MB in pipeline_root '
+                  f'({row.seconds:.0f} s)', flush=True)
+    versions = args.keep_versions or config_lib.PushConfig.keep_versions
+    print(f'\n{args.runs} runs, one new span each ({len(CLASSES)} classes x {args.per_class} '
+          f'8x8 digits), {args.steps} training steps, serving/ keeps {versions} versions; '
+          f'folders under {work}\n')
+    print(table(rows[0], rows[keep], keep))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""The facts of one run that a notification and the report's history both state, from ML Metadata.
+
+Each reads a RunSummary (pipeline/summary.py), that is what the run recorded, and reads the
+properties other stages add defensively: a run recorded before the training window existed has
+no `spans` on its Model, and one before the drift check has no DriftCheck artifact, which is
+"not measured", never an error.
+
+    outcome(summary)  ->  ('pushed', version, []) | ('not pushed', None, [reasons]) |
+                          ('failed', None, ['<stage>: <first line>']) | ('did not finish', ...)
+
+A run whose model the served version already held (training skipped: no new data), or whose
+Pusher was cached (its PushedModel is an earlier run's push), made no new version: it is
+'not pushed', and its reason says which version serves it and why.
+"""
+import dataclasses
+import json
+from typing import List, Optional, Tuple
+
+from components.push import versions
+from pipeline import summary_text
+from pipeline.summary import RunSummary, custom_property as _custom
+
+TRAINER_SKIPPED = 'training_skipped'   # on a Model the trainer handed on untrained (unchanged)
+
+
+@dataclasses.dataclass(frozen=True)
+class Drift:
+    text: str                 # one line, e.g. "drift: label L∞ 0.63 > 0.30 vs ..."
+    values: list              # every compared value: feature, measure, value, threshold, exceeded
+    reasons: list             # one per exceeded value
+    compared_version: Optional[int]
+
+
+def _json(text, default):
+    try:
+        return json.loads(text) if text else default
+    except (TypeError, ValueError):
+        return default
+
+
+def drift(summary: RunSummary) -> Optional[Drift]:
+    """The DriftCheck artifact's reading (an ExampleAnomalies with `drift_text`), or None when the
+    run measured none (no DriftCheck in this pipeline, or it did not run)."""
+    found = [a for a in summary.outputs.get('ExampleAnomalies', [])
+             if 'drift_text' in a.custom_properties]
+    if not found:
+        return None
+    artifact = max(found, key=lambda a: a.id)
+    return Drift(text=_custom(artifact, 'drift_text') or '',
+                 values=_json(_custom(artifact, 'drift_values'), []),
+                 reasons=_json(_custom(artifact, 'drift_reasons'), []),
+                 compared_version=_custom(artifact, 'compared_version'))
+
+
+def _examples(summary: RunSummary):
+    found = summary.outputs.get('Examples', [])
+    return max(found, key=lambda a: a.id) if found else None
+
+
+def spans(summary: RunSummary) -> List[int]:
+    """The spans the model was trained on (Model `spans`), else those of the Examples' window,
+    else the Examples' own span; [] when nothing was ingested."""
+    model = summary.trained_model()
+    text = _custom(model, 'spans') if model is not None else None
+    if text:
+        return [int(s) for s in str(text).split(',') if s.strip().lstrip('-').isdigit()]
+    examples = _examples(summary)
+    if examples is None:
+        return []
+    window = _json(_custom(examples, 'window'), [])
+    if window:
+        return [int(entry['span']) for entry in window if 'span' in entry]
+    span = _custom(examples, 'span')
+    return [] if span is None else [int(span)]
+
+
+def example_counts(summary: RunSummary) -> Optional[Tuple[int, int]]:
+    """(train, eval) examples the model was trained and evaluated on: summed over the window
+    when the Examples record one, else the run's own split counts; None when none."""
+    examples = _examples(summary)
+    if examples is None:
+        return None
+    window = _json(_custom(examples, 'window'), [])
+    if window:
+        return (sum(int(e.get('num_train') or 0) for e in window),
+                sum(int(e.get('num_eval') or 0) for e in window))
+    return (int(_custom(examples, 'num_written_train') or 0),
+            int(_custom(examples, 'num_written_eval') or 0))
+
+
+def eval_accuracy(summary: RunSummary) -> Optional[float]:
+    model = summary.trained_model()
+    return None if model is None else _custom(model, 'eval_accuracy')
+
+
+def skipped_training(summary: RunSummary) -> Optional[str]:
+    """Why training was skipped (the served model handed on: no new data), or None."""
+    model = summary.trained_model()
+    if model is None or not _custom(model, TRAINER_SKIPPED):
+        return None
+    return _custom(model, 'stop_reason') or 'training skipped'
+
+
+def outcome(summary: RunSummary) -> Tuple[str, Optional[int], List[str]]:
+    """(what happened, pushed version or None, the reasons) of a run, as one word and a list."""
+    if summary.failure is not None:
+        stage, error = summary.failure
+        return 'failed', None, [f'{stage}: {error.splitlines()[0] if error else "failed"}']
+    failed = [node for node, state in summary.states.items() if state == 'FAILED']
+    if failed:  # read from ML Metadata only (the history): TFX records that, not why
+        return 'failed', None, [f'{failed[0]} failed (details in that run\'s log)']
+    pushed = max(summary.outputs.get('PushedModel', []), key=lambda a: a.id, default=None)
+    if pushed is None:
+        return 'did not finish', None, ['the Pusher did not run']
+    if _custom(pushed, 'pushed'):
+        version = int(_custom(pushed, 'pushed_version') or 0)
+        if summary.states.get('Pusher') == 'CACHED':  # the artifact is an earlier run's push
+            return 'not pushed', None, [f'version {version} already serves this model: pushed '
+                                        'by an earlier run (the Pusher was cached)']
+        if not _custom(pushed, versions.REUSED_PROPERTY):
+            return 'pushed', version, []
+        # No new version: the served one already held these bytes (e.g. training was skipped).
+        why = skipped_training(summary)
+        return 'not pushed', None, [f'version {version} already serves this model'
+                                    + (f' ({why})' if why else '')]
+    blessings = summary.outputs.get('ModelBlessing', [])
+    blessing = max(blessings, key=lambda a: a.id) if blessings else None
+    if blessing is not None and not _custom(blessing, 'blessed'):
+        reasons = summary_text.blessing_reasons(blessing) or ['not blessed']
+    else:
+        reasons = [summary_text.not_pushed_reason(pushed)]
+    return 'not pushed', None, reasons

@@ -1,0 +1,135 @@
+"""`runner.py --rollback VERSION`: serve a kept version again, as a new highest version.
+
+TF Serving serves the highest version under `<output>/serving/` (its default "latest" policy),
+so rolling back cannot just delete the newer versions (they may be wanted back, and a run may
+be comparing with them) nor rename an old one upward in place (the old number would vanish). A
+rollback copies the kept version into a new highest version with components/push/versions.py,
+the Pusher's own way: staged in a hidden folder, then renamed to the next number, so TF Serving
+never sees a partial version. It holds the output folder's run lock (pipeline/runlock.py), so
+it never races a local run's push or its retention. It deletes nothing: the next push's
+retention (which never deletes the served version) trims serving/ again.
+
+Each rollback is appended, as one JSON line written with one write(), to
+`<output>/rollbacks.jsonl`, next to serving/: the report's history reads it (rollback: version
+4 = copy of version 1). A file rather than ML Metadata: the store is TFX's record of pipeline
+executions (a rollback is none, and TFX's readers of a run would have to skip a foreign
+execution type), and the file lives with the serving folder it describes, readable without
+ML Metadata.
+"""
+import datetime
+import json
+import os
+import sys
+from typing import List, Optional
+
+from pipeline import runlock
+
+ROLLBACKS_FILE = 'rollbacks.jsonl'
+
+
+class RollbackError(Exception):
+    """The version cannot be served again; the message is the one line the user sees."""
+
+
+def read_rollbacks(output_dir: str) -> List[dict]:
+    """Every rollback recorded for this output folder, oldest first ([] when none)."""
+    path = os.path.join(os.path.abspath(output_dir), ROLLBACKS_FILE)
+    if not os.path.isfile(path):
+        return []
+    records = []
+    with open(path, encoding='utf-8') as handle:
+        for line in handle:
+            try:
+                records.append(json.loads(line))
+            except ValueError:  # a line cut by a full disk: the others still count
+                continue
+    return records
+
+
+def rollback(output_dir: str, version: int) -> dict:
+    """Copies serving/<version> to a new highest version; returns its record. The caller holds
+    the output lock. RollbackError when the version is not kept or is served already."""
+    from components.push import versions  # TensorFlow: only once the flags are known good
+    serving = os.path.join(os.path.abspath(output_dir), 'serving')
+    kept = [v for v in versions.list_versions(serving)
+            if os.path.isfile(os.path.join(serving, str(v), 'saved_model.pb'))]
+    if version not in kept:
+        raise RollbackError(f'version {version} is not kept under {serving}; kept: '
+                            + (', '.join(map(str, kept)) or 'none'))
+    served = versions.served_version(serving)
+    if served == version:
+        raise RollbackError(f'version {version} is already the served one (the highest under '
+                            f'{serving}); nothing to do')
+    source = os.path.join(serving, str(version))
+    if versions.model_digest(source) == versions.model_digest(os.path.join(serving, str(served))):
+        raise RollbackError(f'the served version {served} already holds the same model as '
+                            f'version {version}; nothing to do')
+    versions.remove_leftovers(serving)
+    staged = versions.stage(source, serving)
+    try:
+        new = versions.commit(staged, serving)
+    except BaseException:
+        import tensorflow as tf
+        tf.io.gfile.rmtree(staged)
+        raise
+    record = {'time': datetime.datetime.now().isoformat(timespec='seconds'),
+              'version': new, 'copy_of': version, 'previously_served': served,
+              'digest': versions.model_digest(os.path.join(serving, str(new)))}
+    fd = os.open(os.path.join(os.path.abspath(output_dir), ROLLBACKS_FILE),
+                 os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, (json.dumps(record) + '\n').encode('utf-8'))
+    finally:
+        os.close(fd)
+    return record
+
+
+def output_folder(output: Optional[str], config_file: Optional[str]) -> str:
+    """--output, else the config file's output_dir, else runs/default (as --local)."""
+    if output:
+        return os.path.abspath(output)
+    if config_file:
+        from pipeline import config_file as config_file_lib
+        found = config_file_lib.read(config_file).get('output_dir')
+        if found:
+            return found
+    return os.path.abspath(os.path.join('runs', 'default'))
+
+
+def main(version: int, output: Optional[str], config_file: Optional[str], wait: bool) -> int:
+    """runner.py --rollback: 0 when done, 2 with a one-line error when it cannot be done."""
+    # TensorFlow (for tf.io.gfile) prints C++ start-up lines (CUDA plugins on a CPU machine,
+    # at error level) when imported: this command's console is for its one line. Its failures
+    # are Python exceptions, so nothing is lost.
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+    try:
+        folder = output_folder(output, config_file)
+    except ValueError as error:
+        print(f'error: {error}', file=sys.stderr)
+        return 2
+    if not os.path.isdir(os.path.join(folder, 'serving')):
+        print(f'error: nothing to roll back: no serving folder under {folder}', file=sys.stderr)
+        return 2
+    lock = runlock.OutputLock(folder)
+    try:
+        lock.acquire(wait, on_wait=lambda holder: print(
+            f'{folder} is in use by {holder}; waiting for it to finish', flush=True))
+    except runlock.OutputBusy as busy:
+        print(f'error: {folder} is in use by {busy}; roll back when it has finished, or '
+              'without --no-wait to wait for it', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print('interrupted while waiting for the output folder; nothing changed', flush=True)
+        return 130
+    try:
+        lock.record(f'rollback-to-{version}')
+        record = rollback(folder, version)
+    except RollbackError as error:
+        print(f'error: {error}', file=sys.stderr)
+        return 2
+    finally:
+        lock.release()
+    print(f'Rolled back: version {record["version"]} = copy of version {version} '
+          f'(was serving {record["previously_served"]}); TF Serving serves the highest version: '
+          f'{os.path.join(folder, "serving", str(record["version"]))}', flush=True)
+    return 0

@@ -1,0 +1,26 @@
+"""The retention bench's spans and table (the runs themselves are the bench's job)."""
+import os
+
+from bench import bench_retention as bench
+
+
+def test_every_span_holds_images_no_other_span_holds(tmp_path):
+    for span in (1, 2, 3):
+        bench.add_span(str(tmp_path), span, per_class=4)
+    names = [{f'{c}/{n}' for c in bench.CLASSES
+              for n in os.listdir(tmp_path / f'span-{span}' / c)} for span in (1, 2, 3)]
+    assert [len(n) for n in names] == [12, 12, 12]
+    assert not (names[0] & names[1] or names[1] & names[2] or names[0] & names[2])
+
+
+def test_the_table_shows_both_sizes_their_ratio_and_the_growth_per_run():
+    row = lambda run, root, line='': bench.Row(run, root, 500_000, 0, 0, line, 1.0)  # noqa
+    without = [row(i, i * 1_000_000) for i in range(1, 5)]
+    with_keep = [row(1, 1_000_000), row(2, 2_000_000), row(3, 2_500_000, 'kept 2 runs, ...'),
+                 row(4, 2_500_000, 'kept 2 runs, ...')]
+    lines = bench.table(without, with_keep, keep=2).splitlines()
+    assert lines[2].split()[:4] == ['1', '1.00', '1.00', '1.00']
+    assert lines[5].split()[:4] == ['4', '4.00', '2.50', '0.62']
+    assert lines[5].endswith('kept 2 runs, ...')
+    assert lines[-1] == ('growth per run over the last 2 runs: keep all +1.00 MB, '
+                         'keep 2 +0.25 MB')
