@@ -5,7 +5,8 @@ PipelineConfig fields, and `[ingest]`, `[train]`, `[eval]`, `[push]`, `[retentio
 `[notify]`, `[drift]` hold the fields of those dataclasses, under the same names. Values are
 checked against the fields' types here, so a typo in a key or a string where a number belongs
 is an error naming the key, before anything runs. Relative paths in a file are relative to the
-file's folder, so a file and its data can move together and a scheduled run does not depend on the current directory.
+file's folder, so a file and its data can move together and a scheduled run does not depend
+on the current directory.
 
 A `[kubeflow]` table holds the KubeflowConfig fields (image, resources, endpoint, schedule,
 namespace, credentials...) and `pipeline_root`, so a cluster's settings can live in version
