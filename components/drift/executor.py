@@ -8,8 +8,9 @@ Custom properties of the `drift` artifact (read by the Evaluator, the summary an
 - `compared_version`: the served version whose data was the baseline, -1 when none;
 - `drift_text`: the summary's line, which also says why nothing was measured when so.
 The same record is written to `drift.json` in the artifact's folder.
-Nothing is compared (and nothing refused) when nothing is served, when the served model is for
-another task, or when it does not record, or no longer finds, the data it was trained on.
+Nothing is compared (and nothing refused) when nothing is served, when the served model is not
+comparable (another task's, or its folder is gone), or when it does not record, or no longer
+finds, the data it was trained on.
 """
 import json
 import os
@@ -48,8 +49,9 @@ def measure(statistics: types.Artifact, examples: types.Artifact, baseline: type
     if not baseline_lib.has_model(baseline):
         return baseline_lib.NO_VERSION, [], 'nothing served yet'
     version = baseline.get_int_custom_property(baseline_lib.SERVED_VERSION)
-    if baseline_lib.incompatible_reason(baseline):
-        return version, [], f'served version {version} is a model for another task'
+    reason = baseline_lib.incompatible_reason(baseline)
+    if reason:  # another task's model, or its folder is gone
+        return version, [], f'served version {version} is not comparable: {reason}'
     served_path = baseline.get_string_custom_property(baseline_lib.SERVED_PATH)
     window = training_data.read_window(served_path)
     if window is None:

@@ -59,6 +59,7 @@ def _examples(span_folder, sizes, modes):
 def _served(tmp_path, version, window):
     """A served version's folder as the Pusher leaves it, and the baseline artifact naming it."""
     path = tmp_path / 'serving' / str(version)
+    os.makedirs(path, exist_ok=True)
     if window is not None:
         os.makedirs(path / 'assets.extra', exist_ok=True)
         (path / 'assets.extra' / 'training_data.json').write_text(json.dumps({'window': window}))
@@ -148,6 +149,13 @@ def test_nothing_is_compared_on_a_first_run_or_without_a_record_of_the_training_
     assert unrecorded.get_string_custom_property(executor.TEXT_PROPERTY) == (
         'drift: not measured (served version 2 does not record the data it was trained on '
         '(assets.extra/training_data.json))')
+    other = _served(tmp_path, 5, None)
+    other.set_string_custom_property('incompatible_reason', "served model predicts classes "
+                                     "['0', '1']; this model predicts ['a', 'b']")
+    assert _run(tmp_path, statistics, examples, other, name='other').get_string_custom_property(
+        executor.TEXT_PROPERTY) == ("drift: not measured (served version 5 is not comparable: "
+                                    "served model predicts classes ['0', '1']; this model "
+                                    "predicts ['a', 'b'])")
     gone = _run(tmp_path, statistics, examples, _served(tmp_path, 3, [
         _entry(7, str(tmp_path / 'deleted'), 10)]), name='gone')
     assert gone.get_string_custom_property(executor.TEXT_PROPERTY) == (
