@@ -112,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
         'runs older than the newest K from the pipeline root, but what the training window and '
         'the kept serving versions use; 0 = keep everything (default: %d)'
         % config_lib.RetentionConfig.keep_runs)
+    add('--max-label-drift', type=float, metavar='L', help='refuse to push when the new '
+        "span's class mix is further than this L-infinity distance from the served model's "
+        'training data; 1 = off (default: %s; other drift bars: [drift] in the config file)'
+        % config_lib.DriftConfig.max_label_drift)
     add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
     # Each also a key of the config file's [kubeflow] table (config.example.toml); flags win.
     add('--image', help='container image of every task (see Dockerfile)')

@@ -10,7 +10,7 @@ from typing import Optional, Tuple
 
 from components.ingest import csv_records, image_formats
 from components.trainer.choices import AUGMENTS, OPTIMIZERS, POLICIES
-from pipeline.config_retraining import NotifyConfig, RetentionConfig
+from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, 'data', 'digits')
@@ -226,6 +226,7 @@ class PipelineConfig:
     train: TrainConfig = TrainConfig()
     eval: EvalConfig = EvalConfig()
     push: PushConfig = PushConfig()
+    drift: DriftConfig = DriftConfig()
     retention: RetentionConfig = RetentionConfig()   # what a local run keeps of older runs
     notify: NotifyConfig = NotifyConfig()   # who is told how a local run ended
     # Empty: chosen by the input's size at run time (pipeline/beam_mode.py), in-process for

@@ -1,11 +1,12 @@
 """Settings as data: a TOML config file, and overrides applied to a PipelineConfig by field path.
 
 A config file's tables mirror the typed config (pipeline/config.py): top-level keys are
-PipelineConfig fields, and `[ingest]`, `[train]`, `[eval]`, `[push]`, `[retention]` hold the fields of those
-dataclasses, under the same names. Values are checked against the fields' types here, so a
-typo in a key or a string where a number belongs is an error naming the key, before anything
-runs. Relative paths in a file are relative to the file's folder, so a file and its data can
-move together and a scheduled run does not depend on the current directory.
+PipelineConfig fields, and `[ingest]`, `[train]`, `[eval]`, `[push]`, `[retention]`,
+`[notify]`, `[drift]` hold the fields of those dataclasses, under the same names. Values are
+checked against the fields' types here, so a typo in a key or a string where a number belongs
+is an error naming the key, before anything runs. Relative paths in a file are relative to the
+file's folder, so a file and its data can move together and a scheduled run does not depend
+on the current directory.
 
 A `[kubeflow]` table holds the KubeflowConfig fields (image, resources, endpoint, schedule,
 namespace, credentials...) and `pipeline_root`, so a cluster's settings can live in version
@@ -24,12 +25,13 @@ from typing import Any, Dict, Mapping
 
 from pipeline.config import (EvalConfig, IngestConfig, KubeflowConfig, PipelineConfig,
                              PushConfig, TrainConfig, is_uri)
-from pipeline.config_retraining import NotifyConfig, RetentionConfig
+from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig
 
 SECTIONS = {'ingest': IngestConfig, 'train': TrainConfig, 'eval': EvalConfig,
             'push': PushConfig}
 SECTIONS['notify'] = NotifyConfig   # pipeline/config_retraining.py (scheduled retraining)
 SECTIONS['retention'] = RetentionConfig   # pipeline/retention.py (--keep-runs)
+SECTIONS['drift'] = DriftConfig   # components/drift/ (drift thresholds)
 # PipelineConfig fields a file may set; check_paths is internal (Kubeflow compilation).
 TOP_LEVEL = ('name', 'output_dir', 'schema_path', 'beam_args', 'enable_cache')
 # [kubeflow]: KubeflowConfig's fields but the compiled file's name (--output), and the run root.

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from components.trainer import loop
 from pipeline import summary as summary_lib
+from pipeline import summary_text
 
 _RUNNING, _FINISHED = 'Component %s is running.', 'Component %s is finished.'
 _log = logging.getLogger('pipeline.console')
@@ -72,10 +73,18 @@ def _pushed(summary):
         return f'version {_custom(pushed, "pushed_version")}'
 
 
+def _drift(summary):
+    values = summary_text.drift_values(summary)
+    exceeded = [v['feature'] for v in values if v['exceeded']]
+    if exceeded:
+        return 'drift: ' + ', '.join(exceeded)
+    return 'within thresholds' if values else 'not measured'
+
+
 # The figure each stage's line ends with, read from its outputs (stages not named: none).
 KEY_FIGURES = {'ImageExampleGen': _examples, 'AnomalyGate': lambda s: 'no anomalies',
                'ImageTrainer': _trained, 'ServedModelBaseline': _baseline,
-               'Evaluator': _blessing, 'Pusher': _pushed}
+               'DriftCheck': _drift, 'Evaluator': _blessing, 'Pusher': _pushed}
 
 
 def stage_line(stage: str, state: str, seconds: float, figure: Optional[str] = None) -> str:

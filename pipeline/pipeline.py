@@ -1,10 +1,15 @@
 """create_pipeline(): wires the stages into one TFX pipeline. Wiring only; no environment.
 
     ImageExampleGen -> StatisticsGen -> SchemaGen|ImportSchemaGen -> ExampleValidator -> AnomalyGate
-          |                                                                                 |
-          +------------------------------> ImageTrainer <------------------(runs after)-----+
-                                                |
-      ServedModelBaseline (newest in serving/) -> Evaluator (TFMA) -> Pusher (serving/<int>/)
+          |                   |                                                             |
+          +-------------------|----------> ImageTrainer <------------------(runs after)-----+
+                              |                 |
+                              |   ServedModelBaseline (newest in serving/)
+                              v                 |
+                         DriftCheck <-----------+-> Evaluator (TFMA, drift) -> Pusher (serving/<v>/)
+
+SchemaGen (ours) infers the schema on the first run and keeps it; ImportSchemaGen imports a
+given one. DriftCheck compares the new span with the data the served version was trained on.
 
 Both runners (local and Kubeflow) call this same function; they differ only in environment.
 """
@@ -17,32 +22,35 @@ from tfx.orchestration import metadata
 from tfx.orchestration import pipeline as tfx_pipeline
 
 from components.baseline.component import ServedModelBaseline
+from components.drift.component import DriftCheck
 from components.evaluate.component import Evaluator
 from components.gate.component import AnomalyGate
 from components.ingest.component import ImageExampleGen
 from components.push.component import Pusher
+from components.schema import kept as kept_schema
+from components.schema.component import SchemaGen
 from components.trainer.component import ImageTrainer
 from pipeline.config import EvalConfig, PipelineConfig
 from components.common import features
 
 
 def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
-    """The blessing rule, as TFMA thresholds that the stock Evaluator checks.
+    """The blessing rule's absolute bars, as TFMA thresholds that the stock Evaluator checks,
+    and the confidence intervals the no-regression rule needs.
 
-    Overall accuracy (the whole eval split) must reach `min_accuracy` and must not drop more than
-    `max_regression` against the served model. A threshold set on the MetricConfig itself would
-    apply to every slice, so one weak class would fail a model whose accuracy is well above the
-    bar; these are per-slice thresholds on the overall slice only. The per-class bar
-    (`min_class_accuracy`, every label_name slice) is opt-in.
+    Overall accuracy (the whole eval split) must reach `min_accuracy`. A threshold set on the
+    MetricConfig itself would apply to every slice, so one weak class would fail a model whose
+    accuracy is well above the bar; these are per-slice thresholds on the overall slice only.
+    The per-class bar (`min_class_accuracy`, every label_name slice) is opt-in.
+    "No regression against the served model" is not a TFMA change threshold: TFMA checks a
+    change against its point value only. Our Evaluator applies it to the change's 95% interval
+    (components/evaluate/noise.py), which TFMA computes here by jackknife over the same
+    examples for both models (cheap: 20 leave-one-bucket-out recomputations of the metrics).
     """
     overall = tfma.PerSliceMetricThreshold(
         slicing_specs=[tfma.SlicingSpec()],
         threshold=tfma.MetricThreshold(
-            value_threshold=tfma.GenericValueThreshold(lower_bound={'value': config.min_accuracy}),
-            # The tiny epsilon lets an identical model (a rerun) pass "no regression".
-            change_threshold=tfma.GenericChangeThreshold(
-                direction=tfma.MetricDirection.HIGHER_IS_BETTER,
-                absolute={'value': -config.max_regression - 1e-10})))
+            value_threshold=tfma.GenericValueThreshold(lower_bound={'value': config.min_accuracy})))
     thresholds = [overall]
     if config.min_class_accuracy is not None:
         thresholds.append(tfma.PerSliceMetricThreshold(
@@ -51,7 +59,11 @@ def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
                 lower_bound={'value': config.min_class_accuracy}))))
     accuracy = tfma.MetricConfig(class_name='SparseCategoricalAccuracy',
                                  per_slice_thresholds=thresholds)
+    options = tfma.Options()
+    options.compute_confidence_intervals.value = True
+    options.confidence_intervals.method = tfma.ConfidenceIntervalOptions.JACKKNIFE
     return tfma.EvalConfig(
+        options=options,
         model_specs=[tfma.ModelSpec(label_key=features.LABEL_KEY,
                                     prediction_key='probabilities',
                                     signature_name='serving_default')],
@@ -84,11 +96,13 @@ def create_components(config: PipelineConfig) -> List:
     if config.schema_path:
         schema_gen = ImportSchemaGen(schema_file=config.schema_path)
     else:
-        schema_gen = tfx_components.SchemaGen(
-            statistics=statistics_gen.outputs['statistics'], infer_feature_shape=True)
+        # Inferred on the first run, then kept: a span is judged against the first run's data.
+        schema_gen = SchemaGen(statistics=statistics_gen.outputs['statistics'],
+                               pipeline_root=config.pipeline_root, infer_feature_shape=True)
     example_validator = tfx_components.ExampleValidator(
         statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema'])
-    gate = AnomalyGate(anomalies=example_validator.outputs['anomalies'])
+    gate = AnomalyGate(anomalies=example_validator.outputs['anomalies'],
+                       schema_hint=kept_schema.hint(config.pipeline_root, config.schema_path))
 
     train = config.train
     trainer = ImageTrainer(
@@ -114,14 +128,22 @@ def create_components(config: PipelineConfig) -> List:
     # The model in production, chosen once per candidate (see components/baseline/component.py).
     baseline = ServedModelBaseline(candidate=trainer.outputs['model'],
                                    serving_dir=config.serving_dir)
+    drift = config.drift
+    drift_check = DriftCheck(
+        statistics=statistics_gen.outputs['statistics'], examples=example_gen.outputs['examples'],
+        baseline=baseline.outputs['baseline'], max_label_drift=drift.max_label_drift,
+        max_categorical_drift=drift.max_categorical_drift,
+        max_numeric_drift=drift.max_numeric_drift, max_image_drift=drift.max_image_drift,
+        pipeline_root=config.pipeline_root)
     evaluator = Evaluator(
         examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
         baseline_model=baseline.outputs['baseline'], eval_config=make_eval_config(config.eval),
-        example_splits=['eval'])
+        example_splits=['eval'], drift=drift_check.outputs['drift'],
+        max_regression=config.eval.max_regression)
     pusher = Pusher(model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
                     serving_dir=config.serving_dir, keep_versions=config.push.keep_versions)
     return [example_gen, statistics_gen, schema_gen, example_validator, gate, trainer,
-            baseline, evaluator, pusher]
+            baseline, drift_check, evaluator, pusher]
 
 
 def create_pipeline(config: PipelineConfig) -> tfx_pipeline.Pipeline:

@@ -33,6 +33,7 @@ FLAG_FIELDS = {
 FLAG_FIELDS.update({'notify': 'notify.url', 'on_finish': 'notify.on_finish'})
 FLAG_FIELDS['keep_runs'] = 'retention.keep_runs'   # pipeline/retention.py
 FLAG_FIELDS['window'] = 'ingest.window'   # the training window (components/common/window.py)
+FLAG_FIELDS['max_label_drift'] = 'drift.max_label_drift'   # components/drift/
 
 # runner.py's Kubeflow flags: flag dest -> [kubeflow] key (a KubeflowConfig field, or the root).
 KUBEFLOW_FLAGS = {

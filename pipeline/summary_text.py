@@ -12,9 +12,12 @@ from typing import List, Optional, Tuple
 from ml_metadata.proto import metadata_store_pb2
 
 from components.common import window
+from components.drift import measures
 from components.evaluate import checks
 from components.push import versions
 from pipeline.summary import RunSummary, custom_property as _custom
+
+DRIFT_TEXT = measures.TEXT_PROPERTY
 
 
 def format_summary(summary: RunSummary) -> str:
@@ -53,7 +56,13 @@ def format_summary(summary: RunSummary) -> str:
             lines.append(f'  input: {statement}')
     if baseline is not None:
         lines.append(f'  baseline: {baseline_text(summary)}')
+    drift = drift_artifact(summary)
+    if drift is not None:  # e.g. 'drift: label L∞ 0.63 > 0.30 vs the data of served version 1'
+        lines.append(f'  {_custom(drift, DRIFT_TEXT)}')
     for blessing in summary.outputs.get('ModelBlessing', []):
+        regression = _custom(blessing, checks.REGRESSION_PROPERTY)
+        if regression:  # the no-regression rule's figures, passed or not
+            lines.append(f'  no regression: {regression}')
         lines.append(f'  blessed: {blessing_text(blessing)}')
     for pushed in summary.outputs.get('PushedModel', []):
         lines.append(f'  pushed: {pushed_text(pushed)}')
@@ -74,6 +83,19 @@ def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
         return None
     note = _custom(examples, window.NOTE_PROPERTY)
     return window.describe(entries) + (f' ({note})' if note else '')
+
+
+def drift_artifact(summary: RunSummary) -> Optional[metadata_store_pb2.Artifact]:
+    """DriftCheck's output (an ExampleAnomalies like ExampleValidator's, told apart by its
+    drift_text), or None when it did not run."""
+    return next((a for a in summary.outputs.get('ExampleAnomalies', [])
+                 if DRIFT_TEXT in a.custom_properties), None)
+
+
+def drift_values(summary: RunSummary) -> List[dict]:
+    """Every drift value DriftCheck measured ({feature, measure, value, threshold, exceeded})."""
+    drift = drift_artifact(summary)
+    return json.loads(_custom(drift, measures.VALUES_PROPERTY) or '[]') if drift is not None else []
 
 
 def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:

@@ -94,10 +94,11 @@ def eval_examples(uri: str, brightness_by_class: Dict[str, Sequence[float]]
 
 
 def evaluate(tmp_path, config, class_names, brightness_by_class, centers, baseline=None,
-             examples=None):
+             examples=None, drift=None):
     """Runs our Evaluator executor (TFMA on Beam, in-process) on brightness examples (or the
     given Examples artifact) and a brightness model; baseline None is the empty baseline of a
-    first run. Returns (blessing, evaluation) artifacts."""
+    first run. `drift`: DriftCheck's output artifact, or None for no drift input.
+    Returns (blessing, evaluation) artifacts."""
     examples = examples or eval_examples(tmp_path / 'examples', brightness_by_class)
     model = exported_model(tmp_path / 'model', class_names, centers)
     if baseline is None:  # what ServedModelBaseline gives when nothing is served
@@ -109,9 +110,9 @@ def evaluate(tmp_path, config, class_names, brightness_by_class, centers, baseli
     context = base_beam_executor.BaseBeamExecutor.Context(
         beam_pipeline_args=['--direct_running_mode=in_memory', '--direct_num_workers=1'])
     evaluate_executor.Executor(context).Do(
-        {specs.EXAMPLES_KEY: [examples], specs.MODEL_KEY: [model],
-         specs.BASELINE_MODEL_KEY: [baseline]},
+        dict({specs.EXAMPLES_KEY: [examples], specs.MODEL_KEY: [model],
+              specs.BASELINE_MODEL_KEY: [baseline]}, **({'drift': [drift]} if drift else {})),
         {specs.EVALUATION_KEY: [evaluation], specs.BLESSING_KEY: [blessing]},
         {specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(pipeline_lib.make_eval_config(config)),
-         specs.EXAMPLE_SPLITS_KEY: json.dumps(['eval'])})
+         specs.EXAMPLE_SPLITS_KEY: json.dumps(['eval']), 'max_regression': config.max_regression})
     return blessing, evaluation

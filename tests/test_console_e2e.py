@@ -14,7 +14,8 @@ from helpers import REPO_ROOT, copy_digits, run_log, runner_command
 pytestmark = pytest.mark.e2e
 
 STAGES = ('ImageExampleGen', 'ImportSchemaGen', 'StatisticsGen', 'ExampleValidator',
-          'AnomalyGate', 'ImageTrainer', 'ServedModelBaseline', 'Evaluator', 'Pusher')
+          'AnomalyGate', 'ImageTrainer', 'ServedModelBaseline', 'DriftCheck', 'Evaluator',
+          'Pusher')
 NOISE = ('Worker:', 'Using Any for unsupported type', 'cuDNN', 'cuBLAS', 'Traceback',
          'Assets written', 'Component ', 'MetadataStore', ' I ', ' W ')
 

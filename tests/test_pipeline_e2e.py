@@ -43,8 +43,10 @@ def test_first_run_executes_every_component(first_and_second_run):
     _, first, _ = first_and_second_run
     assert set(first.states) == {'ImageExampleGen', 'ImportSchemaGen', 'StatisticsGen',
                                  'ExampleValidator', 'AnomalyGate', 'ImageTrainer',
-                                 'ServedModelBaseline', 'Evaluator', 'Pusher'}
+                                 'ServedModelBaseline', 'DriftCheck', 'Evaluator', 'Pusher'}
     assert set(first.states.values()) == {'COMPLETE'}
+    # Nothing served yet: no drift measured, and the summary says why.
+    assert '  drift: not measured (nothing served yet)' in summary_text.format_summary(first)
 
 
 def test_examples_have_both_splits_with_the_configured_shards(first_and_second_run):
@@ -107,7 +109,7 @@ def test_second_run_with_nothing_changed_is_served_from_the_cache(first_and_seco
     cfg, first, second = first_and_second_run
     assert second.run_id != first.run_id
     assert set(second.states.values()) == {'CACHED'}, second.states
-    assert len(second.states) == 9
+    assert len(second.states) == 10
     assert len(os.listdir(cfg.serving_dir)) == 1  # no second copy of the same model
 
 
@@ -151,6 +153,10 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
     assert blessing.custom_properties['blessed'].int_value == 1  # smoke bar: any drop allowed
     assert len(os.listdir(cfg.serving_dir)) == 2
     newest = max(os.listdir(cfg.serving_dir), key=int)
+    # Compared with production on the same examples: the change and its interval are stated.
+    assert blessing.custom_properties['regression_check'].string_value.startswith(
+        f'sparse_categorical_accuracy change vs served version {production} ')
+    assert '  drift: ' in summary_text.format_summary(third)
 
     # A worse model (one training step) with no regression allowed: evaluated, not pushed.
     worse = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, train_steps=1),
@@ -160,5 +166,7 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
     assert fourth.states['ImageTrainer'] == 'COMPLETE'   # changed config: trained again
     assert _served_baseline(fourth) == int(newest)
     assert _only(fourth, 'ModelBlessing').custom_properties['blessed'].int_value == 0
+    assert 'worse beyond noise' in _only(fourth, 'ModelBlessing').custom_properties[
+        'blessing_reasons'].string_value
     assert _only(fourth, 'PushedModel').custom_properties['pushed'].int_value == 0
     assert sorted(os.listdir(cfg.serving_dir), key=int)[-1] == newest  # production unchanged

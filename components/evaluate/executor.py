@@ -1,4 +1,5 @@
-"""Executor of our Evaluator: picks the baseline, runs the stock TFMA executor, says why.
+"""Executor of our Evaluator: picks the baseline, runs the stock TFMA executor, applies the
+noise-aware no-regression rule and the drift check, says why.
 
 The data: the eval splits of the whole training window (components/common/window.py), so a
 model is judged, and compared with the served one, on the data it will serve. The stock
@@ -14,9 +15,16 @@ so the run summary and the Pusher can say exactly why a model was not blessed:
 - `blessing_reasons`: JSON list of failed checks, e.g. ["sparse_categorical_accuracy 0.8712 <
   0.90"]; [] when blessed;
 - `compared_version`: the served version the candidate was compared with, -1 for none;
-- `not_compared`: when a served model was skipped, which and why.
+- `not_compared`: when a served model was skipped, which and why;
+- `regression_check`: the no-regression rule and its figures, whatever the outcome, e.g.
+  "sparse_categorical_accuracy change vs served version 1 -0.0098, within noise (95% interval
+  -0.0250..+0.0060)" (noise.py); it is among the reasons when the candidate is worse beyond noise.
+Drift (DriftCheck's `drift` input) beyond a threshold refuses the blessing too, its reasons among
+`blessing_reasons`: the model learnt from data unlike what the served model learnt from, and
+evaluating it on that same data cannot tell whether it is fit to replace it.
 """
 import json
+import os
 from typing import Any, Dict, List
 
 from absl import logging
@@ -25,15 +33,37 @@ from tfx import types
 from tfx.components.evaluator import executor as stock_executor
 from tfx.types import artifact_utils, standard_artifacts
 from tfx.types import standard_component_specs as specs
+from tfx.dsl.io import fileio
+from tfx.utils import io_utils
 
 from components.baseline import executor as baseline_lib
 from components.common import window
-from components.evaluate import checks
+from components.drift import executor as drift_lib
+from components.evaluate import checks, noise
 from components.evaluate import served_model
 
 REASONS_PROPERTY = checks.REASONS_PROPERTY
 COMPARED_VERSION_PROPERTY = checks.COMPARED_VERSION_PROPERTY
 NOT_COMPARED_PROPERTY = checks.NOT_COMPARED_PROPERTY
+REGRESSION_PROPERTY = checks.REGRESSION_PROPERTY
+
+
+def drift_reasons(input_dict: Dict[str, List[types.Artifact]]) -> List[str]:
+    """The exceeded drift values DriftCheck recorded ([] without a drift input)."""
+    reasons = []
+    for drift in input_dict.get('drift', []):
+        reasons.extend(json.loads(
+            drift.get_string_custom_property(drift_lib.REASONS_PROPERTY) or '[]'))
+    return reasons
+
+
+def refuse(blessing: types.Artifact) -> None:
+    """Turns TFMA's blessing into a refusal: the property the Pusher reads and the marker file."""
+    blessing.set_int_custom_property('blessed', 0)
+    blessed_file = os.path.join(blessing.uri, 'BLESSED')
+    if fileio.exists(blessed_file):
+        fileio.remove(blessed_file)
+    io_utils.write_string_file(os.path.join(blessing.uri, 'NOT_BLESSED'), '')
 
 
 def window_examples(examples: List[types.Artifact]) -> List[types.Artifact]:
@@ -81,9 +111,19 @@ class Executor(stock_executor.Executor):
             return  # no thresholds configured: the stock executor wrote no blessing
         version = (baselines[0].get_int_custom_property(baseline_lib.SERVED_VERSION)
                    if baselines else None)
-        result = tfma.load_validation_result(
-            artifact_utils.get_single_uri(output_dict[specs.EVALUATION_KEY]))
-        reasons = checks.failure_reasons(result, version)
+        evaluation_uri = artifact_utils.get_single_uri(output_dict[specs.EVALUATION_KEY])
+        reasons = checks.failure_reasons(tfma.load_validation_result(evaluation_uri), version)
+        change = noise.read_change(evaluation_uri) if version is not None else None
+        if change is not None:
+            passed, sentence = noise.judge(
+                change, float(exec_properties.get('max_regression') or 0.0), version)
+            blessing.set_string_custom_property(REGRESSION_PROPERTY, sentence)
+            logging.info('No regression: %s', sentence)
+            if not passed:
+                reasons.append(sentence)
+        reasons.extend(drift_reasons(input_dict))
+        if reasons and blessing.get_int_custom_property('blessed'):
+            refuse(blessing)
         blessing.set_string_custom_property(REASONS_PROPERTY, json.dumps(reasons))
         blessing.set_int_custom_property(COMPARED_VERSION_PROPERTY,
                                          baseline_lib.NO_VERSION if version is None else version)

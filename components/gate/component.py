@@ -6,13 +6,14 @@ printed. It has no output artifact: its effect is to succeed or fail.
 """
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import Channel, standard_artifacts
-from tfx.types.component_spec import ChannelParameter, ComponentSpec
+from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
 from components.gate import executor
 
 
 class AnomalyGateSpec(ComponentSpec):
-    PARAMETERS = {}
+    # What to do when the change is intended: which schema judged the data (pipeline.py).
+    PARAMETERS = {'schema_hint': ExecutionParameter(type=str, optional=True)}
     INPUTS = {'anomalies': ChannelParameter(type=standard_artifacts.ExampleAnomalies)}
     OUTPUTS = {}
 
@@ -21,5 +22,5 @@ class AnomalyGate(base_component.BaseComponent):
     SPEC_CLASS = AnomalyGateSpec
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
-    def __init__(self, anomalies: Channel):
-        super().__init__(spec=AnomalyGateSpec(anomalies=anomalies))
+    def __init__(self, anomalies: Channel, schema_hint: str = ''):
+        super().__init__(spec=AnomalyGateSpec(anomalies=anomalies, schema_hint=schema_hint))

@@ -29,7 +29,9 @@ class Executor(base_executor.BaseExecutor):
             by_split[split] = anomalies_lib.load(path)
         text = anomalies_lib.report(by_split)
         if text:
+            hint = exec_properties.get('schema_hint') or (
+                'fix the data, or update the schema if the change is intended')
             raise DataAnomaliesError(
-                'Data validation found anomalies; training will not start. Fix the data, or '
-                f'update the schema if the change is intended:\n{text}')
+                f'Data validation found anomalies; training will not start. {hint[0].upper()}'
+                f'{hint[1:]}.\n{text}')
         logging.info('No anomalies in splits %s.', sorted(by_split))

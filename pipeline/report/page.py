@@ -26,8 +26,8 @@ from pipeline.report.html_parts import fmt as _fmt, img as _img, table as _table
 REPORT_FILE = 'report.html'
 REPORTS_DIR = 'reports'
 # Every section a page can have, in page order; a run's page has those its stages reached.
-SECTIONS = ('Data', 'Anomalies', 'Settings', 'Training', 'Evaluation', 'Blessing', 'Push',
-            'History')
+SECTIONS = ('Data', 'Anomalies', 'Drift', 'Settings', 'Training', 'Evaluation', 'Blessing',
+            'Push', 'History')
 TRAINER = 'ImageTrainer'
 
 _STYLE = ('body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}'
@@ -69,16 +69,32 @@ def _data_section(summary, folder) -> str:
     return out
 
 
+def _validator_anomalies(summary):
+    """ExampleValidator's anomalies (DriftCheck's output has the same type, and a drift text)."""
+    drift = summary_text.drift_artifact(summary)
+    found = [a for a in summary.outputs.get('ExampleAnomalies', []) if a is not drift]
+    return max(found, key=lambda a: a.id) if found else None
+
+
 def _anomalies_section(summary) -> str:
     parts = []
-    # The ExampleValidator's: DriftCheck's drift artifact has the same type (and `drift_text`).
-    found = [a for a in summary.outputs.get('ExampleAnomalies', [])
-             if 'drift_text' not in a.custom_properties]
-    for split, text in readers.anomalies_by_split(max(found, key=lambda a: a.id)).items():
+    for split, text in readers.anomalies_by_split(_validator_anomalies(summary)).items():
         parts.append(f'<p>{html.escape(split)}: <span class="no">anomalies</span></p>'
                      f'<pre>{html.escape(text)}</pre>' if text else
                      f'<p>{html.escape(split)}: <span class="yes">none</span></p>')
     return ''.join(parts)
+
+
+def _drift_section(summary) -> str:
+    """The drift line, and every value measured against the served model's training data."""
+    drift = summary_text.drift_artifact(summary)
+    line = summary_lib.custom_property(drift, summary_text.DRIFT_TEXT)
+    rows = [[v['feature'], v['measure'], f"{v['value']:.4f}", f"<= {v['threshold']:.2f}",
+             'EXCEEDED' if v['exceeded'] else 'ok'] for v in summary_text.drift_values(summary)]
+    verdict = 'no' if any(v['exceeded'] for v in summary_text.drift_values(summary)) else 'yes'
+    return (f'<p class="{verdict}">{html.escape(line[0].upper() + line[1:])}</p>'
+            + (_table(['feature', 'distance', 'value', 'must be', 'result'], rows) if rows
+               else ''))
 
 
 def _settings_section(summary) -> str:
@@ -130,6 +146,9 @@ def _blessing_section(summary, evaluation: Optional[readers.Evaluation]) -> str:
         value = '' if check.value is None else f'{check.value:+.4f}' if change else check.value
         rows.append([check.metric + (' (change vs baseline)' if change else ''), check.slice,
                      value, check.threshold, 'pass' if check.passed else 'FAIL'])
+    regression = summary_lib.custom_property(blessing, 'regression_check')
+    if regression:  # the noise-aware no-regression rule, with its figures
+        verdict += f'<p>No regression: {html.escape(regression)}</p>'
     return (verdict + f'<p>{html.escape(summary_text.comparison_text(blessing))}</p>'
             + _table(['check', 'slice', 'value', 'must be', 'result'], rows))
 
@@ -192,8 +211,10 @@ def _sections(summary, folder, history=None) -> List[Tuple[str, str]]:
     ran = lambda node, type_name: node in summary.states or has(type_name)  # noqa: E731
     candidates = (  # (title, whether its stage ran, how to build it), in SECTIONS order
         ('Data', has('ExampleStatistics'), lambda: _data_section(summary, folder)),
-        ('Anomalies', any('drift_text' not in a.custom_properties for a in summary.outputs.get(
-            'ExampleAnomalies', [])), lambda: _anomalies_section(summary)),
+        ('Anomalies', _validator_anomalies(summary) is not None,
+         lambda: _anomalies_section(summary)),
+        ('Drift', summary_text.drift_artifact(summary) is not None,
+         lambda: _drift_section(summary)),
         ('Settings', TRAINER in summary.execution_properties
          or summary.trained_model() is not None, lambda: _settings_section(summary)),
         ('Training', has('ModelRun'), lambda: _training_section(summary, folder)),

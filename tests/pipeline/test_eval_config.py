@@ -49,14 +49,20 @@ def test_the_per_class_bar_is_opt_in_and_applies_to_every_class_slice():
     assert _validate(config, OVERALL, 0.93).validation_ok
 
 
-def test_no_regression_applies_to_overall_accuracy_against_the_baseline_only():
+def test_no_regression_is_not_a_tfma_change_threshold_but_the_interval_is_computed():
+    # TFMA checks a change against its point value only; our Evaluator applies the rule to the
+    # change's 95% interval (components/evaluate/noise.py), which TFMA computes by jackknife.
     config = EvalConfig(min_accuracy=0.5, max_regression=0.0)
-    assert not _validate(config, OVERALL, 0.92, change=-0.012).validation_ok
-    assert _validate(config, OVERALL, 0.92, change=0.0).validation_ok  # an identical model
-    assert _validate(config, CAT, 0.70, change=-0.2).validation_ok    # a class may drop
-    tolerant = EvalConfig(min_accuracy=0.5, max_regression=0.05)
-    assert _validate(tolerant, OVERALL, 0.92, change=-0.04).validation_ok
-    assert not _validate(tolerant, OVERALL, 0.92, change=-0.06).validation_ok
+    assert _validate(config, OVERALL, 0.92, change=-0.012).validation_ok
+    eval_config = pipeline_lib.make_eval_config(config)
+    assert eval_config.options.compute_confidence_intervals.value
+    assert (eval_config.options.confidence_intervals.method
+            == tfma.ConfidenceIntervalOptions.JACKKNIFE)
+    with_baseline = tfma.utils.update_eval_config_with_defaults(
+        eval_config, has_baseline=True, rubber_stamp=True)
+    thresholds = tfma.metrics.metric_thresholds_from_metrics_specs(
+        with_baseline.metrics_specs, eval_config=with_baseline)
+    assert not any(key.is_diff for key in thresholds)
 
 
 def test_without_a_baseline_only_the_value_thresholds_remain():

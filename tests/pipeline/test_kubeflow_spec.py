@@ -27,7 +27,8 @@ EXPECTED_DAG = {
     'AnomalyGate': {'ExampleValidator'},
     'ImageTrainer': {'ImageExampleGen', 'AnomalyGate'},
     'ServedModelBaseline': {'ImageTrainer'},
-    'Evaluator': {'ImageExampleGen', 'ImageTrainer', 'ServedModelBaseline'},
+    'DriftCheck': {'StatisticsGen', 'ImageExampleGen', 'ServedModelBaseline'},
+    'Evaluator': {'ImageExampleGen', 'ImageTrainer', 'ServedModelBaseline', 'DriftCheck'},
     'Pusher': {'ImageTrainer', 'Evaluator'},
 }
 
@@ -79,6 +80,9 @@ def test_artifacts_flow_from_the_producing_tasks(spec):
     assert inputs['baseline_model'].task_output_artifact.producer_task == 'ServedModelBaseline'
     assert inputs['model'].task_output_artifact.producer_task == 'ImageTrainer'
     assert inputs['examples'].task_output_artifact.producer_task == 'ImageExampleGen'
+    assert inputs['drift'].task_output_artifact.producer_task == 'DriftCheck'
+    baseline = spec.root.dag.tasks['DriftCheck'].inputs.artifacts['baseline']
+    assert baseline.task_output_artifact.producer_task == 'ServedModelBaseline'
     candidate = spec.root.dag.tasks['ServedModelBaseline'].inputs.artifacts['candidate']
     assert candidate.task_output_artifact.output_artifact_key == 'model'
 

@@ -5,7 +5,7 @@ from pipeline import config as config_lib
 from pipeline import pipeline as pipeline_lib
 
 COMMON = ['ImageExampleGen', 'StatisticsGen', 'ExampleValidator', 'AnomalyGate', 'ImageTrainer',
-          'ServedModelBaseline', 'Evaluator', 'Pusher']
+          'ServedModelBaseline', 'DriftCheck', 'Evaluator', 'Pusher']
 
 
 def _ids(tmp_path, **overrides):
@@ -19,6 +19,28 @@ def test_a_curated_schema_is_imported_and_an_absent_one_inferred(tmp_path):
     assert sorted(ids) == sorted(COMMON + ['ImportSchemaGen'])
     ids, _ = _ids(tmp_path, schema_path=None)
     assert sorted(ids) == sorted(COMMON + ['SchemaGen'])
+
+
+def test_the_inferred_schema_is_kept_under_the_root_and_the_gate_says_how_to_change_it(tmp_path):
+    _, built = _ids(tmp_path, schema_path=None)
+    nodes = {c.id: c for c in built.components}
+    root = built.pipeline_info.pipeline_root
+    assert nodes['SchemaGen'].exec_properties['pipeline_root'] == root
+    hint = nodes['AnomalyGate'].exec_properties['schema_hint']
+    assert f'{root}/_schema/schema.pbtxt' in hint and '--schema FILE' in hint
+    _, curated = _ids(tmp_path, schema_path=config_lib.DIGITS_SCHEMA)
+    gate = [c for c in curated.components if c.id == 'AnomalyGate'][0]
+    assert config_lib.DIGITS_SCHEMA in gate.exec_properties['schema_hint']
+
+
+def test_drift_thresholds_reach_drift_check_and_its_output_the_evaluator(tmp_path):
+    _, built = _ids(tmp_path)
+    nodes = {c.id: c for c in built.components}
+    drift = nodes['DriftCheck']
+    assert drift.exec_properties['max_label_drift'] == 0.30
+    assert drift.exec_properties['max_numeric_drift'] == 0.15
+    assert nodes['Evaluator'].inputs['drift'] is drift.outputs['drift']
+    assert nodes['Evaluator'].exec_properties['max_regression'] == 1.0  # smoke: no bar
 
 
 def test_the_beam_args_and_the_metadata_store_reach_the_pipeline(tmp_path):

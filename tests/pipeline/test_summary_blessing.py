@@ -70,3 +70,29 @@ def test_a_blessed_and_pushed_model_reads_as_before():
 def test_artifacts_recorded_before_reasons_existed_still_read():
     assert summary_text.blessing_text(_artifact(blessed=0)) == 'no'
     assert summary_text.pushed_text(_artifact(pushed=0)) == 'no (not blessed)'
+
+
+def test_the_drift_line_and_the_no_regression_figures_are_stated():
+    drift = _artifact(drift_text='drift: label L∞ 0.59 > 0.30 vs the data of served version 1',
+                      drift_values=json.dumps([{'feature': 'label', 'measure': 'L-infinity',
+                                                'value': 0.59, 'threshold': 0.3,
+                                                'exceeded': True}]))
+    validator = _artifact()  # ExampleValidator's anomalies: the same type, no drift text
+    reason = 'label L∞ 0.59 > 0.30 vs the data of served version 1'
+    blessing = _blessing(False, [reason], version=1)
+    blessing.custom_properties[checks.REGRESSION_PROPERTY].string_value = (
+        'sparse_categorical_accuracy change vs served version 1 -0.0098, within noise '
+        '(95% interval -0.0250..+0.0060)')
+    pushed = _artifact(pushed=0, **{versions.NOT_PUSHED_REASON_PROPERTY: f'not blessed: {reason}',
+                                    versions.INCOMPATIBLE_PROPERTY: 0})
+    summary = summary_lib.RunSummary(
+        run_id='r', states={'Evaluator': 'COMPLETE'},
+        outputs={'ExampleAnomalies': [validator, drift], 'ModelBlessing': [blessing],
+                 'PushedModel': [pushed]})
+    assert summary_text.format_summary(summary).splitlines()[-4:] == [
+        '  drift: label L∞ 0.59 > 0.30 vs the data of served version 1',
+        '  no regression: sparse_categorical_accuracy change vs served version 1 -0.0098, '
+        'within noise (95% interval -0.0250..+0.0060)',
+        '  blessed: no (label L∞ 0.59 > 0.30 vs the data of served version 1)',
+        '  pushed: no (not blessed: label L∞ 0.59 > 0.30 vs the data of served version 1)']
+    assert summary_text.drift_values(summary)[0]['value'] == 0.59

@@ -5,6 +5,7 @@ The models are exported by the trainer's export and classify by brightness
 8 of 10 (two of its images are as bright as b's). Overall accuracy is 28/30 = 0.9333.
 """
 import json
+import re
 
 from components.evaluate import checks
 from components.evaluate import executor
@@ -17,8 +18,9 @@ CENTERS = (0.1, 0.5, 0.9)
 BRIGHTNESS = {'a': [0.1] * 10, 'b': [0.5] * 10, 'c': [0.9] * 8 + [0.5] * 2}
 
 
-def evaluate(tmp_path, config: EvalConfig, baseline=None, centers=CENTERS):
-    return saved_models.evaluate(tmp_path, config, CLASSES, BRIGHTNESS, centers, baseline)
+def evaluate(tmp_path, config: EvalConfig, baseline=None, centers=CENTERS, drift=None):
+    return saved_models.evaluate(tmp_path, config, CLASSES, BRIGHTNESS, centers, baseline,
+                                 drift=drift)
 
 
 def _reasons(blessing):
@@ -46,20 +48,58 @@ def test_one_class_below_the_opt_in_class_bar_is_not_blessed_and_says_which(tmp_
                         ('label_name=c', False)}
 
 
-def test_a_regression_against_the_served_model_names_the_version(tmp_path):
+def test_a_regression_beyond_noise_against_the_served_model_names_the_version(tmp_path):
     served = saved_models.exported_model(tmp_path / 'served', CLASSES, CENTERS)
     served.set_int_custom_property('served_version', 7)
     # The candidate's centre for b lies beyond c's: b's images (0.5) are nearest to a (0.3).
-    # It gets 18 of 30 right (0.6): above the bar of 0.5, a third below the served model.
+    # It gets 18 of 30 right (0.6): above the bar of 0.5, a third below the served model, on
+    # every bucket of the jackknife: its whole 95% interval is below 0.
     blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.5),
                                     baseline=served, centers=(0.3, 0.95, 0.9))
     assert blessing.get_int_custom_property('blessed') == 0
-    assert _reasons(blessing) == [
-        'sparse_categorical_accuracy change vs served version 7 -0.3333 < 0.00']
+    assert (tmp_path / 'blessing' / 'NOT_BLESSED').is_file()
+    [reason] = _reasons(blessing)
+    match = re.fullmatch(r'sparse_categorical_accuracy change vs served version 7 -0\.3333, '
+                         r'worse beyond noise \(95% interval (\S+)\.\.(\S+), all below 0\.00\)',
+                         reason)
+    assert match and float(match.group(1)) <= float(match.group(2)) < 0
+    assert blessing.get_string_custom_property(executor.REGRESSION_PROPERTY) == reason
     assert blessing.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == 7
-    change = [c for c in checks.load_checks(evaluation.uri) if c.kind != 'value']
-    assert [(c.slice, round(c.value, 4), c.passed) for c in change] == [
-        ('overall', -0.3333, False)]
+    # TFMA itself checks the absolute bar only: the change is judged on its interval here.
+    assert [c.kind for c in checks.load_checks(evaluation.uri)] == ['value']
+
+
+def test_one_example_worse_on_30_is_within_noise_and_blessed_with_the_figures(tmp_path):
+    served = saved_models.exported_model(tmp_path / 'served', CLASSES, CENTERS)
+    served.set_int_custom_property('served_version', 2)
+    # One image of a (0.28) is nearer a's centre for the served model (0.1) and nearer b's for
+    # the candidate (0.45): 29 of 30 against 30 of 30, a change of -0.0333 on one example.
+    brightness = {'a': [0.1] * 9 + [0.28], 'b': [0.5] * 10, 'c': [0.9] * 10}
+    blessing, _ = saved_models.evaluate(tmp_path, EvalConfig(min_accuracy=0.5), CLASSES,
+                                        brightness, (0.1, 0.45, 0.9), served)
+    assert blessing.get_int_custom_property('blessed') == 1
+    assert _reasons(blessing) == []
+    text = blessing.get_string_custom_property(executor.REGRESSION_PROPERTY)
+    match = re.fullmatch(r'sparse_categorical_accuracy change vs served version 2 -0\.0333, '
+                         r'within noise \(95% interval (\S+)\.\.(\S+)\)', text)
+    assert match and float(match.group(1)) < -0.0333 and float(match.group(2)) > 0
+
+
+def test_drift_beyond_a_threshold_refuses_the_blessing_with_its_reason(tmp_path):
+    drifted = saved_models.standard_artifacts.ExampleAnomalies()
+    drifted.uri = str(tmp_path / 'drift')
+    drifted.set_string_custom_property('drift_reasons', json.dumps(
+        ['label L∞ 0.59 > 0.30 vs the data of served version 1']))
+    blessing, _ = evaluate(tmp_path / 'drifted', EvalConfig(min_accuracy=0.9), drift=drifted)
+    assert blessing.get_int_custom_property('blessed') == 0  # TFMA alone would bless it
+    assert _reasons(blessing) == ['label L∞ 0.59 > 0.30 vs the data of served version 1']
+    assert (tmp_path / 'drifted' / 'blessing' / 'NOT_BLESSED').is_file()
+    assert not (tmp_path / 'drifted' / 'blessing' / 'BLESSED').exists()
+    calm = saved_models.standard_artifacts.ExampleAnomalies()
+    calm.uri = str(tmp_path / 'calm-drift')
+    calm.set_string_custom_property('drift_reasons', '[]')
+    blessing, _ = evaluate(tmp_path / 'calm', EvalConfig(min_accuracy=0.9), drift=calm)
+    assert blessing.get_int_custom_property('blessed') == 1
 
 
 def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(tmp_path):
@@ -104,7 +144,8 @@ def test_the_served_model_is_compared_in_place_from_a_baseline_that_holds_no_cop
     baseline.set_string_custom_property('served_path', version_dir)
     blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.5), baseline=baseline,
                                     centers=(0.3, 0.95, 0.9))
-    assert _reasons(blessing) == [
-        'sparse_categorical_accuracy change vs served version 4 -0.3333 < 0.00']
+    [reason] = _reasons(blessing)
+    assert reason.startswith('sparse_categorical_accuracy change vs served version 4 -0.3333, '
+                             'worse beyond noise (95% interval ')
     assert blessing.get_string_custom_property('baseline_model') == version_dir
     assert list((tmp_path / 'baseline').iterdir()) == []

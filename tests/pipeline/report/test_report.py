@@ -300,3 +300,27 @@ def test_settings_say_why_auto_chose_the_policy(tmp_path):
     text = open(page.write_report(summary, str(tmp_path / 'out')), encoding='utf-8').read()
     rows = dict(re.findall(r'<tr><td>([^<]+)</td><td>([^<]+)</td></tr>', text))
     assert rows['precision policy'] == f'float32 ({reason})'
+
+
+def test_the_drift_section_lists_every_value_and_anomalies_stay_the_validators(tmp_path):
+    stats = _write_statistics(str(tmp_path / 'stats'), {'train': {'a': 3}, 'eval': {'a': 1}})
+    anomalies = _write_anomalies(str(tmp_path / 'anomalies'), None)
+    # DriftCheck's output: the same artifact type, written after the validator's (higher id).
+    drift = _artifact(tmp_path / 'drift', splits=(), artifact_id=9,
+                      drift_text='drift: label L∞ 0.59 > 0.30 vs the data of served version 1',
+                      drift_values=json.dumps([
+                          {'feature': 'label', 'measure': 'L-infinity', 'value': 0.59,
+                           'threshold': 0.3, 'exceeded': True},
+                          {'feature': 'image size', 'measure': 'L-infinity', 'value': 0.0,
+                           'threshold': 0.3, 'exceeded': False}]))
+    summary = summary_lib.RunSummary(
+        run_id='r1', states={'StatisticsGen': 'COMPLETE', 'DriftCheck': 'COMPLETE'},
+        outputs={'ExampleStatistics': [stats], 'ExampleAnomalies': [anomalies, drift]})
+    text = open(page.write_report(summary, str(tmp_path / 'out')), encoding='utf-8').read()
+    assert _headings(text) == ['data', 'anomalies', 'drift']
+    assert 'train: <span class="yes">none</span>' in text
+    assert '<p class="no">Drift: label L∞ 0.59 &gt; 0.30 vs the data of served version 1</p>' \
+        in text
+    assert re.findall(r'<td>(.*?)</td>', text.split('id="drift"')[1]) == [
+        'label', 'L-infinity', '0.5900', '&lt;= 0.30', 'EXCEEDED',
+        'image size', 'L-infinity', '0.0000', '&lt;= 0.30', 'ok']

@@ -1,0 +1,1 @@
+"""Drift stage: the new span's data compared with the data the served model was trained on."""
