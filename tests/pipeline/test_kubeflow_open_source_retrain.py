@@ -31,7 +31,9 @@ pytestmark = pytest.mark.e2e
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp('kfp_oss')
     data = base / 'data'
+    # Two spans have landed before the first run; a third arrives before the last.
     copy_digits(str(data / 'span-1'), per_class=30)
+    copy_digits(str(data / 'span-2'), per_class=35)
     cfg = config_lib.smoke_config(str(data), str(base / 'out'),
                                   schema_path=config_lib.DIGITS_SCHEMA)
     # The "image" is this checkout: its paths stay as they are.
@@ -42,7 +44,7 @@ def runs(tmp_path_factory):
     first = launcher.run_job(job, 'run-1')
     unchanged = launcher.run_job(job, 'run-2')
     versions_after_unchanged = sorted(os.listdir(cfg.serving_dir))
-    copy_digits(str(data / 'span-2'), per_class=35)  # the next day's data arrives
+    copy_digits(str(data / 'span-3'), per_class=40)  # the next day's data arrives
     third = launcher.run_job(job, 'run-3')
     return cfg, launcher, first, unchanged, versions_after_unchanged, third
 
@@ -74,14 +76,14 @@ def test_ingestion_resolves_the_latest_span_and_fingerprints_it(runs):
     examples = _metadata(first, 'ImageExampleGen', 'examples')
     assert examples['split_names'] == '["train", "eval"]'
     # `custom:` because Examples also has a `span` property; TFX's driver sets the custom one.
-    assert examples['custom:span'] == 1 and examples['num_found'] == 90
-    assert examples['input_fingerprint'].startswith('split:images,num_files:90,')
+    assert examples['custom:span'] == 2 and examples['num_found'] == 105
+    assert examples['input_fingerprint'].startswith('split:images,num_files:105,')
     uri = _artifact(first, 'ImageExampleGen', 'examples').uri
     for split in ('train', 'eval'):
         assert len(glob.glob(os.path.join(uri, f'Split-{split}', '*.gz'))) == \
             cfg.ingest.num_shards
     newer = _metadata(third, 'ImageExampleGen', 'examples')
-    assert newer['custom:span'] == 2 and newer['num_found'] == 105  # the new span, not the old
+    assert newer['custom:span'] == 3 and newer['num_found'] == 120  # the new span, not the old
     assert newer['input_fingerprint'] != examples['input_fingerprint']
 
 
@@ -158,14 +160,31 @@ def test_the_window_is_recorded_and_nothing_is_converted_twice(runs):
     for shard in glob.glob(os.path.join(first_uri, 'Split-*', '*.gz')):
         assert os.path.samefile(shard, os.path.join(again, os.path.relpath(shard, first_uri)))
     window = json.loads(_metadata(third, 'ImageExampleGen', 'examples')['window'])
-    assert [entry['span'] for entry in window] == [1, 2]
-    # Span 1 is referenced where an earlier run put it; span 2 is this run's own.
-    assert window[0]['uri'] in (first_uri, again)
-    assert window[1]['uri'] == _artifact(third, 'ImageExampleGen', 'examples').uri
+    assert [entry['span'] for entry in window] == [1, 2, 3]
+    # The first run converted both spans that had landed: span 1 into a folder of its own in
+    # its Examples. The last run references spans 1 and 2 where they are; span 3 is its own.
+    assert window[0]['uri'] == os.path.join(first_uri, 'Span-1')
+    assert window[1]['uri'] in (first_uri, again)
+    assert window[2]['uri'] == _artifact(third, 'ImageExampleGen', 'examples').uri
     assert window[0]['num_train'] + window[0]['num_eval'] == 90
+    assert window[1]['num_train'] + window[1]['num_eval'] == 105
     model = _metadata(third, 'ImageTrainer', 'model')
-    assert model['spans'] == '1,2' and json.loads(model['window']) == window
+    assert model['spans'] == '1,2,3' and json.loads(model['window']) == window
+    assert _metadata(first, 'ImageTrainer', 'model')['spans'] == '1,2'
     served = os.path.join(_metadata(third, 'Pusher', 'pushed_model')['pushed_destination'],
                           'assets.extra', 'training_data.json')
     with open(served) as handle:
-        assert [entry['span'] for entry in json.load(handle)['window']] == [1, 2]
+        assert [entry['span'] for entry in json.load(handle)['window']] == [1, 2, 3]
+
+
+def test_drift_is_measured_against_the_data_of_the_served_version(runs):
+    _, _, first, _, _, third = runs
+    assert _metadata(first, 'DriftCheck', 'drift')['drift_text'] == \
+        'drift: not measured (nothing served yet)'
+    drift = _metadata(third, 'DriftCheck', 'drift')
+    assert drift['compared_version'] == 1  # trained on spans 1 and 2
+    values = json.loads(drift['drift_values'])
+    label = [v for v in values if v['feature'] in ('label', 'label_name')]
+    # The same three classes, equally many, as the served version's data: no label drift.
+    assert label and all(v['value'] < 0.05 and not v['exceeded'] for v in label), values
+    assert drift['drift_text'].endswith('vs the data of served version 1')
