@@ -53,11 +53,10 @@ def size(path: str) -> int:
     return retention.folder_size(path) if os.path.isdir(path) else 0
 
 
-def run_once(cfg, console_path: str) -> Row:
-    """One local run, its console caught in a file; the sizes after it."""
+def run_captured(cfg, console_path: str):
+    """local.run(cfg) with what it prints (to descriptor 1) caught in console_path; returns
+    (exit code, console text). Also used by tests/pipeline/test_retention_e2e.py."""
     from pipeline import local
-    from pipeline import summary as summary_lib
-    start = time.time()
     saved = os.dup(1)
     with open(console_path, 'w') as handle:
         os.dup2(handle.fileno(), 1)
@@ -67,7 +66,14 @@ def run_once(cfg, console_path: str) -> Row:
             os.dup2(saved, 1)
             os.close(saved)
     with open(console_path) as handle:
-        console = handle.read()
+        return code, handle.read()
+
+
+def run_once(cfg, console_path: str) -> Row:
+    """One local run, its console caught in a file; the sizes after it."""
+    from pipeline import summary as summary_lib
+    start = time.time()
+    code, console = run_captured(cfg, console_path)
     if code != 0:
         raise RuntimeError(f'run failed ({code}):\n{console}')
     line = next((l.split('retention: ', 1)[1] for l in console.splitlines()

@@ -34,17 +34,10 @@ def run(config: config_lib.PipelineConfig, wait: bool = True) -> int:
     output is busy and wait is False; on Ctrl-C the process exits with 130."""
     output = os.path.abspath(config.output_dir)
     os.makedirs(output, exist_ok=True)
-    lock = runlock.OutputLock(output)
-    try:
-        lock.acquire(wait, on_wait=lambda holder: print(
-            f'{output} is in use by {holder}; waiting for it to finish', flush=True))
-    except runlock.OutputBusy as busy:
-        print(f'error: {output} is in use by {busy}; run again when it has finished, or '
-              'without --no-wait to wait for it', file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print('interrupted while waiting for the output folder; nothing ran', flush=True)
-        return 130
+    lock, code = runlock.take(output, wait, 'run again when it has finished, or without '
+                              '--no-wait to wait for it', 'nothing ran')
+    if lock is None:
+        return code
     try:
         # TFX's own format, made here so that this process knows which run is its own.
         run_id = datetime.datetime.now().isoformat()

@@ -110,17 +110,10 @@ def main(version: int, output: Optional[str], config_file: Optional[str], wait: 
     if not os.path.isdir(os.path.join(folder, 'serving')):
         print(f'error: nothing to roll back: no serving folder under {folder}', file=sys.stderr)
         return 2
-    lock = runlock.OutputLock(folder)
-    try:
-        lock.acquire(wait, on_wait=lambda holder: print(
-            f'{folder} is in use by {holder}; waiting for it to finish', flush=True))
-    except runlock.OutputBusy as busy:
-        print(f'error: {folder} is in use by {busy}; roll back when it has finished, or '
-              'without --no-wait to wait for it', file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print('interrupted while waiting for the output folder; nothing changed', flush=True)
-        return 130
+    lock, code = runlock.take(folder, wait, 'roll back when it has finished, or without '
+                              '--no-wait to wait for it', 'nothing changed')
+    if lock is None:
+        return code
     try:
         lock.record(f'rollback-to-{version}')
         record = rollback(folder, version)

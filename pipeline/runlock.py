@@ -9,7 +9,8 @@ waits for it, or gives up, can say which run holds the output.
 """
 import fcntl
 import os
-from typing import Callable, Optional
+import sys
+from typing import Callable, Optional, Tuple
 
 LOCK_NAME = 'run.lock'
 
@@ -62,3 +63,23 @@ class OutputLock:
         if len(text) == 2:
             return f'run {text[1]} (pid {text[0]})'
         return 'another run'
+
+
+
+def take(output_dir: str, wait: bool, busy_hint: str,
+         interrupted: str) -> Tuple[Optional[OutputLock], int]:
+    """The output's lock, taken as a command does (`runner.py --local`, `--rollback`): it says
+    so while waiting. Returns (lock, 0), or (None, exit code) after printing why: 2 when the
+    output is busy and wait is False (busy_hint says what to do), 130 on Ctrl-C while waiting
+    (interrupted says what did not happen)."""
+    lock = OutputLock(output_dir)
+    try:
+        lock.acquire(wait, on_wait=lambda holder: print(
+            f'{output_dir} is in use by {holder}; waiting for it to finish', flush=True))
+    except OutputBusy as busy:
+        print(f'error: {output_dir} is in use by {busy}; {busy_hint}', file=sys.stderr)
+        return None, 2
+    except KeyboardInterrupt:
+        print(f'interrupted while waiting for the output folder; {interrupted}', flush=True)
+        return None, 130
+    return lock, 0

@@ -11,8 +11,8 @@ import shutil
 import pytest
 from ml_metadata.proto import metadata_store_pb2 as mlmd
 
+from bench import bench_retention
 from pipeline import config as config_lib
-from pipeline import local
 from pipeline import retention
 from pipeline import summary as summary_lib
 from pipeline.config_retraining import RetentionConfig
@@ -53,18 +53,8 @@ def three_runs(tmp_path_factory):
 
 
 def _run(cfg):
-    """local.run's exit code checked, and what it printed (to a copy of descriptor 1)."""
-    console = os.path.join(cfg.output_dir + '-console.txt')
-    saved = os.dup(1)
-    with open(console, 'w') as handle:
-        os.dup2(handle.fileno(), 1)
-        try:
-            code = local.run(cfg, wait=False)
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-    with open(console) as handle:
-        text = handle.read()
+    """local.run's exit code checked, and what it printed."""
+    code, text = bench_retention.run_captured(cfg, cfg.output_dir + '-console.txt')
     assert code == 0, text
     return text
 

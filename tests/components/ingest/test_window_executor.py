@@ -15,6 +15,7 @@ from components.common import window
 from components.ingest import executor
 
 from helpers import copy_digits
+from ingest_helpers import ingest_do
 
 
 @pytest.fixture
@@ -136,16 +137,7 @@ def test_a_window_of_one_and_no_spans_are_one_entry_windows(tmp_path, converted)
     only = _do(data, root, 'run-1', window_size=1)
     assert [(e.span, e.uri) for e in window.read(only)] == [(2, only.uri)]
     flat = copy_digits(str(tmp_path / 'flat'), classes=('0', '1'), per_class=2)
-    examples = standard_artifacts.Examples()
-    examples.uri = str(tmp_path / 'flat_out')
-    input_config = example_gen_pb2.Input(splits=[
-        example_gen_pb2.Input.Split(name='images', pattern='*/*')])
-    executor.Executor(base_beam_executor.BaseBeamExecutor.Context(
-        beam_pipeline_args=['--direct_running_mode=in_memory'])).Do(
-        {}, {'examples': [examples]}, {
-            'input_base': flat, 'input_config': proto_utils.proto_to_json(input_config),
-            'train_percent': 60, 'num_shards': 1, 'max_rejected_fraction': 0.01,
-            'pipeline_root': root, 'window': 3})
+    examples = ingest_do(flat, str(tmp_path / 'flat_out'), num_shards=1, window=3)
     assert [(e.span, e.uri) for e in window.read(examples)] == [(0, examples.uri)]
 
 
