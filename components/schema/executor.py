@@ -14,6 +14,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils
 
+from components.common import features
 from components.schema import kept
 
 SCHEMA_FILE = 'schema.pbtxt'   # the stock SchemaGen's file name, which ExampleValidator reads
@@ -31,6 +32,21 @@ def infer(statistics: types.Artifact, infer_feature_shape: bool):
                   tfdv.update_schema(schema, stats, infer_feature_shape=infer_feature_shape))
     if schema is None:
         raise ValueError(f'no statistics to infer a schema from in {statistics.uri}')
+    return without_source_domain(schema)
+
+
+def without_source_domain(schema):
+    """The schema without a value domain on the source path. TFDV infers one when few names
+    repeat (a CSV span's rows all name its one file); kept, it would refuse every later span,
+    whose files have other names. The path is provenance, not data to validate."""
+    for feature in schema.feature:
+        if feature.name == features.SOURCE_KEY and feature.WhichOneof('domain_info'):
+            shared = feature.domain if feature.HasField('domain') else None
+            feature.ClearField(feature.WhichOneof('domain_info'))
+            if shared and not any(f.domain == shared for f in schema.feature):
+                kept_domains = [d for d in schema.string_domain if d.name != shared]
+                del schema.string_domain[:]
+                schema.string_domain.extend(kept_domains)
     return schema
 
 

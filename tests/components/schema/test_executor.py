@@ -14,14 +14,17 @@ from components.schema import executor, kept
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 
-def _statistics(folder, classes):
-    """StatisticsGen's output for a span whose train and eval splits hold these classes."""
+def _statistics(folder, classes, source=None):
+    """StatisticsGen's output for a span whose train and eval splits hold these classes (and,
+    with source, every row from that one file, as a CSV span's rows are)."""
     stats = standard_artifacts.ExampleStatistics()
     stats.uri = str(folder)
     stats.split_names = artifact_utils.encode_split_names(['train', 'eval'])
     stats.set_string_custom_property('tfx_version', tfx_version.__version__)
     frame = pd.DataFrame({'label_name': [c for c in classes for _ in range(20)],
                           'label': [i for i, _ in enumerate(classes) for _ in range(20)]})
+    if source:
+        frame['source_path'] = source
     for split in ('train', 'eval'):
         os.makedirs(os.path.join(stats.uri, f'Split-{split}'))
         with open(os.path.join(stats.uri, f'Split-{split}', 'FeatureStats.pb'), 'wb') as handle:
@@ -86,3 +89,16 @@ def test_a_new_class_in_a_later_span_stops_the_gate_with_how_to_change_the_schem
             'schema: d (~25%)') in message
     assert (f'kept in {tmp_path}/root/_schema/schema.pbtxt' in message
             and 'delete that file' in message and '--schema FILE' in message)
+
+
+def test_the_source_path_gets_no_domain_so_a_later_span_with_other_file_names_passes(tmp_path):
+    # A CSV span: every row's source_path names the span's one file, which TFDV would make a
+    # domain of; the next span's file has another name and must not be an anomaly.
+    _, schema = _run(tmp_path, _statistics(tmp_path / 's1', ['a', 'b'], 'a.csv'), 'first')
+    assert _domain(schema) == ['a', 'b']  # the label's domain is kept
+    assert tfdv.get_feature(schema, 'source_path').WhichOneof('domain_info') is None
+    assert [d.name for d in schema.string_domain] == ['label_name']
+    later = _statistics(tmp_path / 's2', ['a', 'b'], 'b.csv')
+    found = tfdv.validate_statistics(tfdv.load_stats_binary(
+        os.path.join(later.uri, 'Split-train', 'FeatureStats.pb')), schema)
+    assert not found.anomaly_info, found
