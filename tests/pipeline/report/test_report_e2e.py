@@ -115,7 +115,10 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     assert posted['outcome'] == 'not pushed' and posted['exit_code'] == 0
     assert posted['reasons'] == ['version 1 already serves this model: pushed by an earlier '
                                  'run (the Pusher was cached)']
-    assert posted['report'] == os.path.join(out, page.REPORT_FILE) and posted['drift'] is None
+    assert posted['report'] == os.path.join(out, page.REPORT_FILE)
+    # DriftCheck ran (cached from run 1): nothing was served then, so nothing was compared.
+    assert posted['drift'] == {'compared_version': -1, 'reasons': [], 'values': [],
+                               'text': 'drift: not measured (nothing served yet)'}
     with open(posted['summary_file']) as handle:
         assert json.load(handle) == posted
     assert posted['summary_file'] == posted['log'][:-len('.log')] + '.summary.json'
