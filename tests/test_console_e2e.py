@@ -58,7 +58,11 @@ def test_a_default_run_prints_a_line_per_stage_and_the_summary_and_logs_the_rest
 
     rerun, lines = _run(runner_command(data, out, '--steps', '100'))
     _assert_quiet(rerun, lines, 'cached')
-    assert run_log(rerun.stdout) != log and len(os.listdir(os.path.join(out, 'logs'))) == 2
+    # One log per run, each with its JSON summary beside it (pipeline/notify.py).
+    logs = os.listdir(os.path.join(out, 'logs'))
+    assert run_log(rerun.stdout) != log
+    assert sorted(name.split('.', 2)[-1] for name in logs) == [
+        'log', 'log', 'summary.json', 'summary.json'], logs
 
 
 def test_a_failed_ingestion_names_the_stage_and_the_reason_and_nothing_after_it(tmp_path):
