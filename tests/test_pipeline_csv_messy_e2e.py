@@ -183,4 +183,4 @@ def test_a_user_runs_it_with_flags_alone(tmp_path):
     for column, count in empties.items():
         assert f'{column} {count}' in imputed
     assert '  blessed: yes' in lines
-    assert lines[-2].startswith('  pushed: version 1 at ')
+    assert next(l for l in lines if l.startswith('  pushed:')).startswith('  pushed: version 1 at ')
