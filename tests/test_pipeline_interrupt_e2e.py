@@ -22,8 +22,11 @@ pytestmark = pytest.mark.e2e
 def _interrupt_when(command, pattern):
     """Starts command in its own process group, sends the group SIGINT once a file matching
     pattern exists; returns the ended process, its stdout and stderr."""
+    # SIGINT as a terminal delivers it: a test session started in the background by a
+    # non-interactive shell (`make test &`) ignores SIGINT, and a child would inherit that.
     process = subprocess.Popen(command, cwd=REPO_ROOT, start_new_session=True, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while not glob.glob(pattern):
         assert process.poll() is None, process.communicate()
