@@ -58,7 +58,7 @@ def test_train_export_and_serve_on_real_digits(tmp_path):
     np.testing.assert_allclose(out['probabilities'].numpy().sum(axis=1), 1.0, rtol=1e-5)
     assert out['probabilities'].dtype == tf.float32
     assert list(out['class_ids'].numpy()) == list(out['probabilities'].numpy().argmax(axis=1))
-    names = [n.decode() for n in out['class_names'].numpy()]
+    names = [n.decode() for n in out['class_names'].numpy()[:, 0]]
     assert names == [job.class_names[i] for i in out['class_ids'].numpy()]
     # The exported accuracy is the evaluated accuracy: same preprocessing in both graphs.
     assert np.mean(out['class_ids'].numpy() == labels) == pytest.approx(metrics['eval_accuracy'])
