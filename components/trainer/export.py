@@ -9,6 +9,7 @@
   BulkInferrer (`_post_process_classify`) expect.
 What the model predicts and takes (class names, input) is written beside it as
 `assets.extra/model_signature.json`: the serving guard compares it with the served model's.
+TF Serving's warm-up requests (components/trainer/warmup.py) are written inside it too.
 
 Both turn their input into model inputs inside the graph with the same functions as training
 (`components/common/inputs.py`: image decoding, or a table's standardisation and hashing), so
@@ -32,6 +33,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.saved_model import fingerprinting_utils
 
 from components.common import features, inputs, model_signature
+from components.trainer import warmup
 
 SIGNATURE_INPUT = 'examples'
 INPUT_SPEC_FILE = os.path.join('assets.extra', 'input_spec.json')
@@ -43,8 +45,12 @@ CLASSIFY_INPUT = tf.saved_model.CLASSIFY_INPUTS  # 'inputs'
 
 def export_serving_model(model: keras.Model, export_dir: str, image_shape: Sequence[int],
                          class_names: Sequence[str],
-                         spec: inputs.InputSpec = inputs.InputSpec()) -> str:
-    """Writes the SavedModel to export_dir atomically and returns export_dir."""
+                         spec: inputs.InputSpec = inputs.InputSpec(),
+                         warmup_examples: Sequence[bytes] = ()) -> str:
+    """Writes the SavedModel to export_dir atomically and returns export_dir.
+
+    `warmup_examples` (serialized eval tf.Examples) become TF Serving's warm-up requests in
+    `assets.extra/tf_serving_warmup_requests` (components/trainer/warmup.py); none, no file."""
     height, width, channels = image_shape
     names = tf.constant(list(class_names))
 
@@ -97,6 +103,11 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
         tf.io.gfile.rmtree(tmp_dir)  # left over by an earlier crash; never visible as a model
     archive.write_out(tmp_dir)
     _mark_classify(tmp_dir)
+    if warmup_examples:
+        warmup.write(tmp_dir, warmup.requests(
+            warmup_examples, spec, image_shape, predict=('serving_default', SIGNATURE_INPUT),
+            classify=CLASSIFY_SIGNATURE,
+            images=None if spec.kind == 'tabular' else (IMAGES_SIGNATURE, IMAGES_INPUT)))
     tf.io.gfile.makedirs(os.path.join(tmp_dir, os.path.dirname(INPUT_SPEC_FILE)))
     with tf.io.gfile.GFile(os.path.join(tmp_dir, INPUT_SPEC_FILE), 'w') as handle:
         handle.write(spec.to_json())
