@@ -19,6 +19,7 @@ from tfx.utils import proto_utils
 
 import saved_models
 from components.common import features
+from components.score import predictions
 from components.trainer import export
 
 CLASSES = ('dark', 'bright')
@@ -70,6 +71,10 @@ def test_classify_signature_gives_one_classification_per_example(artifacts):
         assert sum(c.score for c in classification.classes) == pytest.approx(1.0, abs=1e-5)
         predicted[_source(example)] = max(classification.classes, key=lambda c: c.score).label
     assert sorted(predicted.items()) == EXPECTED
+    # The scoring rows (components/score) read the same logs: source, class, top-k.
+    rows = predictions.rows(logs, version=7)
+    assert [(r['source'], r['class'], r['model_version']) for r in rows] == [
+        (source, name, 7) for source, name in EXPECTED]
 
 
 def test_serving_default_gives_one_prediction_per_example(artifacts):
