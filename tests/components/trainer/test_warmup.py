@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
@@ -73,3 +74,16 @@ def test_tabular_model_warmup_has_no_image_requests_and_no_file_without_examples
 
     bare = export.export_serving_model(model, str(tmp_path / 'n'), (8, 8, 1), CLASSES, spec)
     assert not os.path.exists(os.path.join(bare, warmup.WARMUP_FILE))
+
+
+def test_raw_pixel_examples_give_png_requests_for_predict_images():
+    pixels = np.arange(8 * 8 * 3, dtype=np.uint8).reshape(8, 8, 3)
+    raw = features.make_example(pixels.tobytes(), 0, 'dark', 8, 8, 'x.png', channels=3)
+    spec = inputs.InputSpec(storage='raw', channels=3)
+    logs = warmup.requests([raw.SerializeToString()], spec, (8, 8, 3),
+                           predict=('serving_default', 'examples'), classify='classify',
+                           images=('predict_images', 'images'))
+    assert [log.WhichOneof('log_type') for log in logs] == ['predict_log', 'classify_log',
+                                                            'predict_log']
+    (encoded,) = tf.make_ndarray(logs[2].predict_log.request.inputs['images'])
+    np.testing.assert_array_equal(tf.io.decode_png(encoded).numpy(), pixels)
