@@ -61,14 +61,20 @@ def test_the_exported_mlp_serves_serialized_rows(runs):
     _, first, _ = runs
     model = first.trained_model()
     loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))
-    assert set(loaded.signatures) == {'serving_default'}
+    assert set(loaded.signatures) == {'serving_default', 'classify'}
     (examples,) = first.outputs['Examples']
     files = glob.glob(os.path.join(examples.uri, 'Split-eval', '*.gz'))
     batch = tf.stack(list(tf.data.TFRecordDataset(files, compression_type='GZIP').take(4)))
     out = loaded.signatures['serving_default'](examples=batch)
     assert out['probabilities'].shape == (4, 3)
     np.testing.assert_allclose(out['probabilities'].numpy().sum(axis=1), 1.0, rtol=1e-5)
-    assert set(n.decode() for n in out['class_names'].numpy()) <= {'class_0', 'class_1', 'class_2'}
+    assert set(n.decode() for n in out['class_names'].numpy()[:, 0]) <= {
+        'class_0', 'class_1', 'class_2'}
+    # TF Serving's warm-up file: up to 8 eval rows, each for serving_default and classify.
+    eval_rows = sum(1 for _ in tf.data.TFRecordDataset(files, compression_type='GZIP'))
+    warmup_file = os.path.join(model.uri, 'Format-Serving', 'assets.extra',
+                               'tf_serving_warmup_requests')
+    assert sum(1 for _ in tf.data.TFRecordDataset(warmup_file)) == 2 * min(8, eval_rows) > 0
 
 
 def test_the_model_is_pushed_and_a_second_run_is_fully_cached(runs):

@@ -101,8 +101,8 @@ def test_saved_model_cli_run_with_examples_and_raw_bytes_equals_in_process(run, 
         np.testing.assert_array_equal(np.load(tmp_path / folder / 'class_ids.npy'),
                                       expected['class_ids'].numpy())
         names = np.load(tmp_path / folder / 'class_names.npy', allow_pickle=True)
-        assert [n.decode() for n in names] == [
-            n.decode() for n in expected['class_names'].numpy()]
+        assert [n.decode() for n in names.ravel()] == [
+            n.decode() for n in expected['class_names'].numpy().ravel()]
     # A trained model, not chance: most of these training digits get their folder's class.
     predicted = np.load(tmp_path / 'by_image' / 'class_ids.npy')
     assert np.mean(predicted == np.repeat([0, 1, 2], 2)) >= 0.8

@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from components.common import inputs, model_signature
 from components.trainer import data, distribute, export, loop, precision, steps as steps_lib
-from components.trainer import augment as augment_lib, warm_start
+from components.trainer import augment as augment_lib, warm_start, warmup
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,7 +247,8 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         metrics['warm_start_version'] = -1 if warm_version is None else warm_version
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,
-                                        job.class_names, job.input_spec)
+                                        job.class_names, job.input_spec,
+                                        warmup.first_examples(job.eval_pattern))
             tf.io.gfile.makedirs(log_dir)
             with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json'), 'w') as handle:
                 json.dump(metrics, handle, indent=2)

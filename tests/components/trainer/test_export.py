@@ -3,6 +3,7 @@ import os
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.tools import saved_model_utils
 
 from components.common import features
 from components.trainer import export
@@ -28,7 +29,8 @@ def test_raw_image_signature_matches_the_example_signature_and_in_process_model(
     model = resnet.build_model((8, 8, 1), len(CLASSES))
     export_dir = export.export_serving_model(model, str(tmp_path / 'm'), (8, 8, 1), CLASSES)
     loaded = tf.saved_model.load(export_dir)
-    assert set(loaded.signatures) == {'serving_default', export.IMAGES_SIGNATURE}
+    assert set(loaded.signatures) == {'serving_default', export.IMAGES_SIGNATURE,
+                                     export.CLASSIFY_SIGNATURE}
 
     encoded, labels = _pngs()
     examples = [features.make_example(e, l, CLASSES[l], 8, 8, f'{i}.png').SerializeToString()
@@ -42,7 +44,7 @@ def test_raw_image_signature_matches_the_example_signature_and_in_process_model(
     images = tf.stack([features.decode_image(e, 8, 8, 1) for e in encoded])
     expected = tf.nn.softmax(model(images, training=False)).numpy()
     np.testing.assert_allclose(by_image['probabilities'].numpy(), expected, rtol=1e-5, atol=1e-6)
-    names = [n.decode() for n in by_image['class_names'].numpy()]
+    names = [n.decode() for n in by_image['class_names'].numpy()[:, 0]]
     assert names == [CLASSES[i] for i in expected.argmax(axis=1)]
 
 
@@ -53,3 +55,26 @@ def test_raw_image_signature_resizes_other_sizes_in_the_graph(tmp_path, png_byte
     out = loaded.signatures[export.IMAGES_SIGNATURE](images=tf.constant([png_bytes, png_bytes]))
     assert out['probabilities'].shape == (2, 3)
     np.testing.assert_allclose(out['probabilities'].numpy().sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_classify_signature_is_tf_servings_classify_api(tmp_path):
+    model = resnet.build_model((8, 8, 1), len(CLASSES))
+    export_dir = export.export_serving_model(model, str(tmp_path / 'm'), (8, 8, 1), CLASSES)
+    # TF Serving's :classify endpoint and tfx_bsl choose the signature by its method name.
+    signature = tf.saved_model.load(export_dir).signatures[export.CLASSIFY_SIGNATURE]
+    meta_graph = saved_model_utils.get_meta_graph_def(export_dir, 'serve')
+    signature_def = meta_graph.signature_def[export.CLASSIFY_SIGNATURE]
+    assert signature_def.method_name == 'tensorflow/serving/classify'
+    assert list(signature_def.inputs) == ['inputs']
+    assert meta_graph.signature_def['serving_default'].method_name == 'tensorflow/serving/predict'
+
+    encoded, labels = _pngs(per_class=2)
+    examples = [features.make_example(e, l, CLASSES[l], 8, 8, f'{i}.png').SerializeToString()
+                for i, (e, l) in enumerate(zip(encoded, labels))]
+    out = signature(inputs=tf.constant(examples))
+    assert out['classes'].dtype == tf.string and out['scores'].dtype == tf.float32
+    assert out['classes'].numpy().tolist() == [[c.encode() for c in CLASSES]] * len(examples)
+    predicted = tf.saved_model.load(export_dir).signatures['serving_default'](
+        examples=tf.constant(examples))
+    np.testing.assert_array_equal(out['scores'].numpy(), predicted['probabilities'].numpy())
+    assert predicted['class_names'].shape == (len(examples), 1)

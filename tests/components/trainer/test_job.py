@@ -58,10 +58,13 @@ def test_train_export_and_serve_on_real_digits(tmp_path):
     np.testing.assert_allclose(out['probabilities'].numpy().sum(axis=1), 1.0, rtol=1e-5)
     assert out['probabilities'].dtype == tf.float32
     assert list(out['class_ids'].numpy()) == list(out['probabilities'].numpy().argmax(axis=1))
-    names = [n.decode() for n in out['class_names'].numpy()]
+    names = [n.decode() for n in out['class_names'].numpy()[:, 0]]
     assert names == [job.class_names[i] for i in out['class_ids'].numpy()]
     # The exported accuracy is the evaluated accuracy: same preprocessing in both graphs.
     assert np.mean(out['class_ids'].numpy() == labels) == pytest.approx(metrics['eval_accuracy'])
+    # TF Serving's warm-up requests: the first eval examples, for each of the three signatures.
+    warmup_file = os.path.join(serving_dir, 'assets.extra', 'tf_serving_warmup_requests')
+    assert sum(1 for _ in tf.data.TFRecordDataset(warmup_file)) == 3 * 8
 
 
 def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp_path):

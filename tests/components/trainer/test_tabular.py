@@ -55,7 +55,7 @@ def test_tabular_signature_equals_the_in_process_model(tmp_path):
     model = mlp.build_model(inputs.builder_input_shape(SPEC, (8, 8, 1)), len(CLASSES))
     loaded = tf.saved_model.load(
         export.export_serving_model(model, str(tmp_path / 'm'), (8, 8, 1), CLASSES, SPEC))
-    assert set(loaded.signatures) == {'serving_default'}
+    assert set(loaded.signatures) == {'serving_default', export.CLASSIFY_SIGNATURE}
     rows = _rows(5)
     out = loaded.signatures['serving_default'](examples=tf.constant(rows))
     parsed = tf.io.parse_example(rows, inputs.tabular_parse_spec(SPEC))

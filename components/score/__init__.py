@@ -1,0 +1,1 @@
+"""Score: batch predictions with the served model (runner.py --score; work in progress)."""
