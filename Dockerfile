@@ -1,8 +1,8 @@
 # The image every task of the compiled Kubeflow pipeline runs (`runner.py --kubeflow --image`).
 # Each task's command is `python -m pipeline.kfp_entrypoint` (see pipeline/kubeflow.py),
 # so the image needs only Python 3.11 with the project installed against the lock CI uses.
-# Build and push: see README, "Kubeflow Pipelines". (No Docker engine where this was written:
-# the file has not been built there.)
+# Build and push: see docs/kubeflow.md, "Container image". (No Docker engine where this was
+# written: the file has not been built there.)
 FROM python:3.11-slim-bookworm
 
 # The checkout lives here: the embedded data and schema, and setup.py for Beam's workers, are
@@ -11,8 +11,9 @@ WORKDIR /pipeline
 COPY . .
 
 # Exactly what `make install` does, minus the editable mode and the dev tools: the lock as
-# constraints. TFX 1.16 declares Requires-Python <3.11 but runs on 3.11 (README, "Supported
-# Pythons"). The last line fails the build if the task entry point cannot import our code.
+# constraints. TFX 1.16 declares Requires-Python <3.11 but runs on 3.11 (docs/install.md,
+# "Supported Pythons"). The last line fails the build if the task entry point cannot import our
+# code.
 RUN pip install --no-cache-dir --disable-pip-version-check 'pip==24.2' \
  && pip install --no-cache-dir --disable-pip-version-check --ignore-requires-python \
         -c constraints.txt '.[kubeflow]' \

@@ -4,7 +4,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# TFX 1.16 declares Requires-Python <3.11 but runs on 3.11; see README "Supported Pythons".
+# TFX 1.16 declares Requires-Python <3.11 but runs on 3.11; see docs/install.md.
 PIP_FLAGS := --ignore-requires-python --disable-pip-version-check -q -c constraints.txt
 
 .PHONY: install run test test-fast bench clean
@@ -14,7 +14,8 @@ install: $(STAMP)
 # The stamp depends on the lock and the package metadata, so editing either reinstalls.
 $(STAMP): constraints.txt setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else \
-	  "Python 3.11 is required (found %d.%d at $(PYTHON)); see README, Supported Pythons" % sys.version_info[:2])'
+	  "Python 3.11 is required (found %d.%d at $(PYTHON)); see docs/install.md" \
+	  % sys.version_info[:2])'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install $(PIP_FLAGS) --upgrade 'pip==24.2'
 	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,kubeflow]'
