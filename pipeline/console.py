@@ -17,6 +17,7 @@ from typing import Callable, List, Optional, TextIO
 
 from tqdm import tqdm
 
+from components.common import properties
 from training import loop
 from pipeline import summary as summary_lib
 from pipeline import summary_text
@@ -44,8 +45,8 @@ class Console:
 
 def _examples(summary):
     for examples in summary.outputs.get('Examples', []):
-        written = sum(_custom(examples, f'num_written_{s}') or 0 for s in ('train', 'eval'))
-        return f'{written:,} examples, {_custom(examples, "num_rejected") or 0:,} rejected'
+        written = sum(_custom(examples, properties.num_written(s)) or 0 for s in ('train', 'eval'))
+        return f'{written:,} examples, {_custom(examples, properties.NUM_REJECTED) or 0:,} rejected'
 
 
 def _trained(summary):
@@ -57,20 +58,20 @@ def _trained(summary):
 def _baseline(summary):
     model = summary.baseline_model()
     if model is not None:
-        served = _custom(model, 'served_version')
+        served = _custom(model, properties.SERVED_VERSION)
         return 'nothing served yet' if served < 0 else f'served version {served}'
 
 
 def _blessing(summary):
     for blessing in summary.outputs.get('ModelBlessing', []):
-        return 'blessed' if _custom(blessing, 'blessed') else 'not blessed'
+        return 'blessed' if _custom(blessing, properties.BLESSED) else 'not blessed'
 
 
 def _pushed(summary):
     for pushed in summary.outputs.get('PushedModel', []):
-        if not _custom(pushed, 'pushed'):
+        if not _custom(pushed, properties.PUSHED):
             return 'not pushed'
-        return f'version {_custom(pushed, "pushed_version")}'
+        return f'version {_custom(pushed, properties.PUSHED_VERSION)}'
 
 
 def _drift(summary):
