@@ -7,8 +7,9 @@ Everything else goes to the run's log file (pipeline/logs.py). TFX's LocalDagRun
 "Component X is running." and "... is finished." around each stage; `StageLines`, a handler on
 absl's logger, times the stage between the two and then reads its state (complete or cached) and
 key figure from ML Metadata, the record the summary is made from too. Training progress comes
-from the trainer loop's PROGRESS: one updating tqdm line with ETA on a terminal, a line per
-quarter of the steps otherwise (a log file or CI output wants no carriage returns).
+as the training's events (training/progress.py; a chief worker's are relayed to this process):
+one updating tqdm line with ETA on a terminal, a line per quarter of the steps otherwise (a log
+file or CI output wants no carriage returns).
 """
 import logging
 import textwrap
@@ -18,7 +19,7 @@ from typing import Callable, List, Optional, TextIO
 from tqdm import tqdm
 
 from components.common import properties
-from training import loop
+from training import progress as progress_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
@@ -120,10 +121,10 @@ class StageLines(logging.Handler):
             self._console.line(stage_line(self.current, 'failed', self.elapsed(),
                                           textwrap.shorten(first_line, 90, placeholder=' ...')))
 
-    def interrupted_message(self) -> str:
-        """The one line Ctrl-C prints: the training step, or the stage, it stopped in."""
-        progress = loop.PROGRESS
-        if self.current and progress.running:
+    def interrupted_message(self, progress: Optional[progress_lib.Progress] = None) -> str:
+        """The one line Ctrl-C prints: the training step (from the last progress event), or
+        the stage, it stopped in."""
+        if self.current and progress is not None and progress.running:
             resume_from = progress.checkpoint_step()
             if resume_from:
                 return (f'interrupted at step {progress.step}; checkpoints kept; run the same '
@@ -137,15 +138,18 @@ class StageLines(logging.Handler):
 
 
 class TrainingProgress:
-    """A loop.PROGRESS listener: a tqdm line on a terminal, else a line per quarter."""
+    """A progress listener (training/progress.py): a tqdm line on a terminal, else a line per
+    quarter; `last` is the last event, for the line Ctrl-C prints."""
 
     def __init__(self, console: Console):
         self._console = console
+        self.last: Optional[progress_lib.Progress] = None
         self._bar: Optional[tqdm] = None
         self._begin, self._begin_step, self._total = 0.0, 0, 0
         self._marks: List[int] = []
 
-    def __call__(self, progress: loop.Progress) -> None:
+    def __call__(self, progress: progress_lib.Progress) -> None:
+        self.last = progress
         if not progress.running:
             self.close()
         elif self._begin == 0:
@@ -164,7 +168,7 @@ class TrainingProgress:
             self._console.line(f'  training: step {progress.step:,}/{progress.total:,}, '
                                f'ETA {eta:.0f} s')
 
-    def _start(self, progress: loop.Progress) -> None:
+    def _start(self, progress: progress_lib.Progress) -> None:
         self._begin, self._begin_step = time.monotonic(), progress.start_step
         self._total = progress.total
         # Lines at a quarter, half and three quarters (the stage's own line says when it ends).
