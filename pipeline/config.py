@@ -206,7 +206,7 @@ class KubeflowConfig:
     trainer_gpus: int = 0
     gpu_type: str = 'nvidia.com/gpu'   # Kubernetes resource name (Vertex AI: e.g. NVIDIA_TESLA_T4)
     # > 1: the trainer's task creates a TFJob of this many workers (Kubeflow Training Operator),
-    # each with the trainer's cpu/memory/gpus, and waits for it (components/trainer/tfjob.py).
+    # each with the trainer's cpu/memory/gpus, and waits for it (launch/tfjob.py).
     trainer_workers: int = 1
     # The Kubernetes service account of those worker pods (e.g. one bound to a cloud identity
     # that can write the gs:// pipeline root); '' = the namespace's default.
