@@ -217,7 +217,7 @@ def _codec(field):
     if hint is bool:
         return {name: int}, lambda value: {name: int(value)}, lambda v: bool(int(v[0]))
     empty = hint()  # None is recorded as 0 or ''
-    return ({name: hint}, lambda value: {name: empty if value is None else value},
+    return ({name: hint}, lambda value: {name: empty if value is None else hint(value)},
             lambda values: None if optional and values[0] == empty else hint(values[0]))
 
 

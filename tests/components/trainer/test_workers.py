@@ -21,10 +21,12 @@ from helpers import REPO_ROOT, write_digit_examples
 def _job(**overrides):
     fields = dict(
         train_pattern='/d/train/*', eval_pattern='/d/eval/*', class_names=('a', 'b'),
-        image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
-        options=loop.LoopOptions(train_steps=20, global_batch_size=8, learning_rate=1e-3,
-                                 steps_per_epoch=5, max_epochs=4.0, patience=2),
-        devices=('/cpu:0',), input_spec=inputs.InputSpec(kind='tabular', numeric=(('x', 1.5),)),
+        image_shape=(8, 8, 1),
+        options=loop.LoopOptions.of(train_steps=20, global_batch_size=8, learning_rate=1e-3,
+                                    steps_per_epoch=5, max_epochs=4.0, patience=2,
+                                    model_builder='models.resnet.build_model',
+                                    devices=('/cpu:0',), image_size=(8, 8), flip=True),
+        input_spec=inputs.InputSpec(kind='tabular', numeric=(('x', 1.5),)),
         epochs=4.0, held_out_percent=10)
     fields.update(overrides)
     return job_lib.TrainJob(**fields)
@@ -66,10 +68,11 @@ def test_killing_the_parent_outright_leaves_no_worker(tmp_path):
     for split, offset in (('train', 0), ('eval', 40)):
         write_digit_examples(str(tmp_path / split / 'part.gz'), ('0', '1'), 40, offset)
     job = _job(train_pattern=str(tmp_path / 'train' / '*'),
-               eval_pattern=str(tmp_path / 'eval' / '*'), devices=(), epochs=0.0,
+               eval_pattern=str(tmp_path / 'eval' / '*'), epochs=0.0,
                held_out_percent=0, input_spec=inputs.InputSpec(),
-               options=loop.LoopOptions(train_steps=100_000, global_batch_size=8,
-                                        learning_rate=1e-3, checkpoint_interval=100_000))
+               options=loop.LoopOptions.of(train_steps=100_000, global_batch_size=8,
+                                           learning_rate=1e-3, checkpoint_interval=100_000,
+                                           model_builder='models.resnet.build_model'))
     job_file = tmp_path / 'job.json'
     job_file.write_text(local.job_to_json(job))
     script = ('import sys; from launch import local\n'
