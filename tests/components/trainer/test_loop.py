@@ -20,8 +20,9 @@ def _separable_data(n=96, dim=4, num_classes=3):
 def _steps(options):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
-    return steps_lib.StepFunctions(model, loop.make_optimizer(options), tf.distribute.get_strategy(),
-                                   options.params.global_batch_size, options.params.accumulation_steps)
+    return steps_lib.StepFunctions(model, loop.make_optimizer(options),
+                                   tf.distribute.get_strategy(), options.params.global_batch_size,
+                                   options.params.accumulation_steps)
 
 
 def _stream(points, labels, batch):
