@@ -111,7 +111,8 @@ def make_optimizer(options: LoopOptions) -> keras.optimizers.Optimizer:
     if options.params.optimizer == 'sgd':
         return keras.optimizers.SGD(learning_rate=schedule, momentum=0.9)
     if options.params.optimizer == 'adamw':
-        return keras.optimizers.AdamW(learning_rate=schedule)
+        return keras.optimizers.AdamW(learning_rate=schedule,
+                                      weight_decay=options.params.weight_decay)
     return keras.optimizers.Adam(learning_rate=schedule)
 
 

@@ -84,6 +84,9 @@ class TrainParams:
                                      '--accumulation-steps', metavar='N')
     learning_rate: float = _param(3e-3, 'peak learning rate', '--learning-rate',
                                   metavar='LR')
+    weight_decay: float = _param(
+        0.004, 'adamw: decoupled weight decay, each update shrinks the weights by this x the '
+        'learning rate', '--weight-decay', metavar='WD')
     mixed_precision: str = _param(
         'auto', 'auto = mixed_float16 on GPU; on a bf16 CPU mixed_bfloat16 for models of '
         f'{BF16_MIN_MACS / 1e6:g}M+ multiply-adds per example; else float32',
@@ -128,6 +131,7 @@ class TrainParams:
         yield (self.global_batch_size >= 1,
                f'global_batch_size must be >= 1, got {self.global_batch_size}')
         yield self.learning_rate > 0, f'learning_rate must be > 0, got {self.learning_rate}'
+        yield self.weight_decay >= 0, f'weight_decay must be >= 0, got {self.weight_decay}'
         yield (self.warmup_steps >= 0 and (not self.train_steps
                                            or self.warmup_steps < self.train_steps),
                f'warmup_steps must be in [0, train_steps), got {self.warmup_steps}')

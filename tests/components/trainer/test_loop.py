@@ -48,6 +48,13 @@ def test_a_warm_up_longer_than_the_plan_is_shortened_to_fit():
     assert loop.LoopOptions.of(train_steps=50, warmup_steps=5).warmup_steps == 5
 
 
+def test_adamw_decays_the_weights_as_asked():
+    assert loop.make_optimizer(loop.LoopOptions.of(train_steps=10, optimizer='adamw',
+                                                   weight_decay=0.01)).weight_decay == 0.01
+    assert loop.make_optimizer(loop.LoopOptions.of(train_steps=10, optimizer='adamw')
+                               ).weight_decay == 0.004  # Keras' own default, as before
+
+
 def test_schedule_warms_up_then_decays_to_zero():
     options = loop.LoopOptions.of(train_steps=100, global_batch_size=8, learning_rate=0.1,
                                warmup_steps=10)
