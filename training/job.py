@@ -23,7 +23,8 @@ import tensorflow as tf
 from components.common import inputs, model_signature
 from training import data, distribute, export, loop, precision, steps as steps_lib
 from training import augment as augment_lib, warm_start, warmup
-from training.params import TrainParams
+from training.params import (AUTO_EXAMPLES, AUTO_MAX_EPOCHS, AUTO_MIN_EPOCHS, AUTO_MIN_UPDATES,
+                             TrainParams)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,14 +79,8 @@ def fits_in_cache(num_examples: int, image_shape: Tuple[int, int, int],
 # held out stopped at epoch 14 of 20 with eval 0.9865, against 0.9919 training on all of
 # them). They go back into training instead, and every epoch runs.
 MIN_HELD_OUT = 500
-# Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as
-# AUTO_MIN_EPOCHS to AUTO_MAX_EPOCHS passes over the held-in train examples, but never fewer
-# than AUTO_MIN_UPDATES optimizer updates: a few hundred images are a couple of updates per
-# epoch, and 20 epochs of them are 40 updates (measured on 189 photo patches: eval 0.88,
-# against 1.00 with 400 updates). 400k is about ten minutes of the default model on 28x28
-# images on 2 CPU cores (README, "Training length").
+# Training length from the data (train_epochs 0): AUTO_* in training/params.py (--help says it).
 AUTO_EPOCHS = -1.0
-AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 400_000, 10, 20, 400
 
 
 def auto_epochs(held_in: int, examples_per_update: int) -> float:
