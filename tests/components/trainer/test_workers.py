@@ -2,6 +2,7 @@
 boundary intact, each worker gets its own TF_CONFIG, and a failing worker fails the run with
 its own error and leaves no process behind. Real training by 2 workers is in
 tests/test_workers_e2e.py."""
+import dataclasses
 import json
 import os
 import signal
@@ -28,7 +29,11 @@ def _job(**overrides):
                                     devices=('/cpu:0',), image_size=(8, 8), flip=True),
         input_spec=inputs.InputSpec(kind='tabular', numeric=(('x', 1.5),)),
         epochs=4.0, held_out_percent=10)
+    names = {field.name for field in dataclasses.fields(job_lib.TrainJob)}
+    params = {k: overrides.pop(k) for k in list(overrides) if k not in names}  # TrainParams'
     fields.update(overrides)
+    fields['options'] = dataclasses.replace(
+        fields['options'], params=dataclasses.replace(fields['options'].params, **params))
     return job_lib.TrainJob(**fields)
 
 
