@@ -27,7 +27,8 @@ never does.
 import hashlib
 import json
 import math
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 from tfx import types
@@ -35,7 +36,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import image_shape, inputs, stable_paths, versions, window
+from components.common import image_shape, inputs, properties, stable_paths, versions, window
 from components.trainer import unchanged
 from launch import local, tfjob
 from training import job as job_lib
@@ -90,21 +91,16 @@ def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
                                width=width, channels=params.channels or 0)
 
 
-def resolve_train_steps(exec_properties: Dict[str, Any], num_train_examples: int) -> int:
-    """train_steps as given, or an estimate of the most updates train_epochs can take.
-
-    With epochs the trainer counts the held-in part of the train split itself and stops
-    early; this estimate (the whole split, less the held-out share) is for people.
-    """
-    steps = int(exec_properties['train_steps'])
-    if steps <= 0:
-        per_update = (int(exec_properties['global_batch_size'])
-                      * int(exec_properties['accumulation_steps']))
-        held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
-        held_in //= 100
-        epochs = float(exec_properties['train_epochs']) or job_lib.auto_epochs(held_in, per_update)
-        steps = max(1, math.ceil(epochs * max(1, held_in // per_update)))
-    return max(1, steps)
+def warm_start_source(serving_dir: str) -> Tuple[str, int]:
+    """(the served SavedModel's folder, its version) to warm-start from; ('', -1) when
+    nothing is served under serving_dir yet ('' = no warm start asked)."""
+    version = versions.served_version(serving_dir) if serving_dir else None
+    if version is None:
+        if serving_dir:
+            logging.info('Warm start: nothing is served under %s yet; training from scratch.',
+                         serving_dir)
+        return '', -1
+    return os.path.join(serving_dir, str(version)), version
 
 
 class Executor(base_executor.BaseExecutor):
@@ -122,24 +118,28 @@ class Executor(base_executor.BaseExecutor):
         logging.info('Training window: %s', window.describe(spans))
         props = exec_properties
         # Absent on Examples ingested before input specs existed: encoded images.
-        spec = inputs.InputSpec.from_json(source.get_string_custom_property('input_spec')
-                                          if source.has_custom_property('input_spec') else '')
+        spec = inputs.InputSpec.from_json(
+            source.get_string_custom_property(properties.INPUT_SPEC)
+            if source.has_custom_property(properties.INPUT_SPEC) else '')
         # Every training parameter, as the component recorded them (training/params.py).
         params = TrainParams.from_properties(props)
         shape = resolve_input(source, spec, params)
         image = shape.shape if shape else (0, 0, 0)  # a table has no image shape
-        steps, epochs = resolve_train_steps(props, num_train), 0.0
+        steps, epochs = job_lib.resolve_train_steps(props, num_train), 0.0
         if not params.train_steps:  # the job plans the length (and warm-up) from the data
             epochs = params.train_epochs or job_lib.AUTO_EPOCHS
+        # The served model's weights, from the serving folder the run pushes to.
+        warm_from, warm_version = warm_start_source(
+            (props.get('serving_dir') or '') if params.warm_start else '')
         job = job_lib.TrainJob(
             train_pattern=window.train_patterns(spans),
             eval_pattern=window.eval_patterns(spans),
-            class_names=tuple(json.loads(source.get_string_custom_property('class_names'))),
+            class_names=tuple(json.loads(
+                source.get_string_custom_property(properties.CLASS_NAMES))),
             image_shape=image,
             input_statement=shape.statement if shape else '',
             cache_decoded=job_lib.fits_in_cache(num_train, image, spec),
-            # The served model's weights, from the serving folder the run pushes to.
-            warm_start_from=(props.get('serving_dir') or '') if params.warm_start else '',
+            warm_start_from=warm_from, warm_start_version=warm_version,
             input_spec=spec, epochs=epochs, held_out_percent=params.validation_percent,
             options=loop.LoopOptions(params, train_steps=steps))
         paths = dict(serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
@@ -177,8 +177,8 @@ class Executor(base_executor.BaseExecutor):
             for name, value in zip(('input_height', 'input_width', 'input_channels'),
                                    shape.shape):
                 model.set_int_custom_property(name, value)
-            model.set_string_custom_property('input_statement', shape.statement)
-            model.set_string_custom_property('augment', params.augment)
-            model.set_int_custom_property('flip', int(params.flip))
+            model.set_string_custom_property(properties.INPUT_STATEMENT, shape.statement)
+            model.set_string_custom_property(properties.AUGMENT, params.augment)
+            model.set_int_custom_property(properties.FLIP, int(params.flip))
         for name, value in metrics.items():
             record_metric(model, name, value)
