@@ -5,7 +5,7 @@ worker processes in every one of those stages, and each worker imports TensorFlo
 workers load the model) before it reads a record: seconds of fixed cost per stage, which dwarf the
 work on a small input. In-process (`in_memory`, one worker) has no such cost but uses one core.
 bench/bench_beam_mode.py measures both, by input size, on this 2-core machine (figures in
-README, "Beam mode"); INPUT_BYTES_THRESHOLD is where multi-processing starts to pay.
+docs/scaling.md, "Beam mode"); INPUT_BYTES_THRESHOLD is where multi-processing starts to pay.
 
 The input's size is the bytes of its files: what ingestion decodes and what the statistics and
 the evaluation then scale with. It is read from the folder before the run (one stat per file).
@@ -17,7 +17,7 @@ from typing import Optional, Tuple
 
 IN_PROCESS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
 MULTI_PROCESSING = ('--direct_running_mode=multi_processing', '--direct_num_workers=0')
-# bench/bench_beam_mode.py on 2 cores (28x28 PNG class folders, see README): in-process was
+# bench/bench_beam_mode.py on 2 cores (28x28 PNG class folders, docs/benchmarks.md): in-process was
 # 1.86x faster at 96 MB and 1.22x at 192 MB; by the two modes' growth, multi-processing catches
 # up at about 250-300 MB.
 INPUT_BYTES_THRESHOLD = 256 * 2 ** 20

@@ -15,7 +15,7 @@ from training.params import NAMED_MODELS, TrainParams  # noqa: F401 (NAMED_MODEL
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, 'data', 'digits')
 DEFAULT_CSV_DATA = os.path.join(REPO_ROOT, 'data', 'wine')
-# Curated schemas for the embedded data (see README, "Schema"); other data infers one.
+# Curated schemas for the embedded data (docs/data.md, "Schema"); other data infers one.
 DIGITS_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'digits.pbtxt')
 WINE_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'wine.pbtxt')
 SOURCES = ('images', 'csv')
@@ -50,8 +50,8 @@ def _absolute(path: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class IngestConfig:
     """The source and how it becomes Examples. The input base may hold span-<N>/ folders; the
-    latest span is ingested, and the model trains on the last `window` spans (README,
-    Scheduled retraining)."""
+    latest span is ingested, and the model trains on the last `window` spans (docs/data.md,
+    Spans and the training window)."""
     data_dir: str = DEFAULT_DATA
     source: str = 'images'           # images: <data>/<class>/<file>; csv: <data>/*.csv
     train_percent: int = 80
@@ -67,7 +67,7 @@ class IngestConfig:
     drop_columns: Tuple[str, ...] = ()   # csv: columns that are neither features nor label
     # Spans trained and evaluated on: the newest and up to window - 1 before it (span-<N>/).
     window: int = 3
-    # Hostile input (README, "Your data"): limits that quarantine instead of crashing.
+    # Hostile input (docs/data.md): limits that quarantine instead of crashing.
     max_image_pixels: int = image_formats.DEFAULT_MAX_IMAGE_PIXELS   # larger: too_large
     convert_formats: Tuple[str, ...] = ()  # e.g. ('TIFF',): convert to PNG even with loss
     encoding: str = csv_records.DEFAULT_ENCODING   # csv: of files without a BOM

@@ -8,7 +8,7 @@ args. It rewrites the ExecutorInput, then hands the arguments to that entry poin
 and main. No TFX file is changed and nothing of TFX is patched at run time.
 
 Why: TFX's entry point reads the ExecutorInput as Vertex AI hands it over. Open-source KFP's
-driver hands it over differently, and every task would fail (README, "Kubeflow compatibility"):
+driver hands it over differently, and every task would fail (docs/kubeflow.md, compatibility):
 - Input artifacts arrive untyped: `type.instanceSchema` is "" (backend/src/v2/metadata/client.go
   GetOutputArtifactsByExecutionId, `Schema: ""`, put there by OutputArtifact.ToRuntimeArtifact),
   and TFX's _retrieve_class_path fails with "'NoneType' object has no attribute 'get'". Each

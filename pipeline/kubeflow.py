@@ -20,7 +20,8 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
   `runtimeValue.constant` with a `parameterType`, and every task carries its declared inputs
   (`--json_serialized_inputs_spec_args`), from which the entry point types its input artifacts;
 - one documented post-processing step: the ingestion task is compiled uncached unless
-  `cache_ingestion` is set (open-source KFP ignores TFX's pre-cache-check hook, see README).
+  `cache_ingestion` is set (open-source KFP ignores TFX's pre-cache-check hook;
+  docs/kubeflow.md).
 
 The pipeline root must be gs:// (config.check_kubeflow_root, from runner.py --kubeflow); this module
 compiles any root, so the tests can run the compiled spec on local folders.
@@ -110,7 +111,7 @@ def build_job(config: config_lib.PipelineConfig,
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             display_name=config.name, default_image=kubeflow.image, default_commands=ENTRYPOINT,
-            # Open-source KFP's API server accepts schema 2.1.0 only (README, Kubeflow
+            # Open-source KFP's API server accepts schema 2.1.0 only (docs/kubeflow.md, Kubeflow
             # compatibility); 2.1 also compiles parameters as runtimeValue.constant.
             use_pipeline_spec_2_1=True))
     job = runner.run(pipeline, write_out=False)

@@ -42,7 +42,7 @@ KUBEFLOW_FLAGS = {
     'experiment': 'experiment', 'namespace': 'namespace', 'token_file': 'token_file',
     'token_env': 'token_env', 'service_account_token': 'service_account_token'}
 
-# Hostile input (README, "Your data"): limits and encodings of ingestion.
+# Hostile input (docs/data.md, landing folders): limits and encodings of ingestion.
 FLAG_FIELDS.update({
     'encoding': 'ingest.encoding', 'max_image_pixels': 'ingest.max_image_pixels',
     'convert_formats': 'ingest.convert_formats',

@@ -21,7 +21,7 @@ resume point), serving/ (the Pusher's own retention, push.keep_versions), and an
 execution of another pipeline wrote.
 
 Errors are returned as text for the summary, never raised: a completed run stays completed.
-Only where ML Metadata is this process's (a local run); see README for Kubeflow.
+Only where ML Metadata is this process's (a local run); see docs/pipeline.md for Kubeflow.
 """
 import dataclasses
 import glob

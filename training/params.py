@@ -25,7 +25,7 @@ from training.choices import AUGMENTS, BF16_MIN_MACS, OPTIMIZERS, POLICIES
 # than AUTO_MIN_UPDATES optimizer updates: a few hundred images are a couple of updates per
 # epoch, and 20 epochs of them are 40 updates (measured on 189 photo patches: eval 0.88,
 # against 1.00 with 400 updates). 400k is about ten minutes of the default model on 28x28
-# images on 2 CPU cores (README, "Training length").
+# images on 2 CPU cores (docs/training.md, "Training length").
 AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 400_000, 10, 20, 400
 
 # --model short names: standard architectures (keras.applications, see models/applications.py).

@@ -7,7 +7,7 @@ is unchanged (a component with no input artifacts would otherwise be cached fore
 
 It subclasses the stock FileBasedExampleGen (with its own spec and executor) because TFX's
 Kubeflow V2 compiler recognises file-based ExampleGens by type: only then does the compiled task
-carry the same fingerprinting driver, as a pre-cache-check hook (see README, Kubeflow).
+carry the same fingerprinting driver, as a pre-cache-check hook (docs/kubeflow.md).
 
 Spans: when the input base holds `span-<N>/` folders (the TFX convention), the pattern gets a
 `{SPAN}` placeholder and the driver picks the latest span (or the one `range_config` asks for)

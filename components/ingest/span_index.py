@@ -36,7 +36,7 @@ NODE = 'ImageExampleGen'
 OUTPUT_PARAMETERS = ('source', 'train_percent', 'num_shards', 'min_train_shards', 'compress',
                      'split_key', 'image_size', 'image_storage', 'channels', 'label_column',
                      'feature_types', 'drop_columns',
-                     # What is quarantined or converted (README, "Your data"): other records.
+                     # What is quarantined or converted (docs/data.md): other records.
                      'max_image_pixels', 'convert_formats', 'encoding', 'max_csv_record_bytes')
 _DATA_PREFIXES = ('Split-', 'Quarantine')  # what belongs to one span in its folder
 
