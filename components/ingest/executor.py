@@ -46,7 +46,8 @@ def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
     input_config = example_gen_pb2.Input()
     proto_utils.json_to_proto(exec_properties['input_config'], input_config)
     folder = os.path.dirname(input_config.splits[0].pattern)  # 'span-3/*' / '*', 'span-3' / ''
-    if exec_properties.get('source', 'images') == 'images':
+    if exec_properties.get('source', 'images') == 'images' and not int(
+            exec_properties.get('unlabelled') or 0):
         folder = os.path.dirname(folder)  # drop the class-folder part
     return os.path.normpath(os.path.join(input_base, folder))
 
