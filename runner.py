@@ -2,6 +2,7 @@
 
     python runner.py --local [--data DIR] [--output DIR] [--config-file FILE] [--steps N] ...
     python runner.py --rollback VERSION [--output DIR]
+    python runner.py --score DIR [--version N] [--output DIR]
     python runner.py --kubeflow --image IMAGE --pipeline-root URI [--output FILE]
                      [--endpoint URL --schedule "CRON" [--experiment NAME]
                       [--namespace NS] [--token-file FILE | --token-env VAR |
@@ -12,6 +13,7 @@ TOML config file) into validated configs, and pipeline/local.py or pipeline/kube
 one pipeline factory.
 """
 import argparse
+import os
 import shlex
 import sys
 
@@ -20,11 +22,26 @@ from pipeline import config as config_lib
 from pipeline import presets
 
 
+class _Parser(argparse.ArgumentParser):
+    """Needs one mode: --local, --kubeflow, --rollback or --score (which --kubeflow compiles)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        known, rest = super().parse_known_args(args, namespace)
+        if not (known.local or known.kubeflow or known.rollback is not None or known.score):
+            self.error('one of the arguments --local --kubeflow --rollback --score is required')
+        if known.score and (known.local or known.rollback is not None):
+            self.error('--score runs on its own, or with --kubeflow to compile the scoring '
+                       'pipeline')
+        if known.version is not None and not known.score:
+            self.error('--version goes with --score')
+        return known, rest
+
+
 def build_parser() -> argparse.ArgumentParser:
     t, kf = config_lib.TrainConfig, config_lib.KubeflowConfig
-    parser = argparse.ArgumentParser(description='Image and CSV classification TFX pipeline: '
-                                     'ingest, validate, train, evaluate, push.')
-    mode = parser.add_mutually_exclusive_group(required=True)
+    parser = _Parser(description='Image and CSV classification TFX pipeline: '
+                     'ingest, validate, train, evaluate, push; batch scoring.')
+    mode = parser.add_mutually_exclusive_group()
     mode.add_argument('--local', action='store_true', help='run on this machine (LocalDagRunner)')
     mode.add_argument('--kubeflow', action='store_true',
                       help='compile for Kubeflow Pipelines (and schedule it)')
@@ -116,6 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
         "span's class mix is further than this L-infinity distance from the served model's "
         'training data; 1 = off (default: %s; other drift bars: [drift] in the config file)'
         % config_lib.DriftConfig.max_label_drift)
+    add = parser.add_argument_group('Scoring').add_argument
+    add('--score', metavar='DIR', help='score the images directly in DIR, or its CSV files (no '
+        'label column needed), with a served model of <--output>/serving; predictions as JSON '
+        'lines and CSV in <--output>/scores/, bad files quarantined with reasons. With '
+        '--kubeflow: compile the scoring pipeline for DIR (a URI) instead')
+    add('--version', type=int, metavar='N', help='the serving/ version that scores (default: '
+        'the served one, the highest)')
+    add('--top-k', type=int, metavar='K', help='classes listed per prediction (default: 3)')
     add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
     # Each also a key of the config file's [kubeflow] table (config.example.toml); flags win.
     add('--image', help='container image of every task (see Dockerfile)')
@@ -157,6 +182,13 @@ def build_configs(args):
     return presets.from_flags(args.config, args.config_file, given, args.no_cache), kubeflow
 
 
+def score_config(args):
+    """The ScoreConfig of --score, --version and --top-k (pipeline/scoring.py)."""
+    return config_lib.ScoreConfig(input_dir=args.score if '://' in args.score else
+                       os.path.abspath(args.score), version=args.version or 0,
+                       top_k=args.top_k or 3)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.rollback is not None:  # no pipeline: serving/ of the output folder only
@@ -164,14 +196,23 @@ def main(argv=None) -> int:
         return rollback.main(args.rollback, args.output, args.config_file, not args.no_wait)
     try:
         config, kubeflow = build_configs(args)
+        score = args.score and score_config(args)
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
     from pipeline import logs
     logs.configure(args.verbose)
+    if score and kubeflow is None:
+        from pipeline import score_local
+        return score_local.run(config, score, wait=not args.no_wait)
     if kubeflow is None:  # heavy imports after flag parsing: --help and errors answer at once
         from pipeline import local
         return local.run(config, wait=not args.no_wait)
+    if score:
+        from pipeline import kubeflow_score
+        print(f'Compiled {kubeflow_score.compile_pipeline(config, kubeflow, score)} (scoring '
+              f'{args.score})')
+        return 0
     from pipeline import kubeflow as kubeflow_lib
     from pipeline import kubeflow_schedule
     try:

@@ -217,6 +217,22 @@ class PushConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class ScoreConfig:
+    """runner.py --score: what to score, with which version, where the result goes
+    (pipeline/scoring.py)."""
+    input_dir: str                 # a folder of images or CSV files (a URI on Kubeflow)
+    version: int = 0               # 0 = the served version, resolved when the scoring runs
+    top_k: int = 3
+    output_dir: str = ''           # the result folder; '' = ScoreWriter's artifact only
+
+    def __post_init__(self):
+        if self.version < 0:
+            raise ValueError(f'--version must be >= 1 (0 = the served one), got {self.version}')
+        if self.top_k < 1:
+            raise ValueError(f'top_k must be >= 1, got {self.top_k}')
+
+
+@dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     name: str = 'image-pipeline'
     output_dir: str = os.path.join('runs', 'default')

@@ -81,10 +81,24 @@ def _drift(summary):
     return 'within thresholds' if values else 'not measured'
 
 
+def _scoring_model(summary):  # runner.py --score (pipeline/scoring.py)
+    for model in summary.outputs.get('Model', []):
+        if _custom(model, 'model_version') is not None:
+            return f'version {_custom(model, "model_version")}'
+
+
+def _scored(summary):
+    for result in summary.outputs.get('InferenceResult', []):
+        if _custom(result, 'num_scored') is not None:
+            return (f'{_custom(result, "num_scored"):,} scored, '
+                    f'{_custom(result, "num_quarantined"):,} quarantined')
+
+
 # The figure each stage's line ends with, read from its outputs (stages not named: none).
 KEY_FIGURES = {'ImageExampleGen': _examples, 'AnomalyGate': lambda s: 'no anomalies',
                'ImageTrainer': _trained, 'ServedModelBaseline': _baseline,
-               'DriftCheck': _drift, 'Evaluator': _blessing, 'Pusher': _pushed}
+               'DriftCheck': _drift, 'Evaluator': _blessing, 'Pusher': _pushed,
+               'ScoringModel': _scoring_model, 'ScoreWriter': _scored}
 
 
 def stage_line(stage: str, state: str, seconds: float, figure: Optional[str] = None) -> str:
