@@ -208,17 +208,16 @@ def main(argv=None) -> int:
     if kubeflow is None:  # heavy imports after flag parsing: --help and errors answer at once
         from pipeline import local
         return local.run(config, wait=not args.no_wait)
-    if score:
-        from pipeline import kubeflow_score
-        print(f'Compiled {kubeflow_score.compile_pipeline(config, kubeflow, score)} (scoring '
-              f'{args.score})')
-        return 0
     from pipeline import kubeflow as kubeflow_lib
     from pipeline import kubeflow_schedule
     try:
         # The credentials are read before the compile, so a missing token fails at once.
         client = kubeflow.endpoint and kubeflow_schedule.connect(kubeflow)
-        job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+        if score:  # the scoring pipeline, under a name (and schedule) of its own
+            from pipeline import kubeflow_score
+            job_file, config = kubeflow_score.compile_for(config, kubeflow, score, args.output)
+        else:
+            job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
     except ValueError as error:  # settings only the compile can check (e.g. --trainer-workers)
         print(f'error: {error}', file=sys.stderr)
         return 2

@@ -11,17 +11,21 @@ paths rewritten to the image's copy). Differences from a local run, by design:
   root: predictions.jsonl, predictions.csv, quarantine.jsonl, summary.json), whose
   `num_scored`, `num_quarantined` and `model_version` properties the KFP UI shows;
 - no task is cached (the compiled spec has caching off everywhere): a run always scores.
+With --endpoint and --schedule it is uploaded and scheduled as `<name>-score` (nightly batch
+predictions), beside the training pipeline's schedule, never replacing it.
 """
 import dataclasses
 import json
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Optional, Tuple
 
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from pipeline import config as config_lib
 from pipeline import kubeflow
 from pipeline import scoring
+
+DEFAULT_FILE = 'score_pipeline.json'
 
 
 def build_job(config: config_lib.PipelineConfig, kubeflow_config: config_lib.KubeflowConfig,
@@ -50,3 +54,15 @@ def compile_pipeline(config: config_lib.PipelineConfig,
     with open(kubeflow_config.output_file, 'w') as handle:
         json.dump(job, handle, indent=2, sort_keys=True)
     return kubeflow_config.output_file
+
+
+def compile_for(config: config_lib.PipelineConfig, kubeflow_config: config_lib.KubeflowConfig,
+                score: scoring.ScoreConfig, output: Optional[str]
+                ) -> Tuple[str, config_lib.PipelineConfig]:
+    """runner.py --kubeflow --score: (the compiled file, the config to schedule it with). The
+    file defaults to DEFAULT_FILE, not the training pipeline's; the config is named
+    `<name>-score`, so scheduling it never replaces the training pipeline's recurring run."""
+    if not output:
+        kubeflow_config = dataclasses.replace(kubeflow_config, output_file=DEFAULT_FILE)
+    return (compile_pipeline(config, kubeflow_config, score),
+            dataclasses.replace(config, name=config.name + scoring.SUFFIX))
