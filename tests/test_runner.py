@@ -253,3 +253,30 @@ def test_rollback_is_a_mode_of_its_own():
     assert runner.build_parser().parse_args(['--rollback', '2']).rollback == 2
     with pytest.raises(SystemExit):
         runner.build_parser().parse_args(['--rollback', '2', '--local'])
+
+
+@pytest.mark.parametrize('flags, message', [
+    (['--score', 'x', '--local'], '--score runs on its own'),
+    (['--score', 'x', '--rollback', '2'], '--score runs on its own'),
+    (['--local', '--version', '2'], '--version goes with --score'),
+])
+def test_score_is_a_mode_of_its_own(flags, message, capsys):
+    with pytest.raises(SystemExit):
+        runner.build_parser().parse_args(flags)
+    assert message in capsys.readouterr().err
+
+
+def test_score_flags_make_a_score_config(tmp_path):
+    args = runner.build_parser().parse_args(['--score', 'new', '--version', '3', '--top-k', '2'])
+    assert runner.score_config(args) == config.ScoreConfig(os.path.abspath('new'), 3, 2)
+    args = runner.build_parser().parse_args(['--kubeflow', '--score', 'gs://b/new'])
+    assert runner.score_config(args).input_dir == 'gs://b/new'
+
+
+def test_score_without_a_serving_folder_is_one_line(tmp_path):
+    (tmp_path / 'new').mkdir()
+    result = _cli('--score', str(tmp_path / 'new'), '--output', str(tmp_path / 'out'))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f'error: no model to score with: no serving folder under '
+                                     f'{tmp_path / "out"} (a run that pushes a model creates '
+                                     'it; --output names the run folder)')
