@@ -5,8 +5,8 @@ A Classify log carries the request's tf.Example, so each row names its source (t
 path, or the CSV file, as ingestion recorded it in `source_path`) beside the predicted
 class, its probability and the top-k classes. A CSV row is named by its file and its values
 as ingestion read them (`row`: numbers as floats, an empty number left out), since ingestion
-reads big files in parallel ranges and records no line number. Every row and both files state the model version
-used. Files are written under a temporary name and renamed, so a crash never leaves a
+reads big files in parallel ranges and records no line number. Every row and both files
+state the model version used. Files are written under a temporary name and renamed, so a crash never leaves a
 half-written predictions file visible. No TFX imports.
 """
 import csv
