@@ -6,8 +6,8 @@ path, or the CSV file, as ingestion recorded it in `source_path`) beside the pre
 class, its probability and the top-k classes. A CSV row is named by its file and its values
 as ingestion read them (`row`: numbers as floats, an empty number left out), since ingestion
 reads big files in parallel ranges and records no line number. Every row and both files
-state the model version used. Files are written under a temporary name and renamed, so a crash never leaves a
-half-written predictions file visible. No TFX imports.
+state the model version used. Files are written under a temporary name and renamed, so a
+crash never leaves a half-written predictions file visible. No TFX imports.
 """
 import csv
 import io
