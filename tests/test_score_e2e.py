@@ -102,3 +102,29 @@ def test_a_version_not_kept_is_one_line_and_nothing_scored(scored, capfd):
     assert runner.main(['--score', str(folder), '--output', str(out), '--version', '7']) == 2
     assert 'Version 7 is not kept under' in capfd.readouterr().out
     assert sorted(os.listdir(out / 'scores')) == before
+
+
+def test_a_csv_is_scored_with_the_table_models_column_types(tmp_path, capfd):
+    from components.common import inputs
+    from components.trainer import export
+    from models import mlp
+    spec = inputs.InputSpec(kind='tabular', numeric=(('size', 2.0, 1.0),),
+                            categorical=('colour',))
+    out = tmp_path / 'out'
+    export.export_serving_model(mlp.build_model(inputs.builder_input_shape(spec, (8, 8, 1)), 2),
+                                str(out / 'serving' / '1'), (8, 8, 1), ('a', 'b'), spec)
+    folder = tmp_path / 'rows'
+    folder.mkdir()
+    # '7' looks numeric: without the model's types it would be read as a number, not text;
+    # the label column is ignored; the row with 'big' in the numeric column is quarantined.
+    (folder / 'new.csv').write_text('size,colour,label\n1.5,7,a\n3,red,\nbig,red,b\n,blue,\n')
+    assert runner.main(['--score', str(folder), '--source', 'csv', '--output', str(out)]) == 0
+    with open(_result_folder(out, 1) / 'predictions.jsonl') as handle:
+        rows = [json.loads(line) for line in handle]
+    assert sorted(json.dumps(r['row'], sort_keys=True) for r in rows) == sorted(json.dumps(
+        row, sort_keys=True) for row in ({'size': 1.5, 'colour': '7'},
+                                         {'size': 3.0, 'colour': 'red'}, {'colour': 'blue'}))
+    assert {r['class'] for r in rows} <= {'a', 'b'} and {r['source'] for r in rows} == {'new.csv'}
+    assert 'Scored 3 of 4 inputs with model version 1' in capfd.readouterr().out
+    with open(_result_folder(out, 1) / 'quarantine.jsonl') as handle:
+        assert [json.loads(line)['reason'] for line in handle] == ['non_numeric']
