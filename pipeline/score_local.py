@@ -9,7 +9,8 @@
        stage runs longer than PROGRESS_SECONDS, a line saying which one and for how long;
        the full log goes to `<output>/logs/<run>.log`;
     4. print the summary: the model version, inputs = scored + quarantined, and the result
-       folder `<output>/scores/<run>/`, published in one rename (components/score/results.py).
+       folder `<output>/scores/<run>/`, published in one rename (components/score/results.py);
+       then remove the run's TFX artifacts under `<output>/scoring/`, which only duplicate it.
 Exit codes: 0 scored, 1 a stage failed, 2 bad arguments or output busy, 130 Ctrl-C.
 """
 import dataclasses
@@ -17,6 +18,7 @@ import datetime
 import json
 import logging
 import os
+import shutil
 import sys
 import threading
 
@@ -139,7 +141,20 @@ def _run(config, score, run_id: str, stamp: str, log_path: str, stream) -> int:
     finally:
         heartbeat.stop()
         logging.getLogger('absl').removeHandler(stages)
+    _remove_artifacts(read(), scoring.root(config))
     return _report(console, final, results)
+
+
+def _remove_artifacts(summary, root: str) -> None:
+    """After a published result: the run's TFX artifacts (the input as Examples, the model's
+    links, the prediction logs) would only duplicate it, run after run; they go. A failed
+    run keeps them, to look into."""
+    for artifacts in (summary.outputs.values() if summary else ()):
+        for artifact in artifacts:
+            if artifact.uri.startswith(root + os.sep) and os.path.isdir(artifact.uri):
+                shutil.rmtree(artifact.uri)
+                logging.info('Removed %s (the result folder holds what it served for)',
+                             artifact.uri)
 
 
 def _report(console, final: str, results) -> int:

@@ -82,8 +82,11 @@ def test_scores_the_good_images_with_the_served_version(scored):
     assert summary['model_version'] == 2 and summary['input'] == str(folder)
     # Nothing half-written is visible: only whole result folders under scores/.
     assert not [f for f in os.listdir(out / 'scores') if f.startswith('.')]
-    # The run's log holds the details; the lock file says who held the output.
     assert any(name.startswith('score-') for name in os.listdir(out / 'logs'))
+    # The run's TFX artifacts (Examples, model links, logs) only duplicated the result: gone.
+    left = [os.path.join(root, name) for root, _, names in os.walk(out / 'scoring')
+            for name in names if name.endswith('.gz') or name == 'saved_model.pb']
+    assert left == []
 
 
 def test_version_scores_with_an_older_kept_version(scored, capfd):
