@@ -17,7 +17,7 @@ import os
 import shlex
 import sys
 
-from components.trainer.choices import AUGMENTS, POLICIES
+from training.choices import AUGMENTS, POLICIES
 from pipeline import config as config_lib
 from pipeline import presets
 

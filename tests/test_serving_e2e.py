@@ -17,7 +17,7 @@ import tensorflow as tf
 from tfx import v1 as tfx
 
 import runner
-from components.push import versions
+from components.common import versions
 from pipeline import beam_mode
 from pipeline import config as config_lib
 from pipeline import pipeline as pipeline_lib
