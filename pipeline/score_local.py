@@ -79,7 +79,7 @@ def run(config: config_lib.PipelineConfig, score, wait: bool = True) -> int:
 
 def _model_spec(model_dir: str):
     from components.common import inputs
-    from components.trainer import export
+    from training import export
     path = os.path.join(model_dir, export.INPUT_SPEC_FILE)
     if not os.path.isfile(path):  # a model exported before input specs: the config decides
         return None

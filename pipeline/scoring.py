@@ -32,7 +32,7 @@ from tfx.proto import bulk_inferrer_pb2
 from components.common import inputs
 from components.ingest.component import ImageExampleGen
 from components.score.component import ScoreWriter, ScoringModel
-from components.trainer import export
+from training import export
 from pipeline import config as config_lib
 from pipeline.config import ScoreConfig
 

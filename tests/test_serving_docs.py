@@ -18,7 +18,7 @@ import tensorflow as tf
 import saved_models
 import tf_serving_json as rest
 from components.common import features, inputs
-from components.trainer import export
+from training import export
 from helpers import REPO_ROOT
 from models import mlp
 
