@@ -115,7 +115,8 @@ def _run(config, score, run_id: str, stamp: str, log_path: str, stream) -> int:
     config = dataclasses.replace(config, beam_args=beam_args)
     console.line(f'Scoring {measured[0]:,} files under {score.input_dir} with model version '
                  f'{version} ({model_dir})')
-    logging.info('Beam: %s (%s)', beam_reason, ' '.join(beam_args))
+    console.line(f'Beam: {beam_reason}')
+    logging.info('Beam args: %s', ' '.join(beam_args))
     read = lambda: summary_lib.read_run(scoring.metadata_path(config), run_id)  # noqa: E731
     stages = console_lib.StageLines(console, read)
     logging.getLogger('absl').addHandler(stages)
