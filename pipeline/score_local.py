@@ -135,7 +135,8 @@ def _run(config, score, run_id: str, stamp: str, log_path: str, stream) -> int:
         logging.exception('Scoring failed')
         lines = local.first_lines(error)
         stages.failed(lines[0])
-        console.line('\n'.join(lines))
+        if len(lines) > 1 or len(lines[0]) > 90:  # more than the stage's line could show
+            console.line('\n'.join(lines))
         console.line(f'Scoring stopped in {stages.current or "the pipeline"}; nothing was '
                      f'published; details in {log_path}')
         return 1
