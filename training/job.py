@@ -14,7 +14,7 @@ import math
 import os
 import tempfile
 import time
-from typing import Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from absl import logging
 import keras
@@ -38,7 +38,8 @@ class TrainJob:
     seed: int = 0
     devices: Tuple[str, ...] = ()      # MirroredStrategy devices; () = all visible GPUs, or CPU
     cache_decoded: bool = False        # keep the decoded train split in memory (small splits)
-    warm_start_from: str = ''          # serving folder: start from the served model's weights
+    warm_start_from: str = ''          # a SavedModel folder: start from its weights ('' = no)
+    warm_start_version: int = -1       # the served version that folder is, for the metrics
     model_weights: str = ''            # a file the builder loads (its `weights` argument)
     # What ingestion stored: images (encoded or raw) or a table. The builder's `input_shape`
     # is image_shape for images and {'numeric': (n,), 'categorical': (m,)} for a table.
@@ -93,6 +94,24 @@ def auto_epochs(held_in: int, examples_per_update: int) -> float:
                  max(AUTO_MIN_EPOCHS, math.ceil(AUTO_EXAMPLES / max(1, held_in))))
     per_epoch = max(1, held_in // examples_per_update)
     return float(max(epochs, math.ceil(AUTO_MIN_UPDATES / per_epoch)))
+
+
+def resolve_train_steps(exec_properties: Mapping[str, Any], num_train_examples: int) -> int:
+    """train_steps as given, or an estimate of the most updates train_epochs can take, from
+    the trainer's properties (the executor's, or as ML Metadata recorded them for the report).
+
+    With epochs the trainer counts the held-in part of the train split itself and stops
+    early; this estimate (the whole split, less the held-out share) is for people.
+    """
+    steps = int(exec_properties['train_steps'])
+    if steps <= 0:
+        per_update = (int(exec_properties['global_batch_size'])
+                      * int(exec_properties['accumulation_steps']))
+        held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
+        held_in //= 100
+        epochs = float(exec_properties['train_epochs']) or auto_epochs(held_in, per_update)
+        steps = max(1, math.ceil(epochs * max(1, held_in // per_update)))
+    return max(1, steps)
 
 
 def plan_epochs(job: TrainJob) -> Tuple[TrainJob, int, str]:
@@ -207,10 +226,9 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
     scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')
     try:
         steps = build_steps(job, strategy, policy)
-        warm_version = (warm_start.warm_start(
+        warmed = bool(job.warm_start_from) and warm_start.warm_start(
             steps.model, job.warm_start_from, model_signature.describe(
                 job.class_names, job.image_shape, job.input_spec))
-            if job.warm_start_from else None)
         options = job.options
         eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size,
                                       job.image_shape, spec=job.input_spec)
@@ -244,7 +262,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         metrics['num_replicas'] = strategy.num_replicas_in_sync
         metrics['num_workers'] = workers
         metrics['input_sharding'] = shard
-        metrics['warm_start_version'] = -1 if warm_version is None else warm_version
+        metrics['warm_start_version'] = job.warm_start_version if warmed else -1
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,
                                         job.class_names, job.input_spec,

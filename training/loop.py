@@ -5,50 +5,19 @@ update lives in `steps.py`; this module owns everything around it. Checkpoints g
 that stays the same across retries of one training run, so a killed run resumes from its last
 checkpoint; TensorFlow writes each checkpoint's files first and then atomically replaces the
 `checkpoint` index, so a kill mid-save leaves the previous checkpoint as the one restored.
-`PROGRESS` says where the running training is, for a console to show (pipeline/console.py).
+Where the running training is goes out as events (progress.py), for a console to show.
 """
 import dataclasses
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 from absl import logging
 import keras
 import tensorflow as tf
 
 from training.choices import OPTIMIZERS
-from training import stopping
+from training import progress, stopping
 from training.steps import StepFunctions
-
-
-@dataclasses.dataclass
-class Progress:
-    """The training in this process: updates done, of how many, and where its checkpoints are.
-
-    The loop updates it and calls each listener after every change; a listener must be quick
-    (it runs between updates). The local runner shows it as a progress line, and after Ctrl-C
-    reads `step` and `checkpoint_step()` to say where training stopped and will resume.
-    """
-    step: int = 0
-    total: int = 0
-    start_step: int = 0        # where this process began: 0, or the step resumed from
-    checkpoint_dir: str = ''   # '' = no checkpoints
-    running: bool = False
-    listeners: List[Callable[['Progress'], None]] = dataclasses.field(default_factory=list)
-
-    def update(self, **changes) -> None:
-        for name, value in changes.items():
-            setattr(self, name, value)
-        for listener in list(self.listeners):
-            listener(self)
-
-    def checkpoint_step(self) -> int:
-        """The step a rerun resumes from: the newest complete checkpoint's (read from disk, so
-        a save cut short counts as not made), 0 when there is none."""
-        latest = self.checkpoint_dir and tf.train.latest_checkpoint(self.checkpoint_dir)
-        return int(latest.rsplit('-', 1)[1]) if latest else 0
-
-
-PROGRESS = Progress()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,7 +132,8 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
         manager = tf.train.CheckpointManager(
             checkpoint, checkpoint_write_dir or checkpoint_dir, max_to_keep=2)
     step = start_step = int(steps.step.numpy())
-    PROGRESS.update(step=start_step, total=options.train_steps, start_step=start_step,
+    reporter = progress.Reporter()
+    reporter.update(step=start_step, total=options.train_steps, start_step=start_step,
                     checkpoint_dir=checkpoint_dir or '', running=True)
     stopped = int(state.stop_code.numpy()) != stopping.RUNNING  # stopped before a crash
     iterator = iter(steps.strategy.experimental_distribute_dataset(
@@ -180,7 +150,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             step += 1
             _freeze_for(steps, options, step)
             window.add(*steps.train_step(iterator)[:3])
-            PROGRESS.update(step=step)
+            reporter.update(step=step)
             stopped = stopping.after_update(state, options, step, held_out_fn, clock)
             if step % options.log_every == 0 or step == options.train_steps or stopped:
                 result = _log_window(steps, options, step, window, start_step, run_start)
@@ -192,7 +162,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                 state.seconds.assign(spent_before + time.perf_counter() - run_start)
                 manager.save(checkpoint_number=step)
         if step < options.train_steps:
-            PROGRESS.update(total=step)  # stopped early: the progress line ends complete
+            reporter.update(total=step)  # stopped early: the progress line ends complete
         restored = state.restore_best()
         reason = stopping.describe(state, options, step, restored, note)
         logging.info('training stopped after %d steps: %s', step, reason)
@@ -204,7 +174,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             logging.info('eval after %d steps: loss %.4f  accuracy %.4f on %d examples',
                          step, metrics['loss'], metrics['accuracy'], int(metrics['examples']))
     writer.flush()
-    PROGRESS.update(running=False)
+    reporter.update(running=False)
     result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()),
                   steps_run=step, stop_reason=reason)
     if options.steps_per_epoch:

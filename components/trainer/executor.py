@@ -25,7 +25,8 @@ never does.
 import hashlib
 import json
 import math
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 from tfx import types
@@ -33,7 +34,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import image_shape, inputs, stable_paths, versions, window
+from components.common import image_shape, inputs, properties, stable_paths, versions, window
 from components.trainer import unchanged
 from launch import local, tfjob
 from training import job as job_lib
@@ -88,21 +89,16 @@ def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
         channels=int(exec_properties['channels']))
 
 
-def resolve_train_steps(exec_properties: Dict[str, Any], num_train_examples: int) -> int:
-    """train_steps as given, or an estimate of the most updates train_epochs can take.
-
-    With epochs the trainer counts the held-in part of the train split itself and stops
-    early; this estimate (the whole split, less the held-out share) is for people.
-    """
-    steps = int(exec_properties['train_steps'])
-    if steps <= 0:
-        per_update = (int(exec_properties['global_batch_size'])
-                      * int(exec_properties['accumulation_steps']))
-        held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
-        held_in //= 100
-        epochs = float(exec_properties['train_epochs']) or job_lib.auto_epochs(held_in, per_update)
-        steps = max(1, math.ceil(epochs * max(1, held_in // per_update)))
-    return max(1, steps)
+def warm_start_source(serving_dir: str) -> Tuple[str, int]:
+    """(the served SavedModel's folder, its version) to warm-start from; ('', -1) when
+    nothing is served under serving_dir yet ('' = no warm start asked)."""
+    version = versions.served_version(serving_dir) if serving_dir else None
+    if version is None:
+        if serving_dir:
+            logging.info('Warm start: nothing is served under %s yet; training from scratch.',
+                         serving_dir)
+        return '', -1
+    return os.path.join(serving_dir, str(version)), version
 
 
 class Executor(base_executor.BaseExecutor):
@@ -120,18 +116,21 @@ class Executor(base_executor.BaseExecutor):
         logging.info('Training window: %s', window.describe(spans))
         props = exec_properties
         # Absent on Examples ingested before input specs existed: encoded images.
-        spec = inputs.InputSpec.from_json(source.get_string_custom_property('input_spec')
-                                          if source.has_custom_property('input_spec') else '')
+        spec = inputs.InputSpec.from_json(
+            source.get_string_custom_property(properties.INPUT_SPEC)
+            if source.has_custom_property(properties.INPUT_SPEC) else '')
         shape = resolve_input(source, spec, props)
         image = shape.shape if shape else (0, 0, 0)  # a table has no image shape
-        steps, epochs = resolve_train_steps(props, num_train), 0.0
+        steps, epochs = job_lib.resolve_train_steps(props, num_train), 0.0
         if int(props['train_steps']) <= 0:  # the job plans the length (and warm-up) from the data
             epochs = float(props['train_epochs']) or job_lib.AUTO_EPOCHS
             steps = max(steps, int(props['warmup_steps']) + 1)
+        warm_from, warm_version = warm_start_source(props.get('warm_start_from') or '')
         job = job_lib.TrainJob(
             train_pattern=window.train_patterns(spans),
             eval_pattern=window.eval_patterns(spans),
-            class_names=tuple(json.loads(source.get_string_custom_property('class_names'))),
+            class_names=tuple(json.loads(
+                source.get_string_custom_property(properties.CLASS_NAMES))),
             image_shape=image,
             input_statement=shape.statement if shape else '',
             cache_decoded=job_lib.fits_in_cache(num_train, image, spec),
@@ -139,7 +138,7 @@ class Executor(base_executor.BaseExecutor):
             mixed_precision=props['mixed_precision'],
             seed=int(props['seed']),
             devices=tuple(json.loads(props.get('devices') or '[]')),
-            warm_start_from=props.get('warm_start_from') or '',
+            warm_start_from=warm_from, warm_start_version=warm_version,
             model_weights=props.get('model_weights') or '',
             input_spec=spec,
             # Absent on executions recorded before augmentation existed: none.
@@ -194,8 +193,8 @@ class Executor(base_executor.BaseExecutor):
             for name, value in zip(('input_height', 'input_width', 'input_channels'),
                                    shape.shape):
                 model.set_int_custom_property(name, value)
-            model.set_string_custom_property('input_statement', shape.statement)
-            model.set_string_custom_property('augment', job.augment)
-            model.set_int_custom_property('flip', int(job.flip))
+            model.set_string_custom_property(properties.INPUT_STATEMENT, shape.statement)
+            model.set_string_custom_property(properties.AUGMENT, job.augment)
+            model.set_int_custom_property(properties.FLIP, int(job.flip))
         for name, value in metrics.items():
             record_metric(model, name, value)

@@ -8,6 +8,7 @@ from tfx.types import artifact_utils, standard_artifacts
 
 from components.common import features
 from components.trainer import executor
+from training import job as job_lib
 from helpers import DIGITS
 import photo_folders
 
@@ -121,7 +122,7 @@ def test_checkpoint_folder_is_stable_per_training_and_differs_otherwise(tmp_path
     (100, 0.0, 1000, 100), (100, 3.0, 1000, 100), (0, 1.0, 1000, 31), (0, 0.5, 10, 1)])
 def test_train_steps_come_from_steps_or_epochs(steps, epochs, examples, expected):
     props = _properties(train_steps=steps, train_epochs=epochs)  # 32 examples per update
-    assert executor.resolve_train_steps(props, examples) == expected
+    assert job_lib.resolve_train_steps(props, examples) == expected
 
 
 def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training import loop, steps as steps_lib
+from training import loop, progress, steps as steps_lib
 
 
 def _model(with_backbone=True):
@@ -77,9 +77,9 @@ def test_the_loop_freezes_the_first_epochs_then_trains_everything(tmp_path):
                                     tf.distribute.get_strategy(), 8)
     backbone, head = model.get_layer('backbone'), model.get_layer('logits')
     start, seen = _weights(backbone), {}
-    listener = lambda progress: seen.setdefault(progress.step, (  # noqa: E731
+    listener = lambda event: seen.setdefault(event.step, (  # noqa: E731
         _weights(backbone), _weights(head), steps.frozen))
-    loop.PROGRESS.listeners.append(listener)
+    unsubscribe = progress.subscribe(listener)
     try:
         images = np.random.default_rng(0).random((64, 8, 8, 1), dtype=np.float32)
         labels = np.arange(64, dtype=np.int32) % 3
@@ -87,7 +87,7 @@ def test_the_loop_freezes_the_first_epochs_then_trains_everything(tmp_path):
             (images, labels)).repeat().skip(skip).batch(8, drop_remainder=True), options,
                           checkpoint_dir=str(tmp_path / 'ckpt'))
     finally:
-        loop.PROGRESS.listeners.remove(listener)
+        unsubscribe()
     # Epochs 1-2 (steps 1-4): the head learns, the backbone stays as initialised.
     assert [seen[s][2] for s in range(1, 7)] == [True] * 4 + [False] * 2
     assert not any(_changed(start, seen[4][0]))

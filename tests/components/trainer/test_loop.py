@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training import loop, steps as steps_lib
+from training import loop, progress, steps as steps_lib
 
 
 def _separable_data(n=96, dim=4, num_classes=3):
@@ -104,16 +104,17 @@ def test_progress_reports_every_update_and_where_a_rerun_resumes(tmp_path):
     options = loop.LoopOptions(train_steps=20, global_batch_size=32, learning_rate=0.05,
                                checkpoint_interval=8)
     seen = []
-    loop.PROGRESS.listeners.append(lambda p: seen.append((p.step, p.total, p.running)))
+    unsubscribe = progress.subscribe(seen.append)
     try:
         loop.run_training(_steps(options), _stream(points, labels, 32), options,
                           checkpoint_dir=str(tmp_path))
+        assert [(p.step, p.total, p.running) for p in (seen[0], seen[-1])] == [
+            (0, 20, True), (20, 20, False)]
+        assert [p.step for p in seen if p.running] == list(range(21))
+        assert seen[-1].checkpoint_step() == 20  # saved at 8, 16 and the last step
+        resumed = loop.LoopOptions(train_steps=30, global_batch_size=32, learning_rate=0.05)
+        loop.run_training(_steps(resumed), _stream(points, labels, 32), resumed,
+                          checkpoint_dir=str(tmp_path))
     finally:
-        loop.PROGRESS.listeners.clear()
-    assert seen[0] == (0, 20, True) and seen[-1] == (20, 20, False)
-    assert [step for step, _, running in seen if running] == list(range(21))
-    assert loop.PROGRESS.checkpoint_step() == 20  # saved at 8, 16 and the last step
-    resumed = loop.LoopOptions(train_steps=30, global_batch_size=32, learning_rate=0.05)
-    loop.run_training(_steps(resumed), _stream(points, labels, 32), resumed,
-                      checkpoint_dir=str(tmp_path))
-    assert loop.PROGRESS.start_step == 20 and loop.PROGRESS.step == 30
+        unsubscribe()
+    assert seen[-1].start_step == 20 and seen[-1].step == 30

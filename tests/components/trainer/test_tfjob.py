@@ -38,7 +38,7 @@ def test_the_manifest_has_n_identical_workers_with_the_trainer_resources():
     assert 'serviceAccountName' not in worker['template']['spec']
     [container] = worker['template']['spec']['containers']
     assert container['name'] == 'tensorflow' and container['image'] == SPEC.image
-    assert container['command'] == ['python', '-m', 'launch.local', '/r/job.json',
+    assert container['command'] == ['python', '-m', 'launch.worker', '/r/job.json',
                                     '/r/serving', '/r/logs', '/r/ckpt']
     expected = {'cpu': '8', 'memory': '30G', 'nvidia.com/gpu': '2'}
     assert container['resources'] == {'requests': expected, 'limits': expected}

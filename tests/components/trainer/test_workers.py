@@ -12,7 +12,7 @@ import time
 import pytest
 
 from components.common import inputs
-from launch import local
+from launch import local, worker
 from training import job as job_lib, loop
 
 from helpers import REPO_ROOT, write_digit_examples
@@ -32,7 +32,7 @@ def _job(**overrides):
 
 def test_a_job_round_trips_through_json_unchanged():
     job = _job()
-    assert local.job_from_json(local.job_to_json(job)) == job
+    assert worker.job_from_json(worker.job_to_json(job)) == job
 
 
 def test_each_worker_gets_the_same_cluster_and_its_own_index():
@@ -71,9 +71,9 @@ def test_killing_the_parent_outright_leaves_no_worker(tmp_path):
                options=loop.LoopOptions(train_steps=100_000, global_batch_size=8,
                                         learning_rate=1e-3, checkpoint_interval=100_000))
     job_file = tmp_path / 'job.json'
-    job_file.write_text(local.job_to_json(job))
-    script = ('import sys; from launch import local\n'
-              'job = local.job_from_json(open(sys.argv[1]).read())\n'
+    job_file.write_text(worker.job_to_json(job))
+    script = ('import sys; from launch import local, worker\n'
+              'job = worker.job_from_json(open(sys.argv[1]).read())\n'
               'local.run(job, sys.argv[2] + "/s", sys.argv[2] + "/logs", sys.argv[2] + "/c", '
               'num_workers=2)\n')
     parent = subprocess.Popen([sys.executable, '-c', script, str(job_file), str(tmp_path)],
