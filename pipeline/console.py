@@ -85,15 +85,15 @@ def _drift(summary):
 
 def _scoring_model(summary):  # runner.py --score (pipeline/scoring.py)
     for model in summary.outputs.get('Model', []):
-        if _custom(model, 'model_version') is not None:
-            return f'version {_custom(model, "model_version")}'
+        if _custom(model, properties.MODEL_VERSION) is not None:
+            return f'version {_custom(model, properties.MODEL_VERSION)}'
 
 
 def _scored(summary):
     for result in summary.outputs.get('InferenceResult', []):
-        if _custom(result, 'num_scored') is not None:
-            return (f'{_custom(result, "num_scored"):,} scored, '
-                    f'{_custom(result, "num_quarantined"):,} quarantined')
+        if _custom(result, properties.NUM_SCORED) is not None:
+            return (f'{_custom(result, properties.NUM_SCORED):,} scored, '
+                    f'{_custom(result, properties.NUM_QUARANTINED):,} quarantined')
 
 
 # The figure each stage's line ends with, read from its outputs (stages not named: none).

@@ -206,7 +206,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                  for span, folder in window_spans.older_spans(
                      root, exec_properties, newest[0].span)]
         kept, note = window_spans.same_classes(older, newest)
-        properties = dict(newest[1], quarantine_uri=checks.quarantine_path(examples.uri))
+        properties = dict(newest[1], **{
+            property_names.QUARANTINE_URI: checks.quarantine_path(examples.uri)})
         # TFX publishes exec_properties on the execution when it succeeds.
         for name, value in properties.items():
             if name.startswith('num_'):

@@ -11,10 +11,9 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
+from components.common import properties
 from components.score import predictions, results, served
 
-VERSION_PROPERTY = 'model_version'
-PATH_PROPERTY = 'model_path'
 _LOGS = 'prediction_logs-*.gz'   # what the stock BulkInferrer writes into its InferenceResult
 
 
@@ -28,8 +27,8 @@ class ModelExecutor(base_executor.BaseExecutor):
         version, source = served.resolve(exec_properties['serving_dir'],
                                          int(exec_properties.get('version') or 0))
         files = served.place(source, path_utils.serving_model_dir(model.uri))
-        model.set_int_custom_property(VERSION_PROPERTY, version)
-        model.set_string_custom_property(PATH_PROPERTY, source)
+        model.set_int_custom_property(properties.MODEL_VERSION, version)
+        model.set_string_custom_property(properties.MODEL_PATH, source)
         logging.info('Scoring with model version %d (%s, %d files placed in %s)', version,
                      source, files, model.uri)
 
@@ -53,23 +52,24 @@ class WriterExecutor(base_executor.BaseExecutor):
         model = artifact_utils.get_single_instance(input_dict['model'])
         inference = artifact_utils.get_single_instance(input_dict['inference_result'])
         out = artifact_utils.get_single_instance(output_dict['predictions'])
-        version = model.get_int_custom_property(VERSION_PROPERTY)
+        version = model.get_int_custom_property(properties.MODEL_VERSION)
         rows = predictions.rows(_read_logs(inference.uri), version,
                                 int(exec_properties.get('top_k') or predictions.TOP_K))
         counts = {name: examples.get_int_custom_property(name)
                   for name in examples.mlmd_artifact.custom_properties
                   if name.startswith('num_')}
-        summary = results.summarize(version, model.get_string_custom_property(PATH_PROPERTY),
+        summary = results.summarize(version, model.get_string_custom_property(properties.MODEL_PATH),
                                     exec_properties.get('input_base', ''), counts, len(rows))
-        quarantine_uri = examples.get_string_custom_property('quarantine_uri')
+        quarantine_uri = examples.get_string_custom_property(properties.QUARANTINE_URI)
         quarantine = ''
         if quarantine_uri and tf.io.gfile.exists(quarantine_uri):
             with tf.io.gfile.GFile(quarantine_uri) as handle:
                 quarantine = handle.read()
         results.write_all(out.uri, rows, quarantine, summary)
-        for name in ('inputs', 'scored', 'quarantined'):
-            out.set_int_custom_property(f'num_{name}', summary[name])
-        out.set_int_custom_property(VERSION_PROPERTY, version)
+        for name, key in ((properties.NUM_INPUTS, 'inputs'), (properties.NUM_SCORED, 'scored'),
+                          (properties.NUM_QUARANTINED, 'quarantined')):
+            out.set_int_custom_property(name, summary[key])
+        out.set_int_custom_property(properties.MODEL_VERSION, version)
         output_dir = exec_properties.get('output_dir') or ''
         if output_dir:
             results.publish(output_dir, rows, quarantine, summary)
