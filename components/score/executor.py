@@ -58,8 +58,9 @@ class WriterExecutor(base_executor.BaseExecutor):
         counts = {name: examples.get_int_custom_property(name)
                   for name in examples.mlmd_artifact.custom_properties
                   if name.startswith('num_')}
-        summary = results.summarize(version, model.get_string_custom_property(properties.MODEL_PATH),
-                                    exec_properties.get('input_base', ''), counts, len(rows))
+        summary = results.summarize(
+            version, model.get_string_custom_property(properties.MODEL_PATH),
+            exec_properties.get('input_base', ''), counts, len(rows))
         quarantine_uri = examples.get_string_custom_property(properties.QUARANTINE_URI)
         quarantine = ''
         if quarantine_uri and tf.io.gfile.exists(quarantine_uri):
