@@ -23,16 +23,22 @@ MODULE = 'launch.worker'   # python -m MODULE job_file serving_dir log_dir check
 
 
 def job_to_json(job) -> str:
-    return json.dumps(dataclasses.asdict(job))
+    fields = dataclasses.asdict(job)
+    # The parameters as ML Metadata records them: plain values that read back the same.
+    fields['options']['params'] = job.params.to_properties()
+    return json.dumps(fields)
 
 
 def job_from_json(text: str):
     from components.common import inputs
     from training import job as job_lib, loop
+    from training.params import TrainParams
     fields = json.loads(text)
-    fields['options'] = loop.LoopOptions(**fields['options'])
+    options = fields['options']
+    options['params'] = TrainParams.from_properties(options['params'])
+    fields['options'] = loop.LoopOptions(**options)
     fields['input_spec'] = inputs.InputSpec.from_json(json.dumps(fields['input_spec']))
-    for name in ('class_names', 'image_shape', 'devices'):
+    for name in ('class_names', 'image_shape'):
         fields[name] = tuple(fields[name])
     for name in ('train_pattern', 'eval_pattern'):  # a window's patterns: a list in JSON
         if isinstance(fields[name], list):

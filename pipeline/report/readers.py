@@ -223,8 +223,10 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
     warm = recorded('warm_start_version')
     if warm is not None and warm >= 0:
         rows.append(('warm start', f'from served version {int(warm)}'))
-    elif properties.get('warm_start_from'):
-        rows.append(('warm start', f'asked, from {properties["warm_start_from"]}' + (
+    elif int(properties.get('warm_start') or 0) or properties.get('warm_start_from'):
+        # warm_start_from: the serving folder, as executions before TrainParams recorded it.
+        source = properties.get('warm_start_from') or properties.get('serving_dir')
+        rows.append(('warm start', f'asked, from {source}' + (
             '; nothing was served, so training started from scratch' if model is not None
             else '')))
     return rows

@@ -42,9 +42,9 @@ class _Recorded(sequence.Launcher):
 def _job():
     return job_lib.TrainJob(train_pattern='/d/train/*', eval_pattern='/d/eval/*',
                             class_names=('a', 'b'), image_shape=(8, 8, 1),
-                            model_builder='models.resnet.build_model',
-                            options=loop.LoopOptions(train_steps=4, global_batch_size=8,
-                                                     learning_rate=1e-3))
+                            options=loop.LoopOptions.of(
+                                train_steps=4, global_batch_size=8, learning_rate=1e-3,
+                                model_builder='models.resnet.build_model'))
 
 
 def test_the_sequence_writes_the_job_relays_the_chief_and_reads_its_metrics(tmp_path, caplog):
@@ -63,7 +63,8 @@ def test_the_sequence_writes_the_job_relays_the_chief_and_reads_its_metrics(tmp_
     assert metrics == {'eval_accuracy': 0.5}
     job_file = os.path.join(logs, 'fake', 'job.json')
     assert launcher.calls == [('start', [job_file, 's', logs, 'c']), ('wait',), ('stop',)]
-    assert json.load(open(job_file))['model_builder'] == 'models.resnet.build_model'
+    written = json.load(open(job_file))  # the parameters as ML Metadata records them
+    assert written['options']['params']['model_builder'] == 'models.resnet.build_model'
     assert seen == events
     assert '[worker 0] step 2/4  loss 0.5' in caplog.text
     assert 'training-progress' not in caplog.text  # events are not log lines
@@ -82,10 +83,10 @@ def test_two_local_workers_send_the_chiefs_progress_to_the_parent(tmp_path):
         write_digit_examples(str(tmp_path / split / 'part.gz'), ('0', '1'), 40, offset)
     job = job_lib.TrainJob(
         train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'eval' / '*'),
-        class_names=('0', '1'), image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
-        input_spec=inputs.InputSpec(),
-        options=loop.LoopOptions(train_steps=12, global_batch_size=8, learning_rate=1e-3,
-                                 checkpoint_interval=100))
+        class_names=('0', '1'), image_shape=(8, 8, 1), input_spec=inputs.InputSpec(),
+        options=loop.LoopOptions.of(train_steps=12, global_batch_size=8, learning_rate=1e-3,
+                                    checkpoint_interval=100,
+                                    model_builder='models.resnet.build_model'))
     seen = []
     unsubscribe = progress.subscribe(seen.append)
     try:

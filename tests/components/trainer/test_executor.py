@@ -9,6 +9,7 @@ from tfx.types import artifact_utils, standard_artifacts
 from components.common import features
 from components.trainer import executor
 from training import job as job_lib
+from training.params import TrainParams
 from helpers import DIGITS
 import photo_folders
 
@@ -37,11 +38,12 @@ def _examples(tmp_path):
 
 
 def _properties(**overrides):
-    props = dict(model_builder='models.resnet.build_model', image_height=8, image_width=8,
-                 channels=1, train_steps=0, train_epochs=2.0, eval_steps=0,
-                 global_batch_size=16, accumulation_steps=2, mixed_precision='float32',
-                 optimizer='adam', learning_rate=3e-3, warmup_steps=0,
-                 checkpoint_interval=1, seed=1, devices='[]', pipeline_root='/root')
+    """The execution properties ImageTrainer records (TrainParams), and overrides by name."""
+    props = TrainParams.bare(
+        model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
+        train_epochs=2.0, global_batch_size=16, accumulation_steps=2, learning_rate=3e-3,
+        checkpoint_interval=1, seed=1, skip_unchanged=False).to_properties()
+    props['pipeline_root'] = '/root'
     props.update(overrides)
     return props
 

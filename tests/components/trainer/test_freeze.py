@@ -19,7 +19,7 @@ def _model(with_backbone=True):
 
 
 def _steps(model, accumulation):
-    options = loop.LoopOptions(train_steps=10, global_batch_size=8, learning_rate=0.05,
+    options = loop.LoopOptions.of(train_steps=10, global_batch_size=8, learning_rate=0.05,
                                accumulation_steps=accumulation)
     return steps_lib.StepFunctions(model, loop.make_optimizer(options),
                                    tf.distribute.get_strategy(), 8, accumulation)
@@ -70,7 +70,7 @@ def test_a_model_without_a_backbone_cannot_be_frozen():
 
 def test_the_loop_freezes_the_first_epochs_then_trains_everything(tmp_path):
     model = _model()
-    options = loop.LoopOptions(train_steps=6, global_batch_size=8, learning_rate=0.05,
+    options = loop.LoopOptions.of(train_steps=6, global_batch_size=8, learning_rate=0.05,
                                steps_per_epoch=2, max_epochs=3, freeze_epochs=2,
                                checkpoint_interval=100)
     steps = steps_lib.StepFunctions(model, loop.make_optimizer(options),
@@ -97,7 +97,7 @@ def test_the_loop_freezes_the_first_epochs_then_trains_everything(tmp_path):
 
 
 def test_freezing_needs_epochs():
-    options = loop.LoopOptions(train_steps=4, global_batch_size=8, learning_rate=0.05,
+    options = loop.LoopOptions.of(train_steps=4, global_batch_size=8, learning_rate=0.05,
                                freeze_epochs=1)
     steps = _steps(_model(), 1)
     with pytest.raises(ValueError, match='freeze_epochs needs training by epochs'):

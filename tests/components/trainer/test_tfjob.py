@@ -18,6 +18,7 @@ from tfx.types import artifact_utils, standard_artifacts
 
 from components.trainer import executor
 from launch import tfjob
+from training.params import TrainParams
 from helpers import write_digit_examples
 import tfjob_helpers
 
@@ -90,12 +91,11 @@ def _artifacts(tmp_path, train_files=2):
 
 
 def _properties(**overrides):
-    props = dict(model_builder='models.resnet.build_model', image_height=8, image_width=8,
-                 channels=1, train_steps=6, train_epochs=0.0, eval_steps=0,
-                 global_batch_size=8, accumulation_steps=1, mixed_precision='float32',
-                 optimizer='adam', learning_rate=3e-3, warmup_steps=0, checkpoint_interval=100,
-                 seed=1, devices='[]', tfjob=tfjob.TFJobSpec(workers=2, image='local').to_json())
-    props.update(overrides)
+    props = TrainParams.bare(
+        model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
+        train_steps=6, global_batch_size=8, learning_rate=3e-3, seed=1,
+        skip_unchanged=False).to_properties()
+    props.update(tfjob=tfjob.TFJobSpec(workers=2, image='local').to_json(), **overrides)
     return props
 
 def _check_lifecycle(state, name):

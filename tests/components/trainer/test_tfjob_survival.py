@@ -124,8 +124,9 @@ def test_terminating_the_task_deletes_the_job(cluster, tmp_path):
     job = dataclasses.replace(
         _failing_job(tmp_path), train_pattern=str(tmp_path / 'train' / '*'),
         eval_pattern=str(tmp_path / 'eval' / '*'),
-        options=loop.LoopOptions(train_steps=100_000, global_batch_size=8, learning_rate=1e-3,
-                                 checkpoint_interval=100_000))
+        options=loop.LoopOptions.of(train_steps=100_000, global_batch_size=8, learning_rate=1e-3,
+                                    checkpoint_interval=100_000,
+                                    model_builder='models.resnet.build_model'))
     job_file = tmp_path / 'job.json'
     job_file.write_text(worker.job_to_json(job))
     script = ('import sys\n'

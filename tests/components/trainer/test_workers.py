@@ -2,6 +2,7 @@
 boundary intact, each worker gets its own TF_CONFIG, and a failing worker fails the run with
 its own error and leaves no process behind. Real training by 2 workers is in
 tests/test_workers_e2e.py."""
+import dataclasses
 import json
 import os
 import signal
@@ -21,12 +22,18 @@ from helpers import REPO_ROOT, write_digit_examples
 def _job(**overrides):
     fields = dict(
         train_pattern='/d/train/*', eval_pattern='/d/eval/*', class_names=('a', 'b'),
-        image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
-        options=loop.LoopOptions(train_steps=20, global_batch_size=8, learning_rate=1e-3,
-                                 steps_per_epoch=5, max_epochs=4.0, patience=2),
-        devices=('/cpu:0',), input_spec=inputs.InputSpec(kind='tabular', numeric=(('x', 1.5),)),
+        image_shape=(8, 8, 1),
+        options=loop.LoopOptions.of(train_steps=20, global_batch_size=8, learning_rate=1e-3,
+                                    steps_per_epoch=5, max_epochs=4.0, patience=2,
+                                    model_builder='models.resnet.build_model',
+                                    devices=('/cpu:0',), image_size=(8, 8), flip=True),
+        input_spec=inputs.InputSpec(kind='tabular', numeric=(('x', 1.5),)),
         epochs=4.0, held_out_percent=10)
+    names = {field.name for field in dataclasses.fields(job_lib.TrainJob)}
+    params = {k: overrides.pop(k) for k in list(overrides) if k not in names}  # TrainParams'
     fields.update(overrides)
+    fields['options'] = dataclasses.replace(
+        fields['options'], params=dataclasses.replace(fields['options'].params, **params))
     return job_lib.TrainJob(**fields)
 
 
@@ -66,10 +73,11 @@ def test_killing_the_parent_outright_leaves_no_worker(tmp_path):
     for split, offset in (('train', 0), ('eval', 40)):
         write_digit_examples(str(tmp_path / split / 'part.gz'), ('0', '1'), 40, offset)
     job = _job(train_pattern=str(tmp_path / 'train' / '*'),
-               eval_pattern=str(tmp_path / 'eval' / '*'), devices=(), epochs=0.0,
+               eval_pattern=str(tmp_path / 'eval' / '*'), epochs=0.0,
                held_out_percent=0, input_spec=inputs.InputSpec(),
-               options=loop.LoopOptions(train_steps=100_000, global_batch_size=8,
-                                        learning_rate=1e-3, checkpoint_interval=100_000))
+               options=loop.LoopOptions.of(train_steps=100_000, global_batch_size=8,
+                                           learning_rate=1e-3, checkpoint_interval=100_000,
+                                           model_builder='models.resnet.build_model'))
     job_file = tmp_path / 'job.json'
     job_file.write_text(worker.job_to_json(job))
     script = ('import sys; from launch import local, worker\n'
