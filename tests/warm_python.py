@@ -1,21 +1,24 @@
-"""A warm `python` for the KFP launcher stand-in's pods: one interpreter that has imported TFX
-once and forks a child per task command, instead of a fresh interpreter per task.
+"""A warm `python`: one interpreter that has imported TFX, TF, Beam and the pipeline once and
+forks a child per command, instead of a fresh interpreter per command.
 
-Why: every task of a compiled spec is `python -m pipeline.kfp_entrypoint ...`, and a fresh
-interpreter spends 5-10 s importing TFX and TensorFlow before the task does anything; a launcher
-scenario runs 10-30 tasks. The child is a process of its own as a pod's command is: its own
-argv, working directory, environment (replaced by the one given), stdout and stderr into the
-pod's log, and an exit status (an uncaught exception: its traceback and status 1, as `python`
-ends). Only the imports are shared, made before any task ran (the server does nothing else, so
-no thread or TF runtime exists when it forks). What would differ from a fresh interpreter is
-module state a task changes at import time of a module the server preloaded; the entry point's
-own code runs afresh in every child (runpy, as `python -m` does).
+Why: a fresh interpreter spends 5-15 s importing TFX before it does anything. The KFP launcher
+stand-in starts one per task (`python -m pipeline.kfp_entrypoint ...`, 10-30 per scenario), and
+the scenario tests start `python runner.py ...` once per scheduled day. The child is a process
+of its own as those commands are: its own argv, working directory, environment (replaced by the
+one given), stdin from /dev/null, stdout and stderr into the given files, and an exit status
+(an uncaught exception: its traceback and status 1, as `python` ends; SystemExit as `python`).
+Only the imports are shared, made before any command ran: the server does nothing else, so no
+thread and no TF runtime exists when it forks, and every child runs the command's own code
+afresh (runpy, as `python -m` and `python FILE` do). What a child cannot show is what happens
+while those modules are imported: a test of that (TF's start-up lines on the console, import
+order) starts a fresh interpreter. The server runs one command at a time.
 
     code = warm_python.run(['-m', 'pipeline.kfp_entrypoint', ...], cwd, env, log_file, 900)
+    result = warm_python.run_captured(['runner.py', '--local', ...], cwd, timeout=900)
 
-Commands other than `-m MODULE` or `SCRIPT.py` are not taken (run() returns None): the caller
-starts a fresh interpreter. WARM_PYTHON=0 in the environment turns it off everywhere.
-Test support only.
+Commands other than `-m MODULE` or `SCRIPT.py` are not taken: run() returns None and
+run_captured() starts a fresh interpreter. WARM_PYTHON=0 in the environment turns it off
+everywhere (every command then starts a fresh interpreter). Test support only.
 """
 import atexit
 import json
@@ -24,11 +27,17 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 from typing import Dict, List, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# What the server imports before it forks: the task entry point and what it imports (TFX, TF).
-PRELOAD = ('pipeline.kfp_entrypoint',)
+# What the server imports before it forks: the task entry point, the local runner and the
+# executors (TFX, TF, Beam, TFDV, TFMA), each imported by tasks and runs in any case.
+PRELOAD = ('pipeline.kfp_entrypoint', 'pipeline.local', 'pipeline.kubeflow', 'runner',
+           'components.ingest.executor', 'components.trainer.executor',
+           'components.evaluate.executor', 'components.drift.executor',
+           'tfx.components.statistics_gen.executor',
+           'tfx.components.example_validator.executor')
 
 _server: Optional[subprocess.Popen] = None
 
@@ -39,18 +48,43 @@ def enabled() -> bool:
 
 def run(argv: List[str], cwd: str, env: Dict[str, str], log_file: str,
         timeout: float) -> Optional[int]:
-    """Runs `python *argv` in a child of the warm server; its exit status (negative: killed by
-    that signal, as subprocess reports it), or None if argv is not a form it takes."""
-    if not enabled() or not argv or not (argv[0] == '-m' and len(argv) > 1
-                                          or argv[0].endswith('.py')):
+    """Runs `python *argv` in a child of the warm server, stdout and stderr appended to log_file;
+    its exit status (negative: killed by that signal, as subprocess reports it), or None if argv
+    is not a form it takes."""
+    if not takes(argv):
         return None
+    return _request(argv, cwd, env, log_file, log_file, timeout)
+
+
+def run_captured(argv: List[str], cwd: str, timeout: float,
+                 env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    """subprocess.run([sys.executable, *argv], cwd=cwd, capture_output=True, text=True,
+    timeout=timeout, env=env), in a child of the warm server when it takes argv."""
+    command = [sys.executable, *argv]
+    if not takes(argv):
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix='warm-python-') as folder:
+        out, err = os.path.join(folder, 'stdout'), os.path.join(folder, 'stderr')
+        code = _request(argv, cwd, dict(os.environ if env is None else env), out, err, timeout)
+        with open(out, errors='replace') as stdout, open(err, errors='replace') as stderr:
+            return subprocess.CompletedProcess(command, code, stdout.read(), stderr.read())
+
+
+def takes(argv: List[str]) -> bool:
+    """`-m MODULE ...` or `SCRIPT.py ...`, unless WARM_PYTHON=0."""
+    return enabled() and bool(argv) and (argv[0] == '-m' and len(argv) > 1
+                                         or argv[0].endswith('.py'))
+
+
+def _request(argv, cwd, env, stdout, stderr, timeout) -> int:
     server = _start()
-    server.stdin.write(json.dumps({'argv': argv, 'cwd': cwd, 'env': env,
-                                   'log': log_file}) + '\n')
+    server.stdin.write(json.dumps({'argv': argv, 'cwd': cwd, 'env': env, 'stdout': stdout,
+                                   'stderr': stderr}) + '\n')
     server.stdin.flush()
     pid = int(json.loads(server.stdout.readline())['pid'])
     ready, _, _ = select.select([server.stdout], [], [], timeout)
-    if not ready:  # as subprocess.run(timeout=) would: the command is killed, the run fails
+    if not ready:  # as subprocess.run(timeout=) does: the command is killed, the caller fails
         os.kill(pid, signal.SIGKILL)
         server.stdout.readline()
         raise subprocess.TimeoutExpired(argv, timeout)
@@ -85,13 +119,16 @@ def _child(request: dict) -> None:
         os.chdir(request['cwd'])
         os.environ.clear()
         os.environ.update(request['env'])
-        log = os.open(request['log'], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
         os.close(null)
+        for fd, key in ((1, 'stdout'), (2, 'stderr')):
+            if fd == 2 and request['stderr'] == request['stdout']:
+                os.dup2(1, 2)  # one file, one offset: as stderr=subprocess.STDOUT
+                continue
+            output = os.open(request[key], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.dup2(output, fd)
+            os.close(output)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         argv = request['argv']
         try:
