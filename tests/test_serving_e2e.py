@@ -25,7 +25,7 @@ from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import page
 
-from helpers import REPO_ROOT, copy_digits
+from helpers import copy_digits, run_command
 
 pytestmark = pytest.mark.e2e
 CLI = os.path.join(os.path.dirname(sys.executable), 'saved_model_cli')
@@ -37,8 +37,7 @@ def run(tmp_path_factory):
     data = copy_digits(str(base / 'data'), classes=('0', '1', '2'), per_class=30)
     argv = ['--local', '--config', 'smoke', '--data', data, '--output', str(base / 'out'),
             '--schema', config_lib.DIGITS_SCHEMA]
-    result = subprocess.run([sys.executable, 'runner.py', *argv], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=900)
+    result = run_command([sys.executable, 'runner.py', *argv])
     assert result.returncode == 0, result.stderr[-3000:]
     cfg, _ = runner.build_configs(runner.build_parser().parse_args(argv))
     return cfg, result.stdout, data

@@ -6,7 +6,6 @@ is evaluated without comparing it to the served one, is not pushed, the served f
 same versions with the same bytes, the run exits 0 and its summary says why nothing was pushed.
 """
 import os
-import subprocess
 import sys
 
 import pytest
@@ -15,7 +14,7 @@ from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
-from helpers import REPO_ROOT, copy_digits, run_pipeline, smoke_sample_config
+from helpers import copy_digits, run_command, run_pipeline, smoke_sample_config
 
 pytestmark = pytest.mark.e2e
 
@@ -36,10 +35,9 @@ def guarded(tmp_path_factory):
     first = run_pipeline(cfg)
     served = _snapshot(cfg.serving_dir)
     other = copy_digits(str(base / 'other'), classes=('3', '4', '5', '6'), per_class=30)
-    result = subprocess.run(
+    result = run_command(
         [sys.executable, 'runner.py', '--local', '--config', 'smoke', '--data', other,
-         '--output', cfg.output_dir, '--schema', config_lib.DIGITS_SCHEMA],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+         '--output', cfg.output_dir, '--schema', config_lib.DIGITS_SCHEMA])
     second = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
     return cfg, first, served, result, second
 

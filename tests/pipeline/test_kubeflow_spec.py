@@ -115,7 +115,8 @@ def test_every_task_runs_our_entry_point_in_our_image_with_the_beam_args(spec):
                    for a in declared.artifacts.values()), name
         assert set(declared.parameters) == set(task.inputs.parameters), name
     declared = _inputs_spec(spec, 'Evaluator', _container_spec(spec, 'Evaluator').args[5])
-    assert declared.artifacts['model'].artifact_type.instance_schema.startswith('title: tfx.Model\n')
+    assert declared.artifacts['model'].artifact_type.instance_schema.startswith(
+        'title: tfx.Model\n')
     assert _container_spec(spec, 'ServedModelBaseline').args[1] == \
         'components.baseline.executor.Executor'
     assert _container_spec(spec, 'Evaluator').args[1] == 'components.evaluate.executor.Executor'
