@@ -17,18 +17,16 @@ from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
-from helpers import copy_digits, run_pipeline, smoke_sample_config
+from helpers import copy_digits, run_pipeline
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope='module')
-def first_and_second_run(tmp_path_factory):
-    base = tmp_path_factory.mktemp('e2e')
-    cfg = smoke_sample_config(str(base))
-    first = run_pipeline(cfg)
-    second = run_pipeline(cfg)
-    return cfg, first, second
+def first_and_second_run(served_digits):
+    """The shared smoke run on 3 classes x 30 digits (conftest.py, served_digits: runner.py
+    --config smoke, the curated digits schema) and the same pipeline run again."""
+    return served_digits.cfg, served_digits.first, served_digits.second
 
 
 def _only(summary, type_name):
