@@ -15,7 +15,7 @@ import argparse
 import shlex
 import sys
 
-from components.trainer.choices import AUGMENTS, POLICIES
+from training.choices import AUGMENTS, POLICIES
 from pipeline import config as config_lib
 from pipeline import presets
 

@@ -14,6 +14,7 @@ setup(
                  'and pushes.'),
     python_requires='>=3.10,<3.12',
     packages=find_packages(include=['pipeline', 'pipeline.*', 'components', 'components.*',
+                                    'training', 'training.*', 'launch', 'launch.*',
                                     'models', 'models.*']),
     py_modules=['runner'],
     install_requires=[

@@ -21,7 +21,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def train_once(data_dir: str, mode: str, seed: int) -> dict:
     """One training run in this process (the child's side); returns accuracy and seconds."""
-    from components.trainer import job as job_lib, loop
+    from training import job as job_lib, loop
     from pipeline.config import TrainConfig
     t = TrainConfig()
     job = job_lib.TrainJob(

@@ -4,12 +4,12 @@
     python -m bench.bench_model_size            # the size table only
 
 Prints, per input size, the parameters and multiply-adds (convolutions and dense layers,
-counted analytically by components/trainer/cost.py) of the default models.resnet.build_model.
+counted analytically by training/cost.py) of the default models.resnet.build_model.
 With --npz (uint8 x_train Nx28x28, y_train, x_test, y_test), it then compares candidates, each
 a set of build_model keyword arguments, on one table: training images/s on this CPU (short fits
 taken in turns over the repeats, best kept, so machine noise hits every candidate alike),
 parameters, multiply-adds per image, and accuracy after --epochs of keras fit (batch 64, Adam
-3e-3 with cosine decay, the pipeline's `light` augmentation from components/trainer/augment.py)
+3e-3 with cosine decay, the pipeline's `light` augmentation from training/augment.py)
 on --train-size images, on a held-out 10% of x_train and on x_test. Nothing here is asserted.
 """
 import argparse
@@ -22,8 +22,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from components.trainer.augment import make_augment_fn  # noqa: E402
-from components.trainer.cost import macs  # noqa: E402
+from training.augment import make_augment_fn  # noqa: E402
+from training.cost import macs  # noqa: E402
 from models import resnet  # noqa: E402
 
 SIZES = ((8, 8, 1), (28, 28, 1), (32, 32, 3), (64, 48, 3), (96, 96, 3), (224, 224, 3))

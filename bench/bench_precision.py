@@ -7,8 +7,8 @@ input sizes and widths, MobileNetV3Small, ResNet-50 at small sizes), trains each
 images with our own step functions under float32 and under mixed_bfloat16, in turns in one fresh
 process per model (bench/trainer_worker.py `policies` mode: both built and traced first, then
 short timed runs alternating, the best of --rounds kept), and prints one table: multiply-adds per
-example (components/trainer/cost.py), images/s under each policy, their ratio, what `auto` picks
-with the threshold in components/trainer/precision.py, and the seconds that deciding `auto`
+example (training/cost.py), images/s under each policy, their ratio, what `auto` picks
+with the threshold in training/precision.py, and the seconds that deciding `auto`
 adds (one float32 build and a count). It ends with the crossover it suggests: the smallest cost
 from which every larger rung ran at least as fast in bfloat16. Nothing here is asserted.
 """
@@ -19,7 +19,7 @@ import os
 import subprocess
 
 from bench.bench_trainer import run
-from components.trainer import precision
+from training import precision
 from models import resnet
 
 # name: (builder import path, side, channels, batch); ordered by cost.

@@ -128,7 +128,7 @@ def _memory_cell(p: Plan, result: dict) -> str:
 
 def machine() -> List[str]:
     import tensorflow as tf
-    from components.trainer import precision
+    from training import precision
     model = 'unknown'
     if os.path.exists('/proc/cpuinfo'):
         with open('/proc/cpuinfo') as handle:
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] = None) -> None:
     parser.add_argument('--batch', type=int, help='images per replica per update')
     args = parser.parse_args(argv)
     import tensorflow as tf
-    from components.trainer import precision
+    from training import precision
     p = plan(len(tf.config.list_physical_devices('GPU')), precision.cpu_has_bf16(), args.smoke)
     p = dataclasses.replace(p, size=args.size or p.size, batch=args.batch or p.batch)
     if p.batch % ACCUM:

@@ -47,7 +47,7 @@ def measure(args) -> dict:
     import tensorflow as tf
 
     devices = _devices(tf, args.replicas)
-    from components.trainer import distribute, job as job_lib, loop, precision
+    from training import distribute, job as job_lib, loop, precision
 
     strategy = distribute.make_strategy(devices)
     policy = precision.resolve_policy(args.policy)

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from components.trainer import cost, data, job as job_lib, loop, precision, steps as steps_lib
+from training import cost, data, job as job_lib, loop, precision, steps as steps_lib
 
 IMAGE_SHAPE = [8, 8, 1]  # --size changes the model's input; images are resized in-graph
 

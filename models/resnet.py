@@ -1,6 +1,6 @@
 """A compact ResNet-style ConvNet that scales with the input: the default image model builder.
 
-The contract every builder follows (see components/trainer/loop.py): a function
+The contract every builder follows (see training/loop.py): a function
 `(input_shape, num_classes) -> keras.Model` whose output is float32 logits, one per class.
 Keeping the last layer in float32 matters under mixed precision: softmax and the loss stay exact.
 

@@ -9,7 +9,7 @@ import re
 from typing import Optional, Tuple
 
 from components.ingest import csv_records, image_formats
-from components.trainer.choices import AUGMENTS, OPTIMIZERS, POLICIES
+from training.choices import AUGMENTS, OPTIMIZERS, POLICIES
 from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -115,7 +115,7 @@ class TrainConfig:
     # The length: train_steps > 0 is exactly that many optimizer updates (no early stopping);
     # 0 = up to train_epochs passes over the train split, stopping early when the held-out
     # slice's accuracy stops improving (README, "Training length"); train_epochs 0 = from
-    # the data: about 400k examples seen, 10 to 20 passes (components/trainer/job.py).
+    # the data: about 400k examples seen, 10 to 20 passes (training/job.py).
     train_steps: int = 0
     train_epochs: float = 0.0
     patience: int = 3                # epochs without held-out improvement; 0 = run them all
@@ -289,7 +289,7 @@ class KubeflowConfig:
     trainer_gpus: int = 0
     gpu_type: str = 'nvidia.com/gpu'   # Kubernetes resource name (Vertex AI: e.g. NVIDIA_TESLA_T4)
     # > 1: the trainer's task creates a TFJob of this many workers (Kubeflow Training Operator),
-    # each with the trainer's cpu/memory/gpus, and waits for it (components/trainer/tfjob.py).
+    # each with the trainer's cpu/memory/gpus, and waits for it (launch/tfjob.py).
     trainer_workers: int = 1
     # The Kubernetes service account of those worker pods (e.g. one bound to a cloud identity
     # that can write the gs:// pipeline root); '' = the namespace's default.

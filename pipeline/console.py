@@ -17,7 +17,7 @@ from typing import Callable, List, Optional, TextIO
 
 from tqdm import tqdm
 
-from components.trainer import loop
+from training import loop
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 

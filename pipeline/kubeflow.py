@@ -10,7 +10,7 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
 - the trainer's task gets its resources through TFX's own `with_platform_config`, which the
   compiler copies into the task's container `resources` (both the numeric fields Vertex AI reads
   and the string fields open-source KFP prefers); with `trainer_workers` > 1 those resources go
-  to each pod of a TFJob the task creates instead (components/trainer/tfjob.py), and the task
+  to each pod of a TFJob the task creates instead (launch/tfjob.py), and the task
   itself, which only waits, gets 1 core and 4 GB, and ingestion leaves a train shard per pod;
 - every task runs our entry point, `python -m pipeline.kfp_entrypoint`, with the arguments TFX
   compiles: it prepares the ExecutorInput open-source KFP's driver hands over, then runs TFX's
@@ -34,7 +34,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from components.ingest.component import ImageExampleGen
-from components.trainer import tfjob
+from launch import tfjob
 from components.trainer.component import ImageTrainer
 from pipeline import beam_mode
 from pipeline import config as config_lib

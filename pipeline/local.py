@@ -74,7 +74,7 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
     from tfx.orchestration.portable import runtime_parameter_utils
     from tfx.orchestration.local import local_dag_runner
 
-    from components.trainer import loop
+    from training import loop
     from pipeline import beam_mode
     from pipeline import console as console_lib
     from pipeline import notify

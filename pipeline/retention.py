@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Tuple
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from components.push import versions
+from components.common import versions
 from pipeline import retention_plan as plan_lib
 from pipeline import runlock
 

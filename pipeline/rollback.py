@@ -3,7 +3,7 @@
 TF Serving serves the highest version under `<output>/serving/` (its default "latest" policy),
 so rolling back cannot just delete the newer versions (they may be wanted back, and a run may
 be comparing with them) nor rename an old one upward in place (the old number would vanish). A
-rollback copies the kept version into a new highest version with components/push/versions.py,
+rollback copies the kept version into a new highest version with components/common/versions.py,
 the Pusher's own way: staged in a hidden folder, then renamed to the next number, so TF Serving
 never sees a partial version. It holds the output folder's run lock (pipeline/runlock.py), so
 it never races a local run's push or its retention. It deletes nothing: the next push's
@@ -49,7 +49,7 @@ def read_rollbacks(output_dir: str) -> List[dict]:
 def rollback(output_dir: str, version: int) -> dict:
     """Copies serving/<version> to a new highest version; returns its record. The caller holds
     the output lock. RollbackError when the version is not kept or is served already."""
-    from components.push import versions  # TensorFlow: only once the flags are known good
+    from components.common import versions  # TensorFlow: only once the flags are known good
     serving = os.path.join(os.path.abspath(output_dir), 'serving')
     kept = [v for v in versions.list_versions(serving)
             if os.path.isfile(os.path.join(serving, str(v), 'saved_model.pb'))]

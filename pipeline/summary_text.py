@@ -14,7 +14,7 @@ from ml_metadata.proto import metadata_store_pb2
 from components.common import window
 from components.drift import measures
 from components.evaluate import checks
-from components.push import versions
+from components.common import versions
 from pipeline.summary import RunSummary, custom_property as _custom
 
 DRIFT_TEXT = measures.TEXT_PROPERTY

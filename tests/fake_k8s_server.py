@@ -1,5 +1,5 @@
 """A small Kubernetes API server on 127.0.0.1 with a one-node cluster and the Kubeflow Training
-Operator (v1.9.0) behind it: the REST endpoints components/trainer/tfjob.py calls through the
+Operator (v1.9.0) behind it: the REST endpoints launch/tfjob.py calls through the
 `kubernetes` client. Test support only.
 
     server, cluster = start(log_dir, istio=False, unpullable=(), grace_seconds=30)

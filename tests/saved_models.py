@@ -1,7 +1,7 @@
 """Small real models, Examples and evaluations for the baseline, Evaluator, Pusher and report
 tests.
 
-The models are exported by the trainer's own export (components/trainer/export.py), so they have
+The models are exported by the trainer's own export (training/export.py), so they have
 its signatures and its model_signature.json. Their Keras model classifies an image by its mean
 brightness: the class whose `centers` value is nearest wins (logits 2·c·x − c², the squared
 distance without the x² that every class shares). With images of known brightness, a test
@@ -25,7 +25,7 @@ from tfx.utils import path_utils, proto_utils
 
 from components.common import features
 from components.evaluate import executor as evaluate_executor
-from components.trainer import export
+from training import export
 from pipeline import pipeline as pipeline_lib
 
 

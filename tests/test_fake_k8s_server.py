@@ -1,5 +1,5 @@
 """The fake Kubernetes cluster's own rules (tests/fake_k8s_server.py and the modules behind it),
-each one a behaviour of Training Operator v1.9.0 or Kubernetes that components/trainer/tfjob.py
+each one a behaviour of Training Operator v1.9.0 or Kubernetes that launch/tfjob.py
 must survive. Pods run tiny Python commands here: training is not the point.
 """
 import json
@@ -10,7 +10,7 @@ import time
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from components.trainer import tfjob, tfjob_k8s
+from launch import k8s, tfjob
 import fake_k8s_operator
 import fake_k8s_server
 
@@ -64,7 +64,7 @@ def _phases(cluster, name):
 
 
 def test_admission_refuses_what_the_crd_and_the_webhook_refuse(cluster):
-    objects, _, namespace = tfjob_k8s.clients()
+    objects, _, namespace = k8s.clients()
     bad = _job('Train_1')
     bad['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0]['name'] = 'tf'
     cases = [(bad, 403, 'admission webhook "validator.tfjob.training-operator.kubeflow.org" '
@@ -151,7 +151,7 @@ def test_a_missing_pod_is_recreated_while_the_job_runs(cluster):
     _create(cluster, _job('lost'))
     cluster.wait(lambda: _phases(cluster, 'lost') == {'lost-worker-0': 'Running',
                                                       'lost-worker-1': 'Running'})
-    _, core, namespace = tfjob_k8s.clients()
+    _, core, namespace = k8s.clients()
     first = core.read_namespaced_pod('lost-worker-1', namespace).metadata.uid
     core.delete_namespaced_pod('lost-worker-1', namespace)
     cluster.wait(lambda: 'lost-worker-1' in _phases(cluster, 'lost') and cluster.pod(
@@ -161,7 +161,7 @@ def test_a_missing_pod_is_recreated_while_the_job_runs(cluster):
 
 def test_deletion_is_asynchronous_and_foreground_keeps_the_job_until_its_pods_are_gone(
         cluster):
-    objects, core, namespace = tfjob_k8s.clients()
+    objects, core, namespace = k8s.clients()
     for name in ('fore', 'back'):
         body = _job(name)
         body['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0][
@@ -182,10 +182,10 @@ def test_deletion_is_asynchronous_and_foreground_keeps_the_job_until_its_pods_ar
     assert error.value.status == 404
     cluster.wait(lambda: all(cluster.pod(f'{n}-worker-0')['metadata'].get('deletionTimestamp')
                              for n in ('fore', 'back')))  # ...its pods terminating, SIGTERM
-    assert len(tfjob_k8s.pods(core, namespace, 'back')) == 2  # ignored for the grace period
+    assert len(k8s.pods(core, namespace, 'back')) == 2  # ignored for the grace period
     # A same-name job meets them: the operator's pod creation is refused and retried
     # (pod_control.go createPods: a FailedCreatePod event), until the old pods are gone.
-    old = {p.metadata.uid for p in tfjob_k8s.pods(core, namespace, 'back')}
+    old = {p.metadata.uid for p in k8s.pods(core, namespace, 'back')}
     job = _create(cluster, _job('back', env=[('DONE', '0')]))
     cluster.wait(lambda: any(e['reason'] == 'FailedCreatePod' and e['involvedObject'][
         'uid'] == job['metadata']['uid'] for e in cluster.events))
@@ -194,7 +194,7 @@ def test_deletion_is_asynchronous_and_foreground_keeps_the_job_until_its_pods_ar
     assert refused['message'].endswith('" already exists')
     cluster.wait(lambda: 'fore' not in cluster.jobs and _status(cluster, 'back'), 10)
     assert _status(cluster, 'back') == 'Succeeded'  # its own pods, once the old ones went
-    assert not old & {p.metadata.uid for p in tfjob_k8s.pods(core, namespace, 'back')}
+    assert not old & {p.metadata.uid for p in k8s.pods(core, namespace, 'back')}
 
 
 def test_istio_sidecar_keeps_pods_running_unless_the_template_opts_out(tmp_path):

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from components.common import inputs
 from components.ingest.checks import IngestionError
-from components.trainer import export
+from training import export
 from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 

@@ -24,7 +24,7 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.utils import path_utils
 
 from components.common import model_signature
-from components.push import versions
+from components.common import versions
 
 # Custom properties of the baseline Model artifact; -1 means "nothing is served yet".
 SERVED_VERSION = 'served_version'

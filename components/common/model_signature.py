@@ -25,7 +25,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from components.common import inputs
 
 SIGNATURE_FILE = os.path.join('assets.extra', 'model_signature.json')
-_IMAGES_SIGNATURE = 'predict_images'   # components/trainer/export.py; image models only
+_IMAGES_SIGNATURE = 'predict_images'   # training/export.py; image models only
 _MAX_NAMES_SHOWN = 12
 
 Description = Dict[str, Any]

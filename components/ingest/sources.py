@@ -153,7 +153,7 @@ def options_from_properties(root: str, input_base: str,
     total = estimated_output_bytes(options)  # 0 = automatic: ~128 MB per shard
     train = options.train_percent / 100
     # At least one train shard per training worker, so each can read files of its own
-    # (FILE sharding, components/trainer/data.py).
+    # (FILE sharding, training/data.py).
     return dataclasses.replace(
         options, num_shards=max(records.auto_shards(total, train),
                                 int(props.get('min_train_shards') or 1)),

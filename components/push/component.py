@@ -14,7 +14,8 @@ from components.push import executor
 
 
 class Pusher(tfx_components.Pusher):
-    """Pushes blessed models to `<serving_dir>/<integer version>/` (see push/versions.py)."""
+    """Pushes blessed models to `<serving_dir>/<integer version>/`
+    (see components/common/versions.py)."""
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
     def __init__(self, model: Channel, model_blessing: Channel, serving_dir: str,

@@ -1,4 +1,4 @@
-"""Executor of our Pusher: the stock TFX Pusher executor with `components.push.versions`.
+"""Executor of our Pusher: the stock TFX Pusher executor with `components.common.versions`.
 
 The stock executor names versions by Unix timestamp and copies files straight into the version
 folder, so a killed push leaves a partial version that TF Serving may try to load, and a rerun
@@ -31,7 +31,7 @@ from tfx.utils import proto_utils
 
 from components.common import model_signature
 from components.evaluate import checks
-from components.push import versions
+from components.common import versions
 
 KEEP_VERSIONS_KEY = 'keep_versions'   # in the stock Pusher's custom_config
 

@@ -15,7 +15,9 @@ from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
-from components.trainer import choices, executor, loop, precision, tfjob
+from components.trainer import executor
+from launch import tfjob
+from training import choices, loop, precision
 
 
 class ImageTrainerSpec(ComponentSpec):
@@ -44,7 +46,7 @@ class ImageTrainerSpec(ComponentSpec):
         'augment': ExecutionParameter(type=str),        # none | light | standard (images, train)
         'flip': ExecutionParameter(type=int),           # 1 = random horizontal flips too
         'model_weights': ExecutionParameter(type=str),  # file the builder loads; '' = none
-        # Training processes on this machine (workers.py); 1 = in the executor's process.
+        # Training processes on this machine (launch/local.py); 1 = in the executor's process.
         'num_workers': ExecutionParameter(type=int, optional=True),
         # The serving folder, and 1 = hand its model on untrained when it was trained from the
         # same input fingerprint, parameters and model code (unchanged.py).

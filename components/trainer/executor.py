@@ -6,7 +6,7 @@ on the Examples (components/common/image_shape.py). The Model records the result
 records how long training ran and why it stopped (the loop's metrics): `steps_run`,
 `stop_reason`, and with epochs `epochs_run`, `best_epoch`, `held_out_accuracy`,
 `held_out_examples`, and how it was spread: `num_workers` (processes; `num_workers` > 1 runs
-them on this machine through workers.py; with the `tfjob` property, set by the Kubeflow
+them on this machine through launch/local.py; with the `tfjob` property, set by the Kubeflow
 compile, they are the Worker pods of a TFJob, tfjob.py) and `num_replicas`.
 
 The data is the training window recorded on the Examples (components/common/window.py): the
@@ -33,11 +33,11 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import image_shape, inputs, stable_paths, window
-from components.trainer import job as job_lib
-from components.trainer import loop
-from components.trainer import tfjob, unchanged, workers
-from components.push import versions
+from components.common import image_shape, inputs, stable_paths, versions, window
+from components.trainer import unchanged
+from launch import local, tfjob
+from training import job as job_lib
+from training import loop
 
 
 NODE = 'ImageTrainer'  # names its checkpoint folder under <pipeline_root>/_checkpoints/
@@ -180,7 +180,7 @@ class Executor(base_executor.BaseExecutor):
                                 name='train-' + hashlib.sha256(
                                     model.uri.encode('utf-8')).hexdigest()[:12], **paths)
         elif num_workers > 1:  # processes on this machine, each with its TF_CONFIG
-            metrics = workers.run(job, num_workers=num_workers, **paths)
+            metrics = local.run(job, num_workers=num_workers, **paths)
         else:
             metrics = job_lib.train_and_export(job, **paths)
         if not match:  # a handed-on model keeps its files: the same bytes, no new version

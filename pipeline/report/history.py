@@ -18,7 +18,7 @@ import json
 import os
 from typing import List, Optional
 
-from components.push import versions
+from components.common import versions
 from pipeline import notify_facts as facts
 from pipeline import rollback as rollback_lib
 from pipeline import summary as summary_lib

@@ -17,7 +17,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from components.push import versions
+from components.common import versions
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import history as history_lib, plots, readers

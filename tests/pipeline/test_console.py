@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 
-from components.trainer import loop
+from training import loop
 from pipeline import console as console_lib
 from pipeline import summary as summary_lib
 

@@ -206,7 +206,7 @@ def _compile(output, *flags):
 
 
 def test_trainer_workers_compile_a_tfjob_with_the_trainer_resources_per_worker(tmp_path):
-    from components.trainer import tfjob
+    from launch import tfjob
     output = str(tmp_path / 'pipeline.json')
     result = _compile(output, '--trainer-workers', '2', '--trainer-service-account', 'trainer')
     assert result.returncode == 0, result.stderr[-3000:]

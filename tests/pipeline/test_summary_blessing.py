@@ -3,7 +3,7 @@ Evaluator and Pusher record them."""
 import json
 
 from components.evaluate import checks
-from components.push import versions
+from components.common import versions
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 

@@ -8,7 +8,7 @@ import tensorflow as tf
 from sklearn.datasets import load_sample_images
 
 from components.common import features, inputs
-from components.trainer import data, export
+from training import data, export
 from models import resnet
 
 SPEC = inputs.InputSpec(storage='raw', channels=0)

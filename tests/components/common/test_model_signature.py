@@ -3,7 +3,7 @@ import json
 import os
 
 from components.common import inputs, model_signature
-from components.trainer import export
+from training import export
 from models import mlp
 
 import saved_models

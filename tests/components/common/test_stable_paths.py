@@ -15,7 +15,8 @@ from tfx.types import Channel, artifact_utils, standard_artifacts
 from components.common import stable_paths
 from components.ingest import checks, records
 from components.ingest.component import ImageExampleGen
-from components.trainer import executor, job as job_lib
+from components.trainer import executor
+from training import job as job_lib
 from components.trainer.component import ImageTrainer
 from ingest_helpers import ingest_do
 

@@ -17,7 +17,7 @@ from tfx.utils import proto_utils
 
 from components.evaluate import checks
 from components.push import executor as push_executor
-from components.push import versions
+from components.common import versions
 
 import saved_models
 

@@ -112,7 +112,7 @@ def main():
             cpu, [tf.config.LogicalDeviceConfiguration()] * args.replicas)
     import keras
     sys.path.insert(0, os.getcwd())
-    from components.trainer import distribute, loop, precision, steps as steps_lib
+    from training import distribute, loop, precision, steps as steps_lib
 
     if distribute.cluster_spec():
         strategy = tf.distribute.MultiWorkerMirroredStrategy()

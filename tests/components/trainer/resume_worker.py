@@ -18,7 +18,7 @@ def main():
     from absl import logging
     logging.set_verbosity(logging.INFO)  # the test reads the progress and resume lines
     sys.path.insert(0, os.getcwd())
-    from components.trainer import data, job as job_lib, loop
+    from training import data, job as job_lib, loop
 
     original = data.train_dataset
 

@@ -9,7 +9,7 @@ from PIL import Image
 from sklearn.datasets import load_sample_images
 
 from components.common import features
-from components.trainer import augment, data
+from training import augment, data
 
 from helpers import DIGITS
 
@@ -160,7 +160,7 @@ import numpy as np
 import tensorflow as tf
 cpu = tf.config.list_physical_devices('CPU')[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from components.trainer import data
+from training import data
 strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
 dataset = data.train_dataset(sys.argv[1], 4, (24, 24, 3), seed=3, augment='standard', flip=True,
                              skip_examples=int(sys.argv[2]))

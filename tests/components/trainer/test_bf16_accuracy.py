@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from components.common import features
 from components.ingest import images
-from components.trainer import job as job_lib, loop
+from training import job as job_lib, loop
 from helpers import DIGITS
 
 pytestmark = pytest.mark.slow

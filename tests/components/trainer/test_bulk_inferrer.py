@@ -20,7 +20,7 @@ from tfx.utils import proto_utils
 import saved_models
 from components.common import features
 from components.score import predictions
-from components.trainer import export
+from training import export
 
 CLASSES = ('dark', 'bright')
 BRIGHTNESS = {'dark': [0.05, 0.2, 0.3], 'bright': [0.7, 0.95]}

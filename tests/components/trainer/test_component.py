@@ -68,7 +68,7 @@ def test_the_input_shape_defaults_to_zero_meaning_from_the_data():
 
 
 def test_with_tfjob_sets_the_property_and_checks_the_workers():
-    from components.trainer import tfjob
+    from launch import tfjob
     spec = tfjob.TFJobSpec(workers=4, image='img:1', gpus=1)
     assert _trainer().exec_properties.get('tfjob') is None  # trains in its own process
     trainer = _trainer().with_tfjob(spec)

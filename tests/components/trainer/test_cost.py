@@ -1,8 +1,8 @@
-"""Unit tests of the per-example multiply-add count (components/trainer/cost.py) on real models."""
+"""Unit tests of the per-example multiply-add count (training/cost.py) on real models."""
 import keras
 from keras import layers
 
-from components.trainer import cost, precision
+from training import cost, precision
 from models import applications, mlp, resnet
 
 

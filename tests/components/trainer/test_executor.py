@@ -76,7 +76,7 @@ def test_do_trains_exports_and_records_how(tmp_path):
     assert metrics['steps_run'] == 2 and metrics['epochs_run'] == 2.0
     # 20% of 60 examples is too few to rank epochs (under job.MIN_HELD_OUT): they are trained
     # on, and the reason says so.
-    from components.trainer import data
+    from training import data
     held_in, held_out = data.count_split(os.path.join(examples.uri, 'Split-train', '*'), 20)
     assert held_in + held_out == 60 and 0 < held_out < 500
     assert model.get_float_custom_property('held_out_examples') == 0  # none were held out
@@ -125,7 +125,7 @@ def test_train_steps_come_from_steps_or_epochs(steps, epochs, examples, expected
 
 
 def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypatch):
-    from components.trainer import job as job_lib
+    from training import job as job_lib
     monkeypatch.setattr(job_lib, 'MIN_HELD_OUT', 20)  # 30 held out of 60 may then rank epochs
     examples = _examples(tmp_path)
     model = standard_artifacts.Model()
@@ -139,7 +139,7 @@ def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypa
                         pipeline_root=str(tmp_path / 'root'))
     executor.Executor().Do({'examples': [examples]},
                            {'model': [model], 'model_run': [model_run]}, props)
-    from components.trainer import data
+    from training import data
     held_in, held_out = data.count_split(os.path.join(examples.uri, 'Split-train', '*'), 50)
     assert held_in + held_out == 60 and held_out >= 20
     got = {name: model.get_float_custom_property(name) for name in (
@@ -221,7 +221,7 @@ def _do(tmp_path, examples, run, **overrides):
 
 
 def test_unchanged_input_settings_and_code_hand_the_served_model_on_untrained(tmp_path):
-    from components.push import versions
+    from components.common import versions
     examples = _examples(tmp_path)
     examples.set_string_custom_property('input_fingerprint', 'split:images,num_files:75,x')
     first, _ = _do(tmp_path, examples, '1')
@@ -272,7 +272,7 @@ def _window_examples(tmp_path, spans):
 
 def test_do_trains_on_every_span_of_the_window_and_records_it(tmp_path, monkeypatch):
     from components.common import window
-    from components.trainer import job as job_lib
+    from training import job as job_lib
     jobs = []
     train = job_lib.train_and_export
     monkeypatch.setattr(job_lib, 'train_and_export',
@@ -296,7 +296,7 @@ def test_do_trains_on_every_span_of_the_window_and_records_it(tmp_path, monkeypa
 
 def test_the_window_keys_checkpoints_and_the_unchanged_skip(tmp_path):
     from components.common import window
-    from components.push import versions
+    from components.common import versions
     examples = _window_examples(tmp_path, {1: 's1', 2: 's2'})
     first, _ = _do(tmp_path, examples, '1')
     versions.push(os.path.join(first.uri, 'Format-Serving'), str(tmp_path / 'serving'), keep=5)

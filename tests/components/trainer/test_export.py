@@ -6,7 +6,7 @@ import tensorflow as tf
 from tensorflow.python.tools import saved_model_utils
 
 from components.common import features
-from components.trainer import export
+from training import export
 from models import resnet
 
 from helpers import DIGITS

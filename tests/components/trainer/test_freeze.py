@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import loop, steps as steps_lib
+from training import loop, steps as steps_lib
 
 
 def _model(with_backbone=True):

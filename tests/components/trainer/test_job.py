@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 from components.common import features, inputs
-from components.trainer import job as job_lib
-from components.trainer import loop
+from training import job as job_lib
+from training import loop
 
 from helpers import DIGITS, write_digit_examples
 
@@ -68,7 +68,7 @@ def test_train_export_and_serve_on_real_digits(tmp_path):
 
 
 def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp_path):
-    from components.trainer import data
+    from training import data
     write_digit_examples(str(tmp_path / 'train' / 'part.gz'), ('0', '1', '2'), per_class=10)
     pattern = str(tmp_path / 'train' / '*')
     for skip in (0, 7):

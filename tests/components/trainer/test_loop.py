@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import loop, steps as steps_lib
+from training import loop, steps as steps_lib
 
 
 def _separable_data(n=96, dim=4, num_classes=3):

@@ -1,7 +1,7 @@
 """Unit tests of the mixed-precision policy choice: the hardware, then the model's cost."""
 import pytest
 
-from components.trainer import precision
+from training import precision
 
 BELOW, ABOVE = precision.BF16_MIN_MACS - 1, precision.BF16_MIN_MACS
 

@@ -1,4 +1,4 @@
-"""How several workers split the input (components/trainer/data.py): FILE sharding when every
+"""How several workers split the input (training/data.py): FILE sharding when every
 worker can have files of its own, else DATA; each worker's stream under FILE holds only its
 files, and a resumed worker skips its share of what the whole stream consumed.
 
@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.distribute import input_ops
 
-from components.trainer import augment, data, distribute
+from training import augment, data, distribute
 
 from helpers import write_digit_examples
 

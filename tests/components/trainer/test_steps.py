@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import loop, precision, steps as steps_lib
+from training import loop, precision, steps as steps_lib
 from models import resnet
 
 

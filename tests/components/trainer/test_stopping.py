@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from components.common import features
-from components.trainer import data, loop, stopping, steps as steps_lib
+from training import data, loop, stopping, steps as steps_lib
 from helpers import DIGITS
 
 

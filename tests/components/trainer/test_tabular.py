@@ -9,7 +9,7 @@ from PIL import Image
 import tensorflow as tf
 
 from components.common import features, inputs
-from components.trainer import data, export
+from training import data, export
 from models import mlp, resnet
 
 SPEC = inputs.InputSpec(kind='tabular', numeric=(('width', 2.0, 0.5), ('height', 10.0, 4.0)),

@@ -1,4 +1,4 @@
-"""The trainer as a Kubernetes TFJob (components/trainer/tfjob.py) against a local fake Kubernetes
+"""The trainer as a Kubernetes TFJob (launch/tfjob.py) against a local fake Kubernetes
 API server (tests/fake_k8s_server.py) with a transcribed Training Operator v1.9.0, scheduler and
 kubelet: each Worker "pod" is a local process in its own network namespace, with only the
 operator's TF_CONFIG (`<job>-worker-<i>.<ns>.svc:2222`) and its image's environment. The
@@ -16,7 +16,8 @@ import pytest
 import tensorflow as tf
 from tfx.types import artifact_utils, standard_artifacts
 
-from components.trainer import executor, tfjob
+from components.trainer import executor
+from launch import tfjob
 from helpers import write_digit_examples
 import tfjob_helpers
 
@@ -37,7 +38,7 @@ def test_the_manifest_has_n_identical_workers_with_the_trainer_resources():
     assert 'serviceAccountName' not in worker['template']['spec']
     [container] = worker['template']['spec']['containers']
     assert container['name'] == 'tensorflow' and container['image'] == SPEC.image
-    assert container['command'] == ['python', '-m', 'components.trainer.workers', '/r/job.json',
+    assert container['command'] == ['python', '-m', 'launch.local', '/r/job.json',
                                     '/r/serving', '/r/logs', '/r/ckpt']
     expected = {'cpu': '8', 'memory': '30G', 'nvidia.com/gpu': '2'}
     assert container['resources'] == {'requests': expected, 'limits': expected}

@@ -1,4 +1,4 @@
-"""How the TFJob task (components/trainer/tfjob.py) survives what a cluster does to it, against
+"""How the TFJob task (launch/tfjob.py) survives what a cluster does to it, against
 the fake Kubernetes cluster (tests/fake_k8s_server.py): a same-name job left by a killed attempt
 or still terminating, pods that never start, and the task itself being cancelled.
 """
@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from components.trainer import loop, tfjob, tfjob_k8s, workers
+from launch import k8s, local, tfjob
+from training import loop
 import fake_k8s_operator
 from helpers import REPO_ROOT, write_digit_examples
 import tfjob_helpers
@@ -55,7 +56,7 @@ def test_a_job_left_by_a_killed_attempt_is_deleted_and_waited_for(cluster, tmp_p
                   **_paths(tmp_path))
     assert [c['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0]
             ['command'][:3] for c in cluster.created] == [
-        _STUBBORN[:3], ['python', '-m', 'components.trainer.workers']]
+        _STUBBORN[:3], ['python', '-m', 'launch.local']]
     calls = tfjob_helpers.calls(cluster)
     assert calls[:3] == [('GET', 'train-same'), ('GET', 'pods'), ('DELETE', 'train-same')]
     _gone_before_created(cluster, old_pods)
@@ -75,7 +76,7 @@ def test_a_same_name_job_waits_for_the_terminating_pods_of_a_deleted_one(cluster
     body = tfjob.manifest('train-bg', tfjob.TFJobSpec(workers=2, image='local'), [])
     body['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0][
         'command'] = ['python', '-c', 'print("new")']
-    objects, core, namespace = tfjob_k8s.clients()
+    objects, core, namespace = k8s.clients()
     tfjob._create(objects, core, namespace, body, poll_seconds=0.1)
     _gone_before_created(cluster, old_pods)
     cluster.wait(lambda: fake_k8s_operator.finished(cluster.jobs['train-bg'].get('status') or {})
@@ -126,10 +127,10 @@ def test_terminating_the_task_deletes_the_job(cluster, tmp_path):
         options=loop.LoopOptions(train_steps=100_000, global_batch_size=8, learning_rate=1e-3,
                                  checkpoint_interval=100_000))
     job_file = tmp_path / 'job.json'
-    job_file.write_text(workers.job_to_json(job))
+    job_file.write_text(local.job_to_json(job))
     script = ('import sys\n'
-              'from components.trainer import tfjob, workers\n'
-              'job = workers.job_from_json(open(sys.argv[1]).read())\n'
+              'from launch import local, tfjob\n'
+              'job = local.job_from_json(open(sys.argv[1]).read())\n'
               'tfjob.run(job, spec=tfjob.TFJobSpec(workers=2, image="i"), name="train-cancel",'
               ' serving_dir=sys.argv[2] + "/s", log_dir=sys.argv[2] + "/logs",'
               ' checkpoint_dir=sys.argv[2] + "/c", poll_seconds=0.2)\n')
@@ -163,12 +164,12 @@ def test_the_failed_worker_log_is_reported_and_backoff_limit_would_delete_it(clu
         body['spec']['runPolicy'].update(run_policy)
         with cluster.lock:
             cluster.start('ml-team', body)
-    objects, core, namespace = tfjob_k8s.clients()
+    objects, core, namespace = k8s.clients()
     spec = tfjob.TFJobSpec(workers=2, image='local')
     for name in ('train-kept', 'train-limited'):
         assert tfjob._wait(objects, core, namespace, name, spec, poll_seconds=0.1) == 'Failed'
-    kept = tfjob_k8s.failed_pod_logs(core, namespace, 'train-kept')
+    kept = k8s.failed_pod_logs(core, namespace, 'train-kept')
     assert kept.startswith('--- pod train-kept-worker-1 (Failed), last lines:\n')
     assert 'worker 1: bad record in shard 1' in kept and 'worker 0' not in kept
     cluster.wait(lambda: not [n for _, n in cluster.pods if n.startswith('train-limited')])
-    assert tfjob_k8s.failed_pod_logs(core, namespace, 'train-limited') == '(no pods found)'
+    assert k8s.failed_pod_logs(core, namespace, 'train-limited') == '(no pods found)'

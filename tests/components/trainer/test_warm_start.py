@@ -5,7 +5,7 @@ import keras
 import numpy as np
 
 from components.common import inputs, model_signature
-from components.trainer import export, warm_start
+from training import export, warm_start
 from models import resnet
 
 

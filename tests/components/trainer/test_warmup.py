@@ -11,7 +11,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 
 import saved_models
 from components.common import features, inputs
-from components.trainer import export, warmup
+from training import export, warmup
 from models import mlp
 
 HERE = os.path.dirname(os.path.abspath(__file__))

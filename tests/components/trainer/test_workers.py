@@ -1,4 +1,4 @@
-"""Local multi-worker training (components/trainer/workers.py): the job crosses the process
+"""Local multi-worker training (launch/local.py): the job crosses the process
 boundary intact, each worker gets its own TF_CONFIG, and a failing worker fails the run with
 its own error and leaves no process behind. Real training by 2 workers is in
 tests/test_workers_e2e.py."""
@@ -12,7 +12,8 @@ import time
 import pytest
 
 from components.common import inputs
-from components.trainer import job as job_lib, loop, workers
+from launch import local
+from training import job as job_lib, loop
 
 from helpers import REPO_ROOT, write_digit_examples
 
@@ -31,13 +32,13 @@ def _job(**overrides):
 
 def test_a_job_round_trips_through_json_unchanged():
     job = _job()
-    assert workers.job_from_json(workers.job_to_json(job)) == job
+    assert local.job_from_json(local.job_to_json(job)) == job
 
 
 def test_each_worker_gets_the_same_cluster_and_its_own_index():
-    ports = workers.free_ports(3)
+    ports = local.free_ports(3)
     assert len(set(ports)) == 3
-    configs = [json.loads(workers.tf_config(ports, i)) for i in range(3)]
+    configs = [json.loads(local.tf_config(ports, i)) for i in range(3)]
     assert all(c['cluster'] == {'worker': [f'127.0.0.1:{p}' for p in ports]} for c in configs)
     assert [c['task'] for c in configs] == [{'type': 'worker', 'index': i} for i in range(3)]
 
@@ -47,7 +48,7 @@ def test_a_failing_worker_fails_the_run_with_its_error_and_leaves_no_process(tmp
     job = _job(train_pattern=str(tmp_path / 'missing' / '*'), devices=(),
                input_spec=inputs.InputSpec())
     with pytest.raises(RuntimeError) as error:
-        workers.run(job, str(tmp_path / 'serving'), str(tmp_path / 'logs'),
+        local.run(job, str(tmp_path / 'serving'), str(tmp_path / 'logs'),
                     str(tmp_path / 'ckpt'), num_workers=2)
     message = str(error.value)
     assert message.startswith('training worker ') and 'of 2 failed (exit code 1)' in message
@@ -70,10 +71,10 @@ def test_killing_the_parent_outright_leaves_no_worker(tmp_path):
                options=loop.LoopOptions(train_steps=100_000, global_batch_size=8,
                                         learning_rate=1e-3, checkpoint_interval=100_000))
     job_file = tmp_path / 'job.json'
-    job_file.write_text(workers.job_to_json(job))
-    script = ('import sys; from components.trainer import workers\n'
-              'job = workers.job_from_json(open(sys.argv[1]).read())\n'
-              'workers.run(job, sys.argv[2] + "/s", sys.argv[2] + "/logs", sys.argv[2] + "/c", '
+    job_file.write_text(local.job_to_json(job))
+    script = ('import sys; from launch import local\n'
+              'job = local.job_from_json(open(sys.argv[1]).read())\n'
+              'local.run(job, sys.argv[2] + "/s", sys.argv[2] + "/logs", sys.argv[2] + "/c", '
               'num_workers=2)\n')
     parent = subprocess.Popen([sys.executable, '-c', script, str(job_file), str(tmp_path)],
                               cwd=REPO_ROOT)
@@ -97,8 +98,8 @@ def test_a_failed_workers_error_is_shown_even_when_a_long_dump_follows_it(tmp_pa
     dump = ''.join(f'  tensor spec {i}\n' for i in range(80))
     log.write_text('starting\nTraceback (most recent call last):\n' + frames +
                    'ValueError: Found an unshardable source dataset\n' + dump)
-    shown = workers._tail(str(log))
+    shown = local._tail(str(log))
     assert 'ValueError: Found an unshardable source dataset' in shown
     assert 'File "m29.py"' in shown and 'File "m0.py"' not in shown  # innermost frames
     log.write_text(''.join(f'line {i}\n' for i in range(50)))  # no traceback: the last lines
-    assert workers._tail(str(log)).splitlines() == [f'line {i}' for i in range(30, 50)]
+    assert local._tail(str(log)).splitlines() == [f'line {i}' for i in range(30, 50)]

@@ -5,7 +5,7 @@ Brightness models (tests/saved_models.py): classes a and b all right, c 8 of 10;
 """
 import re
 
-from components.push import versions
+from components.common import versions
 from pipeline import summary as summary_lib
 from pipeline.config import EvalConfig
 from pipeline.report import page

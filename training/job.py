@@ -21,8 +21,8 @@ import keras
 import tensorflow as tf
 
 from components.common import inputs, model_signature
-from components.trainer import data, distribute, export, loop, precision, steps as steps_lib
-from components.trainer import augment as augment_lib, warm_start, warmup
+from training import data, distribute, export, loop, precision, steps as steps_lib
+from training import augment as augment_lib, warm_start, warmup
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,9 +15,9 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from components.trainer.choices import OPTIMIZERS
-from components.trainer import stopping
-from components.trainer.steps import StepFunctions
+from training.choices import OPTIMIZERS
+from training import stopping
+from training.steps import StepFunctions
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from components.common import model_signature
-from components.push import versions
+from components.common import versions
 
 
 def warm_start(model: keras.Model, serving_dir: str,

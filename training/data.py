@@ -15,7 +15,7 @@ the eval split, which blesses the model, is never part of it.
 import tensorflow as tf
 
 from components.common import features, inputs
-from components.trainer import augment as augment_lib
+from training import augment as augment_lib
 
 _LABEL_SPEC = {features.LABEL_KEY: features.PARSE_SPEC[features.LABEL_KEY]}
 

@@ -23,7 +23,7 @@ from typing import Callable, Tuple
 
 import tensorflow as tf
 
-from components.trainer.choices import AUGMENTS
+from training.choices import AUGMENTS
 
 TRANSLATE_FRACTION = 0.1          # light: the largest shift, as a share of each side
 CROP_AREA = (0.7, 1.0)            # standard: the share of the image a resized crop keeps

@@ -2,7 +2,7 @@
 
 `auto` never picks a policy slower than float32: mixed_float16 on a GPU; on a CPU with
 bfloat16 instructions, mixed_bfloat16 only for a model whose forward pass costs at least
-BF16_MIN_MACS multiply-adds per example (components/trainer/cost.py) with less than
+BF16_MIN_MACS multiply-adds per example (training/cost.py) with less than
 DEPTHWISE_MAX_SHARE of them in depthwise convolutions, since below that size the casts and
 memory-bound layers cost as much as the faster arithmetic saves, and depthwise layers are slower
 in bfloat16; float32 otherwise, and always on a CPU without them, which emulates bfloat16
@@ -19,8 +19,8 @@ from typing import Callable, NamedTuple, Optional, Tuple, Union
 import keras
 import tensorflow as tf
 
-from components.trainer import cost
-from components.trainer.choices import POLICIES
+from training import cost
+from training.choices import POLICIES
 
 # mixed_bfloat16 pays on a bf16 CPU from this many forward multiply-adds per example up.
 # bench/bench_precision.py on a 2-core AMD EPYC with AVX512_BF16, two runs (README, "Precision on

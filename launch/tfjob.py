@@ -5,8 +5,8 @@
 
 The trainer's Kubeflow task does not train in its own pod: it writes the TrainJob as JSON next
 to its logs (on the pipeline root, which every pod reads), creates a TFJob of N Worker replicas
-running the local path's entry point (`python -m components.trainer.workers JOB SERVING LOG
-CHECKPOINT`, components/trainer/workers.py) in the same image, and waits. The operator injects
+running the local path's entry point (`python -m launch.local JOB SERVING LOG
+CHECKPOINT`, launch/local.py) in the same image, and waits. The operator injects
 TF_CONFIG (cluster {"worker": [...]}, worker 0 the chief) into the container named `tensorflow`,
 so the workers run MultiWorkerMirroredStrategy exactly as the local processes do; the chief
 exports the SavedModel straight into the task's Model folder and writes metrics.json.
@@ -32,7 +32,7 @@ What a real cluster adds, and how the task survives it:
 - A pod that cannot start (no free GPU, an image that cannot be pulled, a quota) leaves the job
   waiting forever: after spec.start_timeout_s without every worker started, the task fails with
   the pods' state and events.
-- Deletion is asynchronous (tfjob_k8s.py): the job is deleted in the foreground and the task
+- Deletion is asynchronous (k8s.py): the job is deleted in the foreground and the task
   waits until it and its pods are gone, before a same-name job and at the end.
 - spec.service_account runs the workers under that Kubernetes service account (e.g. one with
   Workload Identity for gs://), '' = the namespace's default.
@@ -47,8 +47,8 @@ from typing import Any, Dict, List
 
 from absl import logging
 
-from components.trainer import tfjob_k8s, workers
-from components.trainer.tfjob_k8s import CONTAINER, GROUP, PLURAL, VERSION
+from launch import k8s, local
+from launch.k8s import CONTAINER, GROUP, PLURAL, VERSION
 
 ISTIO_INJECT = 'sidecar.istio.io/inject'
 _DELETE_TIMEOUT_S = 300.0  # pods get 30 s of grace by default; the garbage collector some more
@@ -80,7 +80,7 @@ def manifest(name: str, spec: TFJobSpec, args: List[str]) -> Dict[str, Any]:
     if spec.gpus:
         amounts[spec.gpu_resource] = str(spec.gpus)
     container = {'name': CONTAINER, 'image': spec.image,
-                 'command': ['python', '-m', 'components.trainer.workers', *args],
+                 'command': ['python', '-m', 'launch.local', *args],
                  'resources': {'requests': dict(amounts), 'limits': dict(amounts)}}
     pod_spec: Dict[str, Any] = {'containers': [container]}
     if spec.service_account:
@@ -103,12 +103,12 @@ def _create(objects, core, namespace: str, body: Dict[str, Any], poll_seconds: f
     from kubernetes.client.exceptions import ApiException
     name = body['metadata']['name']
     while True:
-        left = tfjob_k8s.leftovers(objects, core, namespace, name)
+        left = k8s.leftovers(objects, core, namespace, name)
         if left:
             logging.warning('TFJob %s/%s: left by an earlier attempt: %s; deleting and waiting',
                             namespace, name, ', '.join(left))
-            tfjob_k8s.delete(objects, namespace, name)
-            tfjob_k8s.wait_gone(objects, core, namespace, name, _DELETE_TIMEOUT_S,
+            k8s.delete(objects, namespace, name)
+            k8s.wait_gone(objects, core, namespace, name, _DELETE_TIMEOUT_S,
                                 poll_seconds)
         try:
             objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
@@ -140,18 +140,18 @@ def _wait(objects, core, namespace: str, name: str, spec: TFJobSpec,
     while True:
         current = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
         status = current.get('status') or {}
-        tfjob_k8s.conditions_logged(status, seen, logging.info, name)
+        k8s.conditions_logged(status, seen, logging.info, name)
         for condition in status.get('conditions') or []:
             if condition.get('type') in ('Succeeded', 'Failed') and \
                     condition.get('status') == 'True':
                 return condition['type']
-        begun = begun or tfjob_k8s.started(core, namespace, name, spec.workers)
+        begun = begun or k8s.started(core, namespace, name, spec.workers)
         if not begun and time.time() > deadline:
             raise RuntimeError(
                 f'TFJob {namespace}/{name}: its {spec.workers} workers had not all started '
                 f'after {spec.start_timeout_s:g} s (start_timeout_s); the pods, their '
                 f'conditions and events:\n'
-                + tfjob_k8s.describe_pods(core, namespace, name, current['metadata']['uid']))
+                + k8s.describe_pods(core, namespace, name, current['metadata']['uid']))
         time.sleep(poll_seconds)
 
 
@@ -162,10 +162,10 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpe
     job_file = os.path.join(log_dir, 'tfjob', 'job.json')
     tf.io.gfile.makedirs(os.path.dirname(job_file))
     with tf.io.gfile.GFile(job_file, 'w') as handle:
-        handle.write(workers.job_to_json(job))
+        handle.write(local.job_to_json(job))
     # The client comes with the `kubeflow` extra (through kfp), which a local install need not
-    # have: imported in tfjob_k8s's functions only.
-    objects, core, namespace = tfjob_k8s.clients()
+    # have: imported in k8s.py's functions only.
+    objects, core, namespace = k8s.clients()
     body = manifest(name, spec, [job_file, serving_dir, log_dir, checkpoint_dir])
     _create(objects, core, namespace, body, poll_seconds)
     logging.info('Created TFJob %s/%s: %d workers of %s, each %s', namespace, name,
@@ -178,16 +178,16 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpe
         ended = True
         if outcome == 'Failed':
             raise RuntimeError(f'TFJob {namespace}/{name} failed; '
-                               f'{tfjob_k8s.failed_pod_logs(core, namespace, name)}')
+                               f'{k8s.failed_pod_logs(core, namespace, name)}')
     except RuntimeError:  # failed, or never started: the task still ends in order
         ended = True
         raise
     finally:  # ended, failed or interrupted: its pods go with it (owner references)
         restore()
-        if tfjob_k8s.delete(objects, namespace, name):
+        if k8s.delete(objects, namespace, name):
             logging.info('Deleting TFJob %s/%s (foreground)', namespace, name)
         if ended:  # a cancelled task has its own grace period: it does not wait then
-            tfjob_k8s.wait_gone(objects, core, namespace, name, _DELETE_TIMEOUT_S,
+            k8s.wait_gone(objects, core, namespace, name, _DELETE_TIMEOUT_S,
                                 poll_seconds)
     with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json')) as handle:
         return json.load(handle)

@@ -9,7 +9,7 @@
   BulkInferrer (`_post_process_classify`) expect.
 What the model predicts and takes (class names, input) is written beside it as
 `assets.extra/model_signature.json`: the serving guard compares it with the served model's.
-TF Serving's warm-up requests (components/trainer/warmup.py) are written inside it too.
+TF Serving's warm-up requests (training/warmup.py) are written inside it too.
 
 Both turn their input into model inputs inside the graph with the same functions as training
 (`components/common/inputs.py`: image decoding, or a table's standardisation and hashing), so
@@ -33,7 +33,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.saved_model import fingerprinting_utils
 
 from components.common import features, inputs, model_signature
-from components.trainer import warmup
+from training import warmup
 
 SIGNATURE_INPUT = 'examples'
 INPUT_SPEC_FILE = os.path.join('assets.extra', 'input_spec.json')
@@ -50,7 +50,7 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
     """Writes the SavedModel to export_dir atomically and returns export_dir.
 
     `warmup_examples` (serialized eval tf.Examples) become TF Serving's warm-up requests in
-    `assets.extra/tf_serving_warmup_requests` (components/trainer/warmup.py); none, no file."""
+    `assets.extra/tf_serving_warmup_requests` (training/warmup.py); none, no file."""
     height, width, channels = image_shape
     names = tf.constant(list(class_names))
 

@@ -3,8 +3,8 @@
 TF Serving replays `assets.extra/tf_serving_warmup_requests` (a TFRecord file of
 `PredictionLog`s, at most 1,000 records) when it loads a version, so the graph is initialised
 before the first real request instead of during it. The export writes this file into its
-temporary folder before the rename (components/trainer/export.py), and the Pusher copies the
-whole folder into a staged version that it renames into place (components/push/versions.py):
+temporary folder before the rename (training/export.py), and the Pusher copies the
+whole folder into a staged version that it renames into place (components/common/versions.py):
 a half-written warm-up file is never visible.
 
 The requests are the first `WARMUP_EXAMPLES` eval examples in sorted file order (the same

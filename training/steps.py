@@ -23,7 +23,7 @@ import keras
 import tensorflow as tf
 from tensorflow.python.framework import config as tf_config  # no public getter in TF 2.16
 
-from components.trainer.precision import DynamicLossScale
+from training.precision import DynamicLossScale
 
 _SUM = tf.distribute.ReduceOp.SUM
 BACKBONE = 'backbone'  # the layer a frozen-backbone warm-up freezes (models/applications.py)

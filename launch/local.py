@@ -11,7 +11,8 @@ checkpoint and resume rules are those of the library.
 All workers share one process group. When one fails, the rest would wait for it in a collective
 forever: the group is killed and the execution fails with that worker's exit code and the tail
 of its log. Any exit of the parent (an error, Ctrl-C) kills the group too, and a worker whose
-parent was killed outright kills its group itself, so no orphan worker is left. Each worker's output goes to `<log_dir>/workers/worker-<i>.log`; the chief's lines are also
+parent was killed outright kills its group itself, so no orphan worker is left. Each worker's
+output goes to `<log_dir>/workers/worker-<i>.log`; the chief's lines are also
 copied to this process's log as they come, so the run log shows the training progress.
 """
 import dataclasses
@@ -53,7 +54,7 @@ def job_to_json(job) -> str:
 
 def job_from_json(text: str):
     from components.common import inputs
-    from components.trainer import job as job_lib, loop
+    from training import job as job_lib, loop
     fields = json.loads(text)
     fields['options'] = loop.LoopOptions(**fields['options'])
     fields['input_spec'] = inputs.InputSpec.from_json(json.dumps(fields['input_spec']))
@@ -105,7 +106,7 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str,
         handle.write(job_to_json(job))
     ports = free_ports(num_workers)
     logs = [os.path.join(folder, f'worker-{i}.log') for i in range(num_workers)]
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [root] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]))
     processes, group = [], 0
@@ -115,7 +116,7 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str,
         for index in range(num_workers):
             with open(logs[index], 'w') as output:
                 processes.append(subprocess.Popen(
-                    [sys.executable, '-m', 'components.trainer.workers', job_file, serving_dir,
+                    [sys.executable, '-m', 'launch.local', job_file, serving_dir,
                      log_dir, checkpoint_dir], env=dict(env, TF_CONFIG=tf_config(ports, index)),
                     stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     cwd=root, process_group=group))
@@ -167,7 +168,7 @@ def main(argv: List[str]) -> None:
     _exit_with_parent()
     logging.set_verbosity(logging.INFO)
     import tensorflow as tf  # gfile: in a TFJob the file is on the pipeline root (gs://...)
-    from components.trainer import job as job_lib
+    from training import job as job_lib
     with tf.io.gfile.GFile(job_file) as handle:
         job = job_from_json(handle.read())
     job_lib.train_and_export(job, serving_dir, log_dir, checkpoint_dir=checkpoint_dir)
