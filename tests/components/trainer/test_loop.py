@@ -20,7 +20,8 @@ def _separable_data(n=96, dim=4, num_classes=3):
 def _steps(options):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
-    return steps_lib.StepFunctions(model, loop.make_optimizer(options), tf.distribute.get_strategy(),
+    return steps_lib.StepFunctions(model, loop.make_optimizer(options),
+                                   tf.distribute.get_strategy(),
                                    options.global_batch_size, options.accumulation_steps)
 
 
@@ -86,7 +87,10 @@ def test_resume_continues_from_the_checkpoint_and_matches_an_uninterrupted_run(t
     ckpt = str(tmp_path / 'ckpt')
     first = _steps(options)
     # Interrupt after step 8's checkpoint: this run's data ends during step 9.
-    data_until_9 = lambda skip: _stream(points, labels, 16)(skip).take(9 - skip // 16)
+
+    def data_until_9(skip):
+        return _stream(points, labels, 16)(skip).take(9 - skip // 16)
+
     with pytest.raises(tf.errors.OutOfRangeError):
         loop.run_training(first, data_until_9, options, checkpoint_dir=ckpt)
     assert tf.train.latest_checkpoint(ckpt).endswith('ckpt-8')
