@@ -56,7 +56,7 @@ def size(path: str) -> int:
 
 def run_captured(cfg, console_path: str):
     """local.run(cfg) with what it prints (to descriptor 1) caught in console_path; returns
-    (exit code, console text). Also used by tests/pipeline/test_retention_e2e.py."""
+    (exit code, console text). Also used by tests/e2e/test_retention_e2e.py."""
     from pipeline import local
     saved = os.dup(1)
     with open(console_path, 'w') as handle:

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from typing import Dict, List, Optional
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # What the server imports before it forks: the task entry point, the local runner and the
 # executors (TFX, TF, Beam, TFDV, TFMA), each imported by tasks and runs in any case.
 PRELOAD = ('pipeline.kfp_entrypoint', 'pipeline.local', 'pipeline.kubeflow', 'runner',

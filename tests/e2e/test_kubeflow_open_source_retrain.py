@@ -1,5 +1,5 @@
 """End-to-end: the compiled Kubeflow spec, task by task, as open-source KFP 2.17 runs it
-(tests/kfp_launcher.py, mode 'oss': untyped id-named inputs with ML Metadata's converted
+(tests/support/kfp_launcher.py, mode 'oss': untyped id-named inputs with ML Metadata's converted
 metadata, the executor-logs output, inputs copied into each pod, KFP's cache, no hook).
 
 Three scheduled runs on a span layout, with one ML Metadata and cache: the first ingests span-1,

@@ -19,7 +19,7 @@ import kfp_driver
 import kfp_mlmd
 import warm_python
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _TYPE = pipeline_spec_pb2.ParameterType
 
 
@@ -133,7 +133,8 @@ def run_command(command: List[str], args: List[str], pod: Pod) -> None:
     argv = [sys.executable] + command[1:] + args
     os.makedirs(pod.folder, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2')
-    # A child of the warm interpreter (tests/warm_python.py: TFX imported once), else a fresh one.
+    # A child of the warm interpreter (tests/support/warm_python.py: TFX imported once), else a
+    # fresh one.
     returncode = warm_python.run(argv[1:], REPO, env, pod.log_file, timeout=900)
     if returncode is None:
         with open(pod.log_file, 'a') as log:
