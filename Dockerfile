@@ -12,11 +12,13 @@ COPY . .
 
 # Exactly what `make install` does, minus the editable mode and the dev tools: the lock as
 # constraints. TFX 1.16 declares Requires-Python <3.11 but runs on 3.11 (README, "Supported
-# Pythons"). The last line fails the build if the task entry point cannot import our code.
+# Pythons"). The last line fails the build if the task entry point, or the training workers'
+# (launch.worker: local processes and TFJob pods), cannot import our code.
 RUN pip install --no-cache-dir --disable-pip-version-check 'pip==24.2' \
  && pip install --no-cache-dir --disable-pip-version-check --ignore-requires-python \
         -c constraints.txt '.[kubeflow]' \
- && cd / && python -c "import components.baseline.executor, pipeline.kfp_entrypoint"
+ && cd / && python -c "import components.baseline.executor, pipeline.kfp_entrypoint, \
+        launch.worker, training.job"
 
 # Tasks run as a numeric non-root user: a namespace with the "restricted" Pod Security Standard
 # refuses root containers, and runAsNonRoot can only verify a numeric UID. It gets a writable

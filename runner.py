@@ -12,39 +12,75 @@ TOML config file) into validated configs, and pipeline/local.py or pipeline/kube
 one pipeline factory.
 """
 import argparse
+import dataclasses
 import shlex
 import sys
+import typing
 
-from training.choices import AUGMENTS, POLICIES
 from pipeline import config as config_lib
 from pipeline import presets
+from training import params as params_lib
+
+EPILOG = """examples:
+  python runner.py --local
+      train on the embedded digits and serve the model from runs/default/serving
+  python runner.py --local --data ~/photos --model mobilenet_v3_small --epochs 5
+      your own images (one folder per class) on a standard architecture
+  python runner.py --kubeflow --config-file cluster.toml --schedule "0 0 3 * * *"
+      compile for Kubeflow and keep a daily 03:00 run ([kubeflow] image, pipeline_root,
+      endpoint in cluster.toml; see config.example.toml)
+
+Every flag beside its config-file key and default: docs/cli.md."""
+# Kubeflow-only flags: runner.py refuses them without --kubeflow, naming the flag.
+KUBEFLOW_GROUPS = ('Kubeflow', 'scheduling')
+# Defaults that depend on the source (pipeline/config.py SOURCE_DEFAULTS): TrainParams' None.
+DEFAULT_TEXTS = {'model_builder': '; '.join(f'{source}: {builder}' for source, (_, _, builder)
+                                            in config_lib.SOURCE_DEFAULTS.items())}
+# TrainParams fields that parse with one of these instead of their type (training/params.py).
+PARSERS = {'size': presets.parse_size, 'minutes': presets.parse_minutes}
+
+
+def add_params(group, cls, default_texts=None) -> None:
+    """One flag per field of the dataclass `cls` that names one in its metadata: type, choices
+    and help from the field, "(default: ...)" from its default (params_lib.default_text)."""
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        meta = field.metadata
+        if not meta.get('flag'):
+            continue
+        default = (default_texts or {}).get(field.name) or params_lib.default_text(field)
+        options = dict(help=f"{meta['help']} (default: {default})".replace('%', '%%'))
+        hint = hints[field.name]
+        if typing.get_origin(hint) is typing.Union:  # Optional[X]
+            hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        if hint is bool:  # given = on; None = not given (the config file or default decides)
+            options.update(action='store_true', default=None)
+        else:
+            options.update(type=PARSERS[meta['parse']] if 'parse' in meta else hint,
+                           **{k: meta[k] for k in ('metavar', 'choices') if k in meta})
+        group.add_argument(meta['flag'], **options)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    t, kf = config_lib.TrainConfig, config_lib.KubeflowConfig
-    parser = argparse.ArgumentParser(description='Image and CSV classification TFX pipeline: '
-                                     'ingest, validate, train, evaluate, push.')
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument('--local', action='store_true', help='run on this machine (LocalDagRunner)')
-    mode.add_argument('--kubeflow', action='store_true',
-                      help='compile for Kubeflow Pipelines (and schedule it)')
-    mode.add_argument('--rollback', type=int, metavar='VERSION', help='serve a kept version '
-                      'of <--output>/serving again, as a new highest version, and exit')
-    add = parser.add_argument
-    add('--config-file', metavar='FILE', help='TOML settings whose tables mirror the config '
-        '(see config.example.toml); flags override it')
-    add('--config', choices=presets.CONFIG_NAMES, default='default', help='settings to start '
-        'from; smoke = a few steps, in-process Beam, no accuracy bar (default: %(default)s)')
+    i, kf = config_lib.IngestConfig, config_lib.KubeflowConfig
+    parser = argparse.ArgumentParser(
+        description='Image and CSV classification TFX pipeline: ingest, validate, train, '
+        'evaluate, push.\nFlags override the config file (--config-file), which overrides the '
+        'preset (--config).', epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add = parser.add_argument_group('data').add_argument
     add('--source', choices=config_lib.SOURCES, help='images: one sub-folder per class; csv: CSV '
-        'files with a header and a label column (default: images)')
-    add('--data', help='input base (a URI for Kubeflow); default: the embedded digits, or the '
-        'embedded wine table for --source csv')
-    add('--output', help='--local: run folder (default: runs/default); --kubeflow: compiled '
-        'file (default: pipeline.json)')
-    add('--label-column', metavar='NAME', help='csv: the column holding the class (default: label)')
+        f'files with a header and a label column (default: {i.source})')
+    add('--data', help='input base (a URI for Kubeflow); may hold span-<N>/ folders (default: '
+        'the embedded digits, or the embedded wine table for --source csv)')
+    add('--schema', help='curated schema file, or "infer" (default: curated for embedded data, '
+        'else infer)')
+    add('--label-column', metavar='NAME', help='csv: the column holding the class (default: '
+        f'{i.label_column})')
+    add('--window', type=int, metavar='N', help='with span-<N>/ folders: train and evaluate on '
+        'the last N spans; spans ingested before are not converted again (default: '
+        f'{i.window})')
     add('--max-rejected-fraction', type=float, metavar='F', help='stop when more than this share '
-        'of records is rejected (default: %s)' % config_lib.IngestConfig.max_rejected_fraction)
-    i = config_lib.IngestConfig
+        f'of records is rejected (default: {i.max_rejected_fraction})')
     add('--encoding', metavar='CODEC', help='csv: encoding of files without a byte-order mark, '
         f'e.g. latin-1, cp1252 (default: {i.encoding}; UTF-8 and UTF-16 BOMs are honoured)')
     add('--max-image-pixels', type=int, metavar='N', help='quarantine images with more pixels '
@@ -54,45 +90,33 @@ def build_parser() -> argparse.ArgumentParser:
         'lossless conversions always happen)')
     add('--max-csv-record-bytes', type=int, metavar='N', help='quarantine longer CSV records '
         f'(as too_large) (default: {i.max_csv_record_bytes:,})')
-    add('--schema', help='curated schema file, or "infer" (default: curated for embedded data)')
-    add('--model', metavar='NAME|IMPORT.PATH', help=f'{"|".join(config_lib.NAMED_MODELS)} '
-        '(keras.applications), or a builder (input_shape, num_classes) -> keras.Model '
-        '(default: models.resnet.build_model; csv: models.mlp.build_model)')
-    add('--weights', metavar='FILE', help='local weights file the model builder loads, e.g. '
-        'a backbone .weights.h5 for --model resnet50 (default: none, random init)')
-    add('--image-size', type=presets.parse_size, metavar='HxW', help='model input size '
-        '(default: the most common size among the train images)')
-    add('--channels', type=int, choices=(1, 3), help='model input channels (default: 3 when any '
-        'image is colour, else 1)')
-    add('--epochs', type=float, help='most passes over the train split; early stopping still '
-        'applies (default: from the data, ~400k examples seen as 10-20 passes, >= 400 updates)')
-    add('--steps', type=int, help='exactly N optimizer updates instead: no epochs, no early '
-        'stopping')
-    add('--patience', type=int, help='stop after N epochs without held-out improvement; 0 = '
-        f'run every epoch (default: {t.patience})')
-    add('--validation-percent', type=int, metavar='P', help='share of the train split held out '
-        f'for early stopping; 0 = none (default: {t.validation_percent})')
-    add('--time-budget', type=presets.parse_minutes, metavar='MIN', help='stop training once '
-        'this much time is spent, keeping the best epoch: 30, 30m, 1.5h (default: none)')
-    add('--freeze-epochs', type=int, metavar='N', help='first N epochs train only the head of a '
-        "model with a 'backbone' layer (--model resnet50 ...; with --weights), then all layers")
-    add('--batch-size', type=int, help=f'global batch over all replicas (default: '
-        f'{t.global_batch_size})')
-    add('--workers', type=int, metavar='N', help='training processes on this machine, one '
-        'MultiWorkerMirroredStrategy worker each (default: 1, in-process)')
-    add('--accumulation-steps', type=int, help='micro-batches per optimizer update (default: 1)')
-    add('--learning-rate', type=float, help=f'peak learning rate (default: {t.learning_rate})')
-    add('--mixed-precision', choices=POLICIES, help='auto = mixed_float16 on GPU; on a bf16 CPU '
-        'mixed_bfloat16 for models of 500M+ multiply-adds per example; else float32 '
-        '(default: auto)')
-    add('--warm-start', action='store_true', default=None,
-        help='start from the served model\'s weights (when the shapes match)')
-    add('--augment', choices=AUGMENTS, help='random changes to train images: light = small '
-        'shifts; standard = shifts, crops and contrast (default: %s)' % t.augment)
-    add('--flip', action='store_true', default=None, help='random horizontal flips of train '
-        'images too (not for digits or text)')
-    add('--min-accuracy', type=float, help='overall eval accuracy needed to push (default: %s)'
-        % config_lib.EvalConfig.min_accuracy)
+    add_params(parser.add_argument_group('training'), params_lib.TrainParams, DEFAULT_TEXTS)
+    add = parser.add_argument_group('evaluation and push').add_argument
+    add('--min-accuracy', type=float, help='overall eval accuracy needed to push (default: '
+        f'{config_lib.EvalConfig.min_accuracy})')
+    add('--max-label-drift', type=float, metavar='L', help='refuse to push when the new '
+        "span's class mix is further than this L-infinity distance from the served model's "
+        f'training data; 1 = off (default: {config_lib.DriftConfig.max_label_drift}; other '
+        'drift bars: [drift] in the config file)')
+    group = parser.add_argument_group('execution')
+    mode = group.add_mutually_exclusive_group(required=True)
+    mode.add_argument('--local', action='store_true', help='run on this machine (LocalDagRunner)')
+    mode.add_argument('--kubeflow', action='store_true',
+                      help='compile for Kubeflow Pipelines (and schedule it)')
+    mode.add_argument('--rollback', type=int, metavar='VERSION', help='serve a kept version '
+                      'of <--output>/serving again, as a new highest version, and exit')
+    add = group.add_argument
+    add('--config', metavar='PRESET', choices=presets.CONFIG_NAMES, default='default',
+        help='built-in settings to start from, not a file: default, or smoke = a few steps, '
+        'in-process Beam, no accuracy bar (default: %(default)s)')
+    add('--config-file', metavar='FILE', help='TOML settings over the preset, in tables that '
+        'mirror the config (see config.example.toml); flags override it')
+    add('--output', help='--local: the run folder; --kubeflow: the compiled file (default: '
+        f'{config_lib.PipelineConfig.output_dir}; with --kubeflow: '
+        f'{config_lib.KubeflowConfig.output_file})')
+    add('--name', help='pipeline name: its ML Metadata context; on Kubeflow the pipeline and '
+        'its recurring run, which a second --schedule of the same name replaces (default: '
+        f'{config_lib.PipelineConfig.name})')
     add('--beam-args', type=shlex.split, help='Beam pipeline args as one quoted string, e.g. '
         '--beam-args="--direct_num_workers=1" (default: in-process for small inputs, one '
         'DirectRunner worker per core for large ones)')
@@ -100,33 +124,29 @@ def build_parser() -> argparse.ArgumentParser:
     add('--verbose', action='store_true', help='stream the full log to the console too')
     add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
         'instead of waiting for it')
-    add = parser.add_argument_group('Scheduled retraining').add_argument
-    add('--window', type=int, metavar='N', help='with span-<N>/ folders: train and evaluate on '
-        'the last N spans; spans ingested before are not converted again (default: %d)'
-        % config_lib.IngestConfig.window)
+    add('--keep-runs', type=int, metavar='K', help='after a local run, delete the artifacts of '
+        'runs older than the newest K from the pipeline root, but what the training window and '
+        'the kept serving versions use; 0 = keep everything (default: '
+        f'{config_lib.RetentionConfig.keep_runs})')
     add('--notify', metavar='URL', help='POST the run\'s JSON summary here when it ends (pushed, '
         'not pushed and why, failed stage, drift); a failure to notify never fails the run')
     add('--on-finish', metavar='CMD', help='run CMD when the run ends, with the JSON summary '
         'file\'s path as its last argument and in $PIPELINE_RUN_SUMMARY')
-    add('--keep-runs', type=int, metavar='K', help='after a local run, delete the artifacts of '
-        'runs older than the newest K from the pipeline root, but what the training window and '
-        'the kept serving versions use; 0 = keep everything (default: %d)'
-        % config_lib.RetentionConfig.keep_runs)
-    add('--max-label-drift', type=float, metavar='L', help='refuse to push when the new '
-        "span's class mix is further than this L-infinity distance from the served model's "
-        'training data; 1 = off (default: %s; other drift bars: [drift] in the config file)'
-        % config_lib.DriftConfig.max_label_drift)
-    add = parser.add_argument_group('Kubeflow (with --kubeflow)').add_argument
     # Each also a key of the config file's [kubeflow] table (config.example.toml); flags win.
+    add = parser.add_argument_group('Kubeflow', 'with --kubeflow only').add_argument
     add('--image', help='container image of every task (see Dockerfile)')
     add('--pipeline-root', help='run root the cluster writes (gs://...)')
-    add('--trainer-cpu', type=float, help=f'cores (default: {kf.trainer_cpu:g})')
-    add('--trainer-memory', type=float, help=f'GB (default: {kf.trainer_memory_gb:g})')
-    add('--trainer-gpus', type=int, help=f'GPUs (default: {kf.trainer_gpus})')
+    add('--trainer-cpu', type=float, help=f"the trainer's cores (default: {kf.trainer_cpu:g})")
+    add('--trainer-memory', type=float, help="the trainer's memory in GB (default: "
+        f'{kf.trainer_memory_gb:g})')
+    add('--trainer-gpus', type=int, help=f"the trainer's GPUs (default: {kf.trainer_gpus})")
     add('--trainer-workers', type=int, metavar='N', help='N > 1: train in a TFJob of N pods, '
-        'each with the resources above (needs the Training Operator)')
+        'each with the resources above (needs the Training Operator) (default: '
+        f'{kf.trainer_workers})')
     add('--trainer-service-account', metavar='NAME', help="the TFJob pods' Kubernetes "
         "service account (default: the namespace's default)")
+    add = parser.add_argument_group('scheduling', 'with --kubeflow only: upload the pipeline '
+                                    'and keep one recurring run of --name').add_argument
     add('--endpoint', help='KFP API URL: upload the pipeline and schedule it')
     add('--schedule', help='six-field cron, seconds first, e.g. "0 0 3 * * *" (03:00 daily), '
         'or @daily, "@every 6h"')
@@ -143,8 +163,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_mode(args) -> None:
+    """ValueError naming a Kubeflow-only flag given without --kubeflow (it would do nothing)."""
+    if args.kubeflow:
+        return
+    given = [dest for dest in presets.KUBEFLOW_FLAGS if getattr(args, dest) is not None]
+    if given:
+        flag, mode = '--' + given[0].replace('_', '-'), '--local' if args.local else '--rollback'
+        raise ValueError(f'{flag} is a Kubeflow setting (Kubeflow and scheduling flags need '
+                         f'--kubeflow); it does nothing with {mode}')
+
+
 def build_configs(args):
     """(PipelineConfig, KubeflowConfig or None); ValueError with a message on bad values."""
+    check_mode(args)
     kubeflow = None
     if args.kubeflow:  # there --output names the compiled file; the run root is the cluster's
         root, kubeflow = presets.kubeflow_from_flags(args.config_file, {
@@ -159,6 +191,11 @@ def build_configs(args):
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        check_mode(args)
+    except ValueError as error:
+        print(f'error: {error}', file=sys.stderr)
+        return 2
     if args.rollback is not None:  # no pipeline: serving/ of the output folder only
         from pipeline import rollback
         return rollback.main(args.rollback, args.output, args.config_file, not args.no_wait)

@@ -9,6 +9,7 @@ the repeats so machine noise hits every mode alike. Prints one table: mean eval 
 training time, and their ratios to `none`. Nothing here is asserted.
 """
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -28,14 +29,13 @@ def train_once(data_dir: str, mode: str, seed: int) -> dict:
         train_pattern=os.path.join(data_dir, 'Split-train', '*'),
         eval_pattern=os.path.join(data_dir, 'Split-eval', '*'),
         class_names=tuple(str(i) for i in range(10)), image_shape=(8, 8, 1),
-        model_builder='models.resnet.build_model', mixed_precision=t.mixed_precision,
-        seed=seed, cache_decoded=True, augment=mode,
+        cache_decoded=True,
         # The default length: epochs with early stopping (the job plans the steps from the data).
         epochs=t.train_epochs, held_out_percent=t.validation_percent,
-        options=loop.LoopOptions(train_steps=t.warmup_steps + 1,
-                                 global_batch_size=t.global_batch_size,
-                                 learning_rate=t.learning_rate, warmup_steps=t.warmup_steps,
-                                 optimizer=t.optimizer, log_every=10_000, patience=t.patience))
+        # The default parameters, but the builder, the seed and the augmentation compared.
+        options=loop.LoopOptions(dataclasses.replace(
+            t, model_builder='models.resnet.build_model', seed=seed, augment=mode),
+            train_steps=t.warmup_steps + 1, log_every=10_000))
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         metrics = job_lib.train_and_export(job, os.path.join(out, 'serving'),

@@ -56,11 +56,11 @@ def measure(args) -> dict:
     micro = args.batch // args.accum * args.replicas   # one micro-batch over all replicas
     job = job_lib.TrainJob(
         train_pattern='', eval_pattern='', class_names=tuple(map(str, range(args.classes))),
-        image_shape=(args.size, args.size, 3), model_builder='models.applications.resnet50',
-        mixed_precision=policy,
-        options=loop.LoopOptions(train_steps=args.warmup + args.steps, global_batch_size=micro,
-                                 learning_rate=0.1, accumulation_steps=args.accum,
-                                 optimizer='sgd'))
+        image_shape=(args.size, args.size, 3),
+        options=loop.LoopOptions.of(train_steps=args.warmup + args.steps, global_batch_size=micro,
+                                    learning_rate=0.1, accumulation_steps=args.accum,
+                                    optimizer='sgd', mixed_precision=policy,
+                                    model_builder='models.applications.resnet50'))
     steps = job_lib.build_steps(job, strategy, policy)
     # One random batch, repeated: the input costs nothing, so the table measures training.
     images = tf.random.uniform((micro, args.size, args.size, 3))

@@ -27,10 +27,11 @@ def _job(args) -> job_lib.TrainJob:
         train_pattern=os.path.join(args.data, 'Split-train', '*'),
         eval_pattern=os.path.join(args.data, 'Split-eval', '*'),
         class_names=tuple(str(i) for i in range(10)), image_shape=tuple(IMAGE_SHAPE),
-        model_builder='models.resnet.build_model', mixed_precision=args.policy, seed=0,
-        options=loop.LoopOptions(train_steps=args.warmup + args.steps,
-                                 global_batch_size=args.batch, learning_rate=1e-3,
-                                 accumulation_steps=args.accum))
+        options=loop.LoopOptions.of(train_steps=args.warmup + args.steps,
+                                    global_batch_size=args.batch, learning_rate=1e-3,
+                                    accumulation_steps=args.accum, seed=0,
+                                    model_builder='models.resnet.build_model',
+                                    mixed_precision=args.policy))
 
 
 def _train_data(args):
@@ -103,9 +104,9 @@ def measure_policies(args) -> dict:
     shape = (args.size, args.size, args.channels)
     job = job_lib.TrainJob(train_pattern='', eval_pattern='', image_shape=shape,
                            class_names=tuple(str(i) for i in range(10)),
-                           model_builder=args.builder, mixed_precision='float32',
-                           options=loop.LoopOptions(train_steps=1, global_batch_size=args.batch,
-                                                    learning_rate=1e-3))
+                           options=loop.LoopOptions.of(train_steps=1, global_batch_size=args.batch,
+                                                       learning_rate=1e-3,
+                                                       model_builder=args.builder))
     rng = np.random.default_rng(0)
     images = rng.random((4 * args.batch, *shape), dtype=np.float32)
     labels = rng.integers(0, 10, 4 * args.batch).astype(np.int32)

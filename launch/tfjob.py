@@ -5,11 +5,12 @@
 
 The trainer's Kubeflow task does not train in its own pod: it writes the TrainJob as JSON next
 to its logs (on the pipeline root, which every pod reads), creates a TFJob of N Worker replicas
-running the local path's entry point (`python -m launch.local JOB SERVING LOG
-CHECKPOINT`, launch/local.py) in the same image, and waits. The operator injects
-TF_CONFIG (cluster {"worker": [...]}, worker 0 the chief) into the container named `tensorflow`,
-so the workers run MultiWorkerMirroredStrategy exactly as the local processes do; the chief
-exports the SavedModel straight into the task's Model folder and writes metrics.json.
+running the workers' entry point (`python -m launch.worker JOB SERVING LOG CHECKPOINT`,
+launch/worker.py) in the same image, and waits: the shared sequence of launch/sequence.py. The
+operator injects TF_CONFIG (cluster {"worker": [...]}, worker 0 the chief) into the container
+named `tensorflow`, so the workers run MultiWorkerMirroredStrategy exactly as the local
+processes do; the chief exports the SavedModel straight into the task's Model folder and writes
+metrics.json.
 
 The `kubernetes` client (CustomObjectsApi, CoreV1Api) is used, not the kubeflow-training SDK:
 it is already locked (kfp depends on it, so the image has it), while kubeflow-training 1.9
@@ -39,7 +40,6 @@ What a real cluster adds, and how the task survives it:
 """
 import dataclasses
 import json
-import os
 import signal
 import threading
 import time
@@ -47,7 +47,7 @@ from typing import Any, Dict, List
 
 from absl import logging
 
-from launch import k8s, local
+from launch import k8s, sequence, worker
 from launch.k8s import CONTAINER, GROUP, PLURAL, VERSION
 
 ISTIO_INJECT = 'sidecar.istio.io/inject'
@@ -80,7 +80,7 @@ def manifest(name: str, spec: TFJobSpec, args: List[str]) -> Dict[str, Any]:
     if spec.gpus:
         amounts[spec.gpu_resource] = str(spec.gpus)
     container = {'name': CONTAINER, 'image': spec.image,
-                 'command': ['python', '-m', 'launch.local', *args],
+                 'command': ['python', '-m', worker.MODULE, *args],
                  'resources': {'requests': dict(amounts), 'limits': dict(amounts)}}
     pod_spec: Dict[str, Any] = {'containers': [container]}
     if spec.service_account:
@@ -155,39 +155,54 @@ def _wait(objects, core, namespace: str, name: str, spec: TFJobSpec,
         time.sleep(poll_seconds)
 
 
+class TFJobWorkers(sequence.Launcher):
+    """spec.workers pods of a TFJob named `name`, in the namespace of the clients."""
+    folder = 'tfjob'
+
+    def __init__(self, spec: TFJobSpec, name: str, poll_seconds: float = 2.0):
+        self._spec, self._name, self._poll = spec, name, poll_seconds
+        self._clients = None
+        self._restore = None
+        self._ended = False
+
+    def start(self, args: List[str]) -> None:
+        # The client comes with the `kubeflow` extra (through kfp), which a local install need
+        # not have: imported in k8s.py's functions only.
+        objects, core, namespace = self._clients = k8s.clients()
+        body = manifest(self._name, self._spec, args)
+        _create(objects, core, namespace, body, self._poll)
+        logging.info('Created TFJob %s/%s: %d workers of %s, each %s', namespace, self._name,
+                     self._spec.workers, self._spec.image,
+                     body['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers']
+                     [0]['resources']['requests'])
+        self._restore = _terminate_raises()
+
+    def wait(self) -> None:
+        objects, core, namespace = self._clients
+        try:
+            outcome = _wait(objects, core, namespace, self._name, self._spec, self._poll)
+        except RuntimeError:  # never started: the task still ends in order (not when
+            self._ended = True  # interrupted: SystemExit, KeyboardInterrupt pass through)
+            raise
+        self._ended = True
+        if outcome == 'Failed':
+            raise RuntimeError(f'TFJob {namespace}/{self._name} failed; '
+                               f'{k8s.failed_pod_logs(core, namespace, self._name)}')
+
+    def stop(self) -> None:
+        """Ended, failed or interrupted: its pods go with it (owner references)."""
+        if self._restore is None:
+            return  # never created
+        self._restore()
+        objects, core, namespace = self._clients
+        if k8s.delete(objects, namespace, self._name):
+            logging.info('Deleting TFJob %s/%s (foreground)', namespace, self._name)
+        if self._ended:  # a cancelled task has its own grace period: it does not wait then
+            k8s.wait_gone(objects, core, namespace, self._name, _DELETE_TIMEOUT_S, self._poll)
+
+
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpec,
         name: str, poll_seconds: float = 2.0) -> Dict[str, float]:
     """Trains with a TFJob of spec.workers workers; returns the chief's metrics."""
-    import tensorflow as tf  # gfile: the paths are on the pipeline root (gs://...)
-    job_file = os.path.join(log_dir, 'tfjob', 'job.json')
-    tf.io.gfile.makedirs(os.path.dirname(job_file))
-    with tf.io.gfile.GFile(job_file, 'w') as handle:
-        handle.write(local.job_to_json(job))
-    # The client comes with the `kubeflow` extra (through kfp), which a local install need not
-    # have: imported in k8s.py's functions only.
-    objects, core, namespace = k8s.clients()
-    body = manifest(name, spec, [job_file, serving_dir, log_dir, checkpoint_dir])
-    _create(objects, core, namespace, body, poll_seconds)
-    logging.info('Created TFJob %s/%s: %d workers of %s, each %s', namespace, name,
-                 spec.workers, spec.image,
-                 body['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0]
-                 ['resources']['requests'])
-    restore, ended = _terminate_raises(), False
-    try:
-        outcome = _wait(objects, core, namespace, name, spec, poll_seconds)
-        ended = True
-        if outcome == 'Failed':
-            raise RuntimeError(f'TFJob {namespace}/{name} failed; '
-                               f'{k8s.failed_pod_logs(core, namespace, name)}')
-    except RuntimeError:  # failed, or never started: the task still ends in order
-        ended = True
-        raise
-    finally:  # ended, failed or interrupted: its pods go with it (owner references)
-        restore()
-        if k8s.delete(objects, namespace, name):
-            logging.info('Deleting TFJob %s/%s (foreground)', namespace, name)
-        if ended:  # a cancelled task has its own grace period: it does not wait then
-            k8s.wait_gone(objects, core, namespace, name, _DELETE_TIMEOUT_S,
-                                poll_seconds)
-    with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json')) as handle:
-        return json.load(handle)
+    return sequence.run(job, serving_dir, log_dir, checkpoint_dir,
+                        TFJobWorkers(spec, name, poll_seconds))

@@ -9,8 +9,8 @@ import re
 from typing import Optional, Tuple
 
 from components.ingest import csv_records, image_formats
-from training.choices import AUGMENTS, OPTIMIZERS, POLICIES
 from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig
+from training.params import NAMED_MODELS, TrainParams  # noqa: F401 (NAMED_MODELS: re-exported)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, 'data', 'digits')
@@ -24,9 +24,6 @@ SOURCE_DEFAULTS = {
     'images': (DEFAULT_DATA, DIGITS_SCHEMA, 'models.resnet.build_model'),
     'csv': (DEFAULT_CSV_DATA, WINE_SCHEMA, 'models.mlp.build_model'),
 }
-# --model short names: standard architectures (keras.applications, see models/applications.py).
-NAMED_MODELS = {name: 'models.applications.' + name
-                for name in ('resnet50', 'efficientnet_b0', 'mobilenet_v3_small')}
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
 # The most epochs a default run trains for (early stopping usually ends it sooner).
@@ -105,92 +102,8 @@ class IngestConfig:
                'as utf-8, latin-1, cp1252, utf-16')
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    model_builder: Optional[str] = None  # import path; None: the source's (SOURCE_DEFAULTS)
-    # The model's input. None = from the data: the most common (height, width) of the valid
-    # train images, and 3 channels when any valid image is colour, else 1.
-    image_size: Optional[Tuple[int, int]] = None
-    channels: Optional[int] = None
-    # The length: train_steps > 0 is exactly that many optimizer updates (no early stopping);
-    # 0 = up to train_epochs passes over the train split, stopping early when the held-out
-    # slice's accuracy stops improving (README, "Training length"); train_epochs 0 = from
-    # the data: about 400k examples seen, 10 to 20 passes (training/job.py).
-    train_steps: int = 0
-    train_epochs: float = 0.0
-    patience: int = 3                # epochs without held-out improvement; 0 = run them all
-    validation_percent: int = 10     # share of the train split held out; 0 = none, no stopping
-    time_budget_minutes: float = 0.0  # stop after the step that spends it; 0 = no budget
-    # Transfer learning: the first N epochs train only what follows the model's `backbone`.
-    freeze_epochs: int = 0
-    global_batch_size: int = 64      # one micro-batch over all replicas
-    accumulation_steps: int = 1      # micro-batches per update
-    mixed_precision: str = 'auto'    # auto | float32 | mixed_float16 | mixed_bfloat16
-    optimizer: str = 'adam'          # adam | adamw | sgd
-    learning_rate: float = 3e-3
-    warmup_steps: int = 20
-    checkpoint_interval: int = 100   # updates between checkpoints
-    eval_steps: int = 0              # eval batches; 0 = the whole eval split
-    seed: int = 42
-    devices: Tuple[str, ...] = ()    # MirroredStrategy devices; () = every visible GPU, or CPU
-    # Training processes on this machine, one MultiWorkerMirroredStrategy worker each.
-    workers: int = 1
-    # Hand the served model on, untrained, when this run's input fingerprint, trainer settings
-    # and model code equal the ones it was trained from (components/trainer/unchanged.py).
-    skip_unchanged: bool = True
-    warm_start: bool = False         # start from the served model's weights when shapes match
-    augment: str = 'light'           # images, train split: none | light | standard (README)
-    flip: bool = False               # random horizontal flips too (wrong for digits and text)
-    # A local weights file the builder loads (models/applications.py: a backbone .weights.h5).
-    model_weights: Optional[str] = None
-
-    def __post_init__(self):
-        if self.model_builder in NAMED_MODELS:  # recorded (and trained) as the full import path
-            object.__setattr__(self, 'model_builder', NAMED_MODELS[self.model_builder])
-        _check(self.image_size is None or (len(self.image_size) == 2
-                                           and min(self.image_size) >= 1),
-               f'image_size must be (height, width) >= 1, got {self.image_size}')
-        _check(self.channels in (None, 1, 3), f'channels must be 1 or 3, got {self.channels}')
-        _check(self.train_steps >= 0,
-               f'train_steps must be >= 0 (0 = by epochs), got {self.train_steps}')
-        _check(self.global_batch_size >= 1,
-               f'global_batch_size must be >= 1, got {self.global_batch_size}')
-        _check(self.learning_rate > 0, f'learning_rate must be > 0, got {self.learning_rate}')
-        _check(self.warmup_steps >= 0 and (not self.train_steps
-                                           or self.warmup_steps < self.train_steps),
-               f'warmup_steps must be in [0, train_steps), got {self.warmup_steps}')
-        _check(self.model_builder is None or '.' in self.model_builder, 'model_builder must be '
-               f'one of {", ".join(NAMED_MODELS)} or an import path like '
-               f'"package.module.function", got {self.model_builder!r}')
-        # Keras reads a .weights.h5 from local disk only (no gs://): in a cluster, a file of
-        # the container image (pipeline/kubeflow.py maps a file of this checkout into it).
-        _check(self.model_weights is None or (bool(self.model_weights)
-                                              and not is_uri(self.model_weights)),
-               f'model_weights must be a local file path, got {self.model_weights!r}')
-        _check(self.accumulation_steps >= 1,
-               f'accumulation_steps must be >= 1, got {self.accumulation_steps}')
-        _check(self.mixed_precision in POLICIES, f'mixed_precision must be one of '
-               f'{POLICIES}, got {self.mixed_precision!r}')
-        _check(self.optimizer in OPTIMIZERS,
-               f'optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}')
-        _check(self.checkpoint_interval >= 1,
-               f'checkpoint_interval must be >= 1, got {self.checkpoint_interval}')
-        _check(self.eval_steps >= 0, f'eval_steps must be >= 0, got {self.eval_steps}')
-        _check(self.train_epochs >= 0, f'train_epochs must be >= 0, got {self.train_epochs}')
-        _check(self.patience >= 0, f'patience must be >= 0, got {self.patience}')
-        _check(0 <= self.validation_percent <= 50,
-               f'validation_percent must be in 0..50, got {self.validation_percent}')
-        _check(self.freeze_epochs == 0 or (self.train_steps == 0 and (
-            self.train_epochs == 0 or self.freeze_epochs < self.train_epochs)),
-               f'freeze_epochs must be fewer than train_epochs, and training must be by epochs '
-               f'(not train_steps), got {self.freeze_epochs}')
-        _check(self.workers >= 1 and self.global_batch_size % self.workers == 0,
-               f'workers must be >= 1 and split global_batch_size ({self.global_batch_size}) '
-               f'evenly, got {self.workers}')
-        _check(self.time_budget_minutes >= 0,
-               f'time_budget_minutes must be >= 0 (0 = none), got {self.time_budget_minutes}')
-        _check(self.augment in AUGMENTS,
-               f'augment must be one of {AUGMENTS}, got {self.augment!r}')
+# The [train] table: every training hyper-parameter, with its flag and help (training/params.py).
+TrainConfig = TrainParams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,12 +132,16 @@ class PushConfig:
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
+    # The pipeline's name (--name, or `name` at the top of the config file): its ML Metadata
+    # context locally; on Kubeflow the pipeline, its versions and its recurring run, so a second
+    # --schedule under the same name (and experiment) replaces that run, and another name adds
+    # one beside it (pipeline/kubeflow_schedule.py).
     name: str = 'image-pipeline'
     output_dir: str = os.path.join('runs', 'default')
     # None infers the schema from the data (SchemaGen); a path imports a curated one.
     schema_path: Optional[str] = DIGITS_SCHEMA
     ingest: IngestConfig = IngestConfig()
-    train: TrainConfig = TrainConfig()
+    train: TrainParams = TrainParams()
     eval: EvalConfig = EvalConfig()
     push: PushConfig = PushConfig()
     drift: DriftConfig = DriftConfig()
@@ -249,7 +166,7 @@ class PipelineConfig:
         if self.schema_path is not None and self.check_paths and not is_uri(self.schema_path):
             _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
         weights = self.train.model_weights
-        if weights and self.check_paths:  # a local file (TrainConfig refuses URIs)
+        if weights and self.check_paths:  # a local file (TrainParams refuses URIs)
             _check(os.path.isfile(weights), f'model weights file not found: {weights}')
 
     @property
@@ -380,7 +297,7 @@ def smoke_config(data_dir: str, output_dir: str, source: str = 'images',
     base = PipelineConfig(
         name='smoke', output_dir=output_dir,
         ingest=IngestConfig(data_dir=data_dir, num_shards=2, source=source),
-        train=TrainConfig(train_steps=30, global_batch_size=16, warmup_steps=0,
+        train=TrainParams(train_steps=30, global_batch_size=16, warmup_steps=0,
                           checkpoint_interval=10),
         eval=EvalConfig(min_accuracy=0.0, max_regression=1.0))
     return dataclasses.replace(base, **overrides)

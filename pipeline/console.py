@@ -7,8 +7,9 @@ Everything else goes to the run's log file (pipeline/logs.py). TFX's LocalDagRun
 "Component X is running." and "... is finished." around each stage; `StageLines`, a handler on
 absl's logger, times the stage between the two and then reads its state (complete or cached) and
 key figure from ML Metadata, the record the summary is made from too. Training progress comes
-from the trainer loop's PROGRESS: one updating tqdm line with ETA on a terminal, a line per
-quarter of the steps otherwise (a log file or CI output wants no carriage returns).
+as the training's events (training/progress.py; a chief worker's are relayed to this process):
+one updating tqdm line with ETA on a terminal, a line per quarter of the steps otherwise (a log
+file or CI output wants no carriage returns).
 """
 import logging
 import textwrap
@@ -17,7 +18,8 @@ from typing import Callable, List, Optional, TextIO
 
 from tqdm import tqdm
 
-from training import loop
+from components.common import properties
+from training import progress as progress_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
@@ -44,8 +46,8 @@ class Console:
 
 def _examples(summary):
     for examples in summary.outputs.get('Examples', []):
-        written = sum(_custom(examples, f'num_written_{s}') or 0 for s in ('train', 'eval'))
-        return f'{written:,} examples, {_custom(examples, "num_rejected") or 0:,} rejected'
+        written = sum(_custom(examples, properties.num_written(s)) or 0 for s in ('train', 'eval'))
+        return f'{written:,} examples, {_custom(examples, properties.NUM_REJECTED) or 0:,} rejected'
 
 
 def _trained(summary):
@@ -57,20 +59,20 @@ def _trained(summary):
 def _baseline(summary):
     model = summary.baseline_model()
     if model is not None:
-        served = _custom(model, 'served_version')
+        served = _custom(model, properties.SERVED_VERSION)
         return 'nothing served yet' if served < 0 else f'served version {served}'
 
 
 def _blessing(summary):
     for blessing in summary.outputs.get('ModelBlessing', []):
-        return 'blessed' if _custom(blessing, 'blessed') else 'not blessed'
+        return 'blessed' if _custom(blessing, properties.BLESSED) else 'not blessed'
 
 
 def _pushed(summary):
     for pushed in summary.outputs.get('PushedModel', []):
-        if not _custom(pushed, 'pushed'):
+        if not _custom(pushed, properties.PUSHED):
             return 'not pushed'
-        return f'version {_custom(pushed, "pushed_version")}'
+        return f'version {_custom(pushed, properties.PUSHED_VERSION)}'
 
 
 def _drift(summary):
@@ -119,10 +121,10 @@ class StageLines(logging.Handler):
             self._console.line(stage_line(self.current, 'failed', self.elapsed(),
                                           textwrap.shorten(first_line, 90, placeholder=' ...')))
 
-    def interrupted_message(self) -> str:
-        """The one line Ctrl-C prints: the training step, or the stage, it stopped in."""
-        progress = loop.PROGRESS
-        if self.current and progress.running:
+    def interrupted_message(self, progress: Optional[progress_lib.Progress] = None) -> str:
+        """The one line Ctrl-C prints: the training step (from the last progress event), or
+        the stage, it stopped in."""
+        if self.current and progress is not None and progress.running:
             resume_from = progress.checkpoint_step()
             if resume_from:
                 return (f'interrupted at step {progress.step}; checkpoints kept; run the same '
@@ -136,15 +138,18 @@ class StageLines(logging.Handler):
 
 
 class TrainingProgress:
-    """A loop.PROGRESS listener: a tqdm line on a terminal, else a line per quarter."""
+    """A progress listener (training/progress.py): a tqdm line on a terminal, else a line per
+    quarter; `last` is the last event, for the line Ctrl-C prints."""
 
     def __init__(self, console: Console):
         self._console = console
+        self.last: Optional[progress_lib.Progress] = None
         self._bar: Optional[tqdm] = None
         self._begin, self._begin_step, self._total = 0.0, 0, 0
         self._marks: List[int] = []
 
-    def __call__(self, progress: loop.Progress) -> None:
+    def __call__(self, progress: progress_lib.Progress) -> None:
+        self.last = progress
         if not progress.running:
             self.close()
         elif self._begin == 0:
@@ -163,7 +168,7 @@ class TrainingProgress:
             self._console.line(f'  training: step {progress.step:,}/{progress.total:,}, '
                                f'ETA {eta:.0f} s')
 
-    def _start(self, progress: loop.Progress) -> None:
+    def _start(self, progress: progress_lib.Progress) -> None:
         self._begin, self._begin_step = time.monotonic(), progress.start_step
         self._total = progress.total
         # Lines at a quarter, half and three quarters (the stage's own line says when it ends).

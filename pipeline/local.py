@@ -55,7 +55,7 @@ def run(config: config_lib.PipelineConfig, wait: bool = True) -> int:
 def first_lines(error: BaseException) -> List[str]:
     """The lines of an error a summary shows: a data error's message, else type and message."""
     # Imported here, like everything heavy: only once the output goes to the log.
-    from components.gate.executor import DataAnomaliesError
+    from components.gate.anomalies import DataAnomaliesError
     from components.ingest.checks import IngestionError
     text = str(error).strip()
     if not isinstance(error, (DataAnomaliesError, IngestionError)) or not text:
@@ -74,7 +74,7 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
     from tfx.orchestration.portable import runtime_parameter_utils
     from tfx.orchestration.local import local_dag_runner
 
-    from training import loop
+    from training import progress as progress_lib
     from pipeline import beam_mode
     from pipeline import console as console_lib
     from pipeline import notify
@@ -94,7 +94,7 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
     stages = console_lib.StageLines(console, read)
     progress = console_lib.TrainingProgress(console)
     logging.getLogger('absl').addHandler(stages)
-    loop.PROGRESS.listeners.append(progress)
+    unsubscribe = progress_lib.subscribe(progress)
     failure = None
     try:
         # LocalDagRunner.run() would name the run itself (now().isoformat()) and not say so:
@@ -104,7 +104,7 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
             ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
         local_dag_runner.LocalDagRunner().run_with_ir(ir)
     except KeyboardInterrupt:
-        _exit_interrupted(stream, stages.interrupted_message())
+        _exit_interrupted(stream, stages.interrupted_message(progress.last))
     except Exception as error:  # pylint: disable=broad-except
         # Any failure, data or bug: the summary says where and why, the log keeps the traceback.
         logging.exception('The run failed')
@@ -113,7 +113,7 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
         failure = (stages.current or 'pipeline', '\n'.join(lines))
     finally:
         progress.close()
-        loop.PROGRESS.listeners.remove(progress)
+        unsubscribe()
         logging.getLogger('absl').removeHandler(stages)
     # Older runs' artifacts, under the lock this run holds; it never raises (errors are shown).
     kept = retention.apply(config, run_id, lock)

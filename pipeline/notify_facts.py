@@ -16,7 +16,7 @@ import dataclasses
 import json
 from typing import List, Optional, Tuple
 
-from components.common import versions
+from components.common import properties, versions
 from pipeline import summary_text
 from pipeline.summary import RunSummary, custom_property as _custom
 
@@ -84,8 +84,8 @@ def example_counts(summary: RunSummary) -> Optional[Tuple[int, int]]:
     if window:
         return (sum(int(e.get('num_train') or 0) for e in window),
                 sum(int(e.get('num_eval') or 0) for e in window))
-    return (int(_custom(examples, 'num_written_train') or 0),
-            int(_custom(examples, 'num_written_eval') or 0))
+    return (int(_custom(examples, properties.NUM_WRITTEN_TRAIN) or 0),
+            int(_custom(examples, properties.NUM_WRITTEN_EVAL) or 0))
 
 
 def eval_accuracy(summary: RunSummary) -> Optional[float]:
@@ -112,8 +112,8 @@ def outcome(summary: RunSummary) -> Tuple[str, Optional[int], List[str]]:
     pushed = max(summary.outputs.get('PushedModel', []), key=lambda a: a.id, default=None)
     if pushed is None:
         return 'did not finish', None, ['the Pusher did not run']
-    if _custom(pushed, 'pushed'):
-        version = int(_custom(pushed, 'pushed_version') or 0)
+    if _custom(pushed, properties.PUSHED):
+        version = int(_custom(pushed, properties.PUSHED_VERSION) or 0)
         if summary.states.get('Pusher') == 'CACHED':  # the artifact is an earlier run's push
             return 'not pushed', None, [f'version {version} already serves this model: pushed '
                                         'by an earlier run (the Pusher was cached)']
@@ -125,7 +125,7 @@ def outcome(summary: RunSummary) -> Tuple[str, Optional[int], List[str]]:
                                     + (f' ({why})' if why else '')]
     blessings = summary.outputs.get('ModelBlessing', [])
     blessing = max(blessings, key=lambda a: a.id) if blessings else None
-    if blessing is not None and not _custom(blessing, 'blessed'):
+    if blessing is not None and not _custom(blessing, properties.BLESSED):
         reasons = summary_text.blessing_reasons(blessing) or ['not blessed']
     else:
         reasons = [summary_text.not_pushed_reason(pushed)]

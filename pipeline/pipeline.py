@@ -13,6 +13,7 @@ given one. DriftCheck compares the new span with the data the served version was
 
 Both runners (local and Kubeflow) call this same function; they differ only in environment.
 """
+import dataclasses
 from typing import List
 
 import tensorflow_model_analysis as tfma
@@ -105,25 +106,11 @@ def create_components(config: PipelineConfig) -> List:
     gate = AnomalyGate(anomalies=example_validator.outputs['anomalies'],
                        schema_hint=kept_schema.hint(config.pipeline_root, config.schema_path))
 
-    train = config.train
+    # Every training parameter, with the source's builder when none is named (TrainParams).
     trainer = ImageTrainer(
-        examples=example_gen.outputs['examples'], model_builder=config.model_builder,
-        # 0 = from the data: the trainer's executor reads what ingestion recorded.
-        image_shape=tuple(train.image_size or (0, 0)) + (train.channels or 0,),
-        # train_steps > 0 is a fixed length; else up to train_epochs with early stopping.
-        train_steps=train.train_steps,
-        train_epochs=0.0 if train.train_steps else train.train_epochs, devices=train.devices,
-        patience=train.patience, validation_percent=train.validation_percent,
-        time_budget_minutes=train.time_budget_minutes, freeze_epochs=train.freeze_epochs,
-        global_batch_size=train.global_batch_size,
-        accumulation_steps=train.accumulation_steps, mixed_precision=train.mixed_precision,
-        optimizer=train.optimizer, learning_rate=train.learning_rate,
-        warmup_steps=train.warmup_steps, checkpoint_interval=train.checkpoint_interval,
-        eval_steps=train.eval_steps, seed=train.seed, augment=train.augment, flip=train.flip,
-        warm_start_from=config.serving_dir if train.warm_start else '',
-        model_weights=train.model_weights or '', num_workers=train.workers,
-        serving_dir=config.serving_dir, skip_unchanged=train.skip_unchanged,
-        pipeline_root=config.pipeline_root)
+        examples=example_gen.outputs['examples'],
+        params=dataclasses.replace(config.train, model_builder=config.model_builder),
+        serving_dir=config.serving_dir, pipeline_root=config.pipeline_root)
     trainer.add_upstream_node(gate)  # no training on data that failed validation
 
     # The model in production, chosen once per candidate (see components/baseline/component.py).

@@ -5,6 +5,7 @@ defaults for a source, how a shorter run shortens its warm-up, what wins over wh
 are tested without a command line.
 """
 import argparse
+import dataclasses
 import os
 import re
 from typing import Any, Dict, Optional, Tuple
@@ -13,22 +14,18 @@ from pipeline import config_file as config_file_lib
 from pipeline.config import (SOURCE_DEFAULTS, IngestConfig, KubeflowConfig, PipelineConfig,
                              _absolute, _check, check_kubeflow_root, default_config, is_uri,
                              smoke_config)
+from training.params import TrainParams
 
 CONFIG_NAMES = ('default', 'smoke')
 # runner.py's flags that set one config field each: flag dest -> field path (config_file.py).
 FLAG_FIELDS = {
     'source': 'ingest.source', 'data': 'ingest.data_dir', 'output': 'output_dir',
-    'schema': 'schema_path', 'label_column': 'ingest.label_column',
-    'max_rejected_fraction': 'ingest.max_rejected_fraction', 'model': 'train.model_builder',
-    'image_size': 'train.image_size', 'channels': 'train.channels',
-    'steps': 'train.train_steps', 'epochs': 'train.train_epochs',
-    'batch_size': 'train.global_batch_size', 'accumulation_steps': 'train.accumulation_steps',
-    'learning_rate': 'train.learning_rate', 'mixed_precision': 'train.mixed_precision',
-    'patience': 'train.patience', 'freeze_epochs': 'train.freeze_epochs',
-    'validation_percent': 'train.validation_percent', 'time_budget': 'train.time_budget_minutes',
-    'warm_start': 'train.warm_start', 'augment': 'train.augment', 'flip': 'train.flip',
-    'min_accuracy': 'eval.min_accuracy', 'weights': 'train.model_weights',
-    'beam_args': 'beam_args', 'workers': 'train.workers'}
+    'name': 'name', 'schema': 'schema_path', 'label_column': 'ingest.label_column',
+    'max_rejected_fraction': 'ingest.max_rejected_fraction',
+    'min_accuracy': 'eval.min_accuracy', 'beam_args': 'beam_args'}
+# The training flags: one per TrainParams field that has one (training/params.py).
+FLAG_FIELDS.update({field.metadata['flag'][2:].replace('-', '_'): 'train.' + field.name
+                    for field in dataclasses.fields(TrainParams) if field.metadata['flag']})
 # Scheduled retraining: who is told how a run ended (pipeline/notify.py).
 FLAG_FIELDS.update({'notify': 'notify.url', 'on_finish': 'notify.on_finish'})
 FLAG_FIELDS['keep_runs'] = 'retention.keep_runs'   # pipeline/retention.py

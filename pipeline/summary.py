@@ -15,6 +15,8 @@ from typing import Dict, List, Optional, Tuple
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
+from components.common import properties
+
 
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
 
@@ -40,7 +42,7 @@ class RunSummary:
         # Both the trainer and the baseline component output Models; only the baseline's
         # carries `served_version`.
         return [m for m in self.outputs.get('Model', [])
-                if ('served_version' in m.custom_properties) == baseline]
+                if (properties.SERVED_VERSION in m.custom_properties) == baseline]
 
     def trained_model(self) -> Optional[metadata_store_pb2.Artifact]:
         models = self._models(baseline=False)
@@ -61,7 +63,7 @@ def custom_property(artifact: metadata_store_pb2.Artifact, key: str):
 
 def class_names(examples: metadata_store_pb2.Artifact) -> List[str]:
     """Class names in label-index order, as ingestion recorded them on the Examples."""
-    return json.loads(custom_property(examples, 'class_names') or '[]')
+    return json.loads(custom_property(examples, properties.CLASS_NAMES) or '[]')
 
 
 def _execution_properties(executions, type_names) -> Dict[str, Dict[str, object]]:

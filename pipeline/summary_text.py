@@ -11,13 +11,9 @@ from typing import List, Optional, Tuple
 
 from ml_metadata.proto import metadata_store_pb2
 
-from components.common import window
-from components.drift import measures
-from components.evaluate import checks
-from components.common import versions
+from components.common import properties, versions, window
 from pipeline.summary import RunSummary, custom_property as _custom
 
-DRIFT_TEXT = measures.TEXT_PROPERTY
 
 
 def format_summary(summary: RunSummary) -> str:
@@ -27,11 +23,12 @@ def format_summary(summary: RunSummary) -> str:
     if summary.beam:
         lines.append(f'  beam: {summary.beam}')
     for examples in summary.outputs.get('Examples', []):
-        counts = {s: _custom(examples, f'num_written_{s}') for s in ('train', 'eval')}
+        counts = {s: _custom(examples, properties.num_written(s)) for s in ('train', 'eval')}
         reasons = ', '.join(f'{k[len("num_rejected_"):]} {v.int_value}' for k, v in sorted(
             examples.custom_properties.items()) if k.startswith('num_rejected_') and v.int_value)
+        rejected = _custom(examples, properties.NUM_REJECTED)
         lines.append(f'  examples: train {counts["train"]}, eval {counts["eval"]}, rejected '
-                     f'{_custom(examples, "num_rejected")}{f" ({reasons})" if reasons else ""} '
+                     f'{rejected}{f" ({reasons})" if reasons else ""} '
                      f'of {_custom(examples, "num_found")} records '
                      f'(span {_custom(examples, "span")})')
         text = window_text(examples)
@@ -51,16 +48,16 @@ def format_summary(summary: RunSummary) -> str:
         precision = precision_text(model)
         if precision:  # the policy it trained under, and why auto chose it
             lines.append(f'  precision: {precision}')
-        statement = _custom(model, 'input_statement') or table_input_text(summary)
+        statement = _custom(model, properties.INPUT_STATEMENT) or table_input_text(summary)
         if statement:  # the input the model takes, and how it was chosen or filled in
             lines.append(f'  input: {statement}')
     if baseline is not None:
         lines.append(f'  baseline: {baseline_text(summary)}')
     drift = drift_artifact(summary)
     if drift is not None:  # e.g. 'drift: label L∞ 0.63 > 0.30 vs the data of served version 1'
-        lines.append(f'  {_custom(drift, DRIFT_TEXT)}')
+        lines.append(f'  {_custom(drift, properties.DRIFT_TEXT)}')
     for blessing in summary.outputs.get('ModelBlessing', []):
-        regression = _custom(blessing, checks.REGRESSION_PROPERTY)
+        regression = _custom(blessing, properties.REGRESSION_CHECK)
         if regression:  # the no-regression rule's figures, passed or not
             lines.append(f'  no regression: {regression}')
         lines.append(f'  blessed: {blessing_text(blessing)}')
@@ -89,13 +86,13 @@ def drift_artifact(summary: RunSummary) -> Optional[metadata_store_pb2.Artifact]
     """DriftCheck's output (an ExampleAnomalies like ExampleValidator's, told apart by its
     drift_text), or None when it did not run."""
     return next((a for a in summary.outputs.get('ExampleAnomalies', [])
-                 if DRIFT_TEXT in a.custom_properties), None)
+                 if properties.DRIFT_TEXT in a.custom_properties), None)
 
 
 def drift_values(summary: RunSummary) -> List[dict]:
     """Every drift value DriftCheck measured ({feature, measure, value, threshold, exceeded})."""
     drift = drift_artifact(summary)
-    return json.loads(_custom(drift, measures.VALUES_PROPERTY) or '[]') if drift is not None else []
+    return json.loads(_custom(drift, properties.DRIFT_VALUES) or '[]') if drift is not None else []
 
 
 def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
@@ -124,13 +121,13 @@ def precision_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
 
 def failed_checks(blessing: metadata_store_pb2.Artifact) -> List[str]:
     """The checks that failed, as our Evaluator put TFMA's validation result into words."""
-    return json.loads(_custom(blessing, checks.REASONS_PROPERTY) or '[]')
+    return json.loads(_custom(blessing, properties.BLESSING_REASONS) or '[]')
 
 
 def comparison_text(blessing: metadata_store_pb2.Artifact) -> str:
     """Which served model the candidate was compared with, as a sentence."""
-    version = _custom(blessing, checks.COMPARED_VERSION_PROPERTY)
-    not_compared = _custom(blessing, checks.NOT_COMPARED_PROPERTY)
+    version = _custom(blessing, properties.COMPARED_VERSION)
+    not_compared = _custom(blessing, properties.NOT_COMPARED)
     if not_compared:
         return f'Not compared with {not_compared}. Only checks that need no baseline applied.'
     if version is not None and version >= 0:
@@ -140,7 +137,7 @@ def comparison_text(blessing: metadata_store_pb2.Artifact) -> str:
 
 def blessing_reasons(blessing: metadata_store_pb2.Artifact) -> List[str]:
     """The failed checks, then which served model was not compared and why."""
-    not_compared = _custom(blessing, checks.NOT_COMPARED_PROPERTY)
+    not_compared = _custom(blessing, properties.NOT_COMPARED)
     return failed_checks(blessing) + ([f'not compared with {not_compared}'] if not_compared
                                       else [])
 
@@ -148,7 +145,7 @@ def blessing_reasons(blessing: metadata_store_pb2.Artifact) -> List[str]:
 def blessing_text(blessing: metadata_store_pb2.Artifact) -> str:
     """'yes' or 'no', with the reasons in brackets when there are any."""
     reasons = blessing_reasons(blessing)
-    verdict = 'yes' if _custom(blessing, 'blessed') else 'no'
+    verdict = 'yes' if _custom(blessing, properties.BLESSED) else 'no'
     return verdict + (f' ({"; ".join(reasons)})' if reasons else '')
 
 
@@ -162,22 +159,22 @@ def not_pushed_reason(pushed: metadata_store_pb2.Artifact) -> str:
 
 def pushed_text(pushed: metadata_store_pb2.Artifact) -> str:
     """'version N at PATH', or 'no (<why>)'."""
-    if not _custom(pushed, 'pushed'):
+    if not _custom(pushed, properties.PUSHED):
         return f'no ({not_pushed_reason(pushed)})'
     reused = ' (already served: no new copy)' if _custom(pushed, versions.REUSED_PROPERTY) else ''
-    return (f'version {_custom(pushed, "pushed_version")} at '
-            f'{_custom(pushed, "pushed_destination")}{reused}')
+    return (f'version {_custom(pushed, properties.PUSHED_VERSION)} at '
+            f'{_custom(pushed, properties.PUSHED_DESTINATION)}{reused}')
 
 
 def table_input_text(summary: RunSummary) -> Optional[str]:
     """A CSV run's input: its columns, and which empty values were imputed (None for images)."""
     examples = (summary.outputs.get('Examples') or [None])[0]
-    spec = examples is not None and json.loads(_custom(examples, 'input_spec') or '{}')
+    spec = examples is not None and json.loads(_custom(examples, properties.INPUT_SPEC) or '{}')
     if not spec or spec.get('kind') != 'tabular':
         return None
     text = (f'table of {len(spec["numeric"])} numeric and {len(spec["categorical"])} '
             'categorical columns')
-    missing = json.loads(_custom(examples, 'missing_values') or '{}')
+    missing = json.loads(_custom(examples, properties.MISSING_VALUES) or '{}')
     if missing:
         counts = ', '.join(f'{column} {count}' for column, count in sorted(
             missing.items(), key=lambda item: -item[1]))
@@ -207,6 +204,6 @@ def baseline_text(summary: RunSummary) -> str:
     now = served_now(summary)
     if now is not None and now[0] != served:
         pushed = (summary.outputs.get('PushedModel') or [None])[0]
-        ours = pushed is not None and _custom(pushed, 'pushed_version') == str(now[0])
+        ours = pushed is not None and _custom(pushed, properties.PUSHED_VERSION) == str(now[0])
         text += f'; served now: version {now[0]}' + (", this run's model" if ours else '')
     return text

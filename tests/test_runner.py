@@ -253,3 +253,39 @@ def test_rollback_is_a_mode_of_its_own():
     assert runner.build_parser().parse_args(['--rollback', '2']).rollback == 2
     with pytest.raises(SystemExit):
         runner.build_parser().parse_args(['--rollback', '2', '--local'])
+
+
+def test_help_groups_flags_and_ends_with_examples():
+    result = _cli('--help')
+    titles = [line[:-1] for line in result.stdout.splitlines()
+              if line.endswith(':') and not line.startswith(' ')]
+    assert titles[1:7] == ['data', 'training', 'evaluation and push', 'execution', 'Kubeflow',
+                           'scheduling']
+    assert result.stdout.count('  python runner.py --') == 3  # the epilog's examples
+    # Defaults come from the dataclasses; the bf16 line is the code's own constant.
+    assert f'(default: {config.TrainConfig.global_batch_size})' in result.stdout
+    assert 'for models of 125M+ multiply-adds' in ' '.join(result.stdout.split())
+
+
+@pytest.mark.parametrize('mode', [['--local'], ['--rollback', '2']])
+@pytest.mark.parametrize('flag', [['--trainer-gpus', '1'], ['--schedule', '@daily'],
+                                  ['--service-account-token']])
+def test_a_kubeflow_flag_without_kubeflow_is_an_error_naming_it(tmp_path, mode, flag):
+    result = _cli(*mode, *flag, '--output', str(tmp_path / 'o'))
+    assert result.returncode == 2 and 'Traceback' not in result.stderr
+    assert result.stderr.startswith(f'error: {flag[0]} is a Kubeflow setting'), result.stderr
+    assert f'it does nothing with {mode[0]}' in result.stderr
+    assert not os.path.exists(tmp_path / 'o')
+
+
+def test_the_pipeline_name_has_a_flag_and_a_key(tmp_path):
+    assert _configs('--local', '--output', str(tmp_path))[0].name == 'image-pipeline'
+    cfg, kubeflow = _configs('--kubeflow', '--image', 'i', '--pipeline-root', 'gs://b/r',
+                             '--name', 'flowers-nightly')
+    assert cfg.name == 'flowers-nightly' and kubeflow is not None
+    settings = tmp_path / 'settings.toml'
+    settings.write_text('name = "from-file"\n')
+    assert _configs('--local', '--output', str(tmp_path), '--config-file',
+                    str(settings))[0].name == 'from-file'
+    with pytest.raises(ValueError, match='--name must be 1-128 lowercase'):
+        _configs('--local', '--output', str(tmp_path), '--name', 'Flowers')

@@ -14,7 +14,7 @@ import math
 import os
 import tempfile
 import time
-from typing import Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from absl import logging
 import keras
@@ -23,34 +23,37 @@ import tensorflow as tf
 from components.common import inputs, model_signature
 from training import data, distribute, export, loop, precision, steps as steps_lib
 from training import augment as augment_lib, warm_start, warmup
+from training.params import (AUTO_EXAMPLES, AUTO_MAX_EPOCHS, AUTO_MIN_EPOCHS, AUTO_MIN_UPDATES,
+                             TrainParams)
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainJob:
+    """One training: its data, and its plan (options: the TrainParams and the length)."""
     # A file pattern, or several: one per span of the training window (common/window.py).
     train_pattern: Union[str, Tuple[str, ...]]
     eval_pattern: Union[str, Tuple[str, ...]]
     class_names: Tuple[str, ...]
-    image_shape: Tuple[int, int, int]
-    model_builder: str
+    image_shape: Tuple[int, int, int]  # resolved: configured, or from the data
     options: loop.LoopOptions
-    mixed_precision: str = 'float32'   # or auto / mixed_float16 / mixed_bfloat16
-    seed: int = 0
-    devices: Tuple[str, ...] = ()      # MirroredStrategy devices; () = all visible GPUs, or CPU
     cache_decoded: bool = False        # keep the decoded train split in memory (small splits)
-    warm_start_from: str = ''          # serving folder: start from the served model's weights
-    model_weights: str = ''            # a file the builder loads (its `weights` argument)
+    warm_start_from: str = ''          # a SavedModel folder: start from its weights ('' = no)
+    warm_start_version: int = -1       # the served version that folder is, for the metrics
     # What ingestion stored: images (encoded or raw) or a table. The builder's `input_shape`
     # is image_shape for images and {'numeric': (n,), 'categorical': (m,)} for a table.
     input_spec: inputs.InputSpec = inputs.InputSpec()
     input_statement: str = ''          # how image_shape was chosen, for people (the log line)
-    augment: str = 'none'              # train images only: none | light | standard (augment.py)
-    flip: bool = False                 # random horizontal flips of train images too
     # > 0: train up to this many epochs with early stopping (plan_epochs sets the options'
     # train_steps and steps_per_epoch from the data); AUTO_EPOCHS: as many as auto_epochs
     # says for the data; 0: options.train_steps, fixed.
     epochs: float = 0.0
     held_out_percent: int = 0          # share of the train split held out for early stopping
+
+    @property
+    def params(self) -> TrainParams:
+        """What the user set: the model builder and weights, precision, seed, devices,
+        augmentation, and the loop's parameters (training/params.py)."""
+        return self.options.params
 
 
 # Decoded float32 pixels of a train split up to this size are cached in memory.
@@ -77,14 +80,8 @@ def fits_in_cache(num_examples: int, image_shape: Tuple[int, int, int],
 # held out stopped at epoch 14 of 20 with eval 0.9865, against 0.9919 training on all of
 # them). They go back into training instead, and every epoch runs.
 MIN_HELD_OUT = 500
-# Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as
-# AUTO_MIN_EPOCHS to AUTO_MAX_EPOCHS passes over the held-in train examples, but never fewer
-# than AUTO_MIN_UPDATES optimizer updates: a few hundred images are a couple of updates per
-# epoch, and 20 epochs of them are 40 updates (measured on 189 photo patches: eval 0.88,
-# against 1.00 with 400 updates). 400k is about ten minutes of the default model on 28x28
-# images on 2 CPU cores (README, "Training length").
+# Training length from the data (train_epochs 0): AUTO_* in training/params.py (--help says it).
 AUTO_EPOCHS = -1.0
-AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 400_000, 10, 20, 400
 
 
 def auto_epochs(held_in: int, examples_per_update: int) -> float:
@@ -93,6 +90,24 @@ def auto_epochs(held_in: int, examples_per_update: int) -> float:
                  max(AUTO_MIN_EPOCHS, math.ceil(AUTO_EXAMPLES / max(1, held_in))))
     per_epoch = max(1, held_in // examples_per_update)
     return float(max(epochs, math.ceil(AUTO_MIN_UPDATES / per_epoch)))
+
+
+def resolve_train_steps(exec_properties: Mapping[str, Any], num_train_examples: int) -> int:
+    """train_steps as given, or an estimate of the most updates train_epochs can take, from
+    the trainer's properties (the executor's, or as ML Metadata recorded them for the report).
+
+    With epochs the trainer counts the held-in part of the train split itself and stops
+    early; this estimate (the whole split, less the held-out share) is for people.
+    """
+    steps = int(exec_properties['train_steps'])
+    if steps <= 0:
+        per_update = (int(exec_properties['global_batch_size'])
+                      * int(exec_properties['accumulation_steps']))
+        held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
+        held_in //= 100
+        epochs = float(exec_properties['train_epochs']) or auto_epochs(held_in, per_update)
+        steps = max(1, math.ceil(epochs * max(1, held_in // per_update)))
+    return max(1, steps)
 
 
 def plan_epochs(job: TrainJob) -> Tuple[TrainJob, int, str]:
@@ -112,14 +127,13 @@ def plan_epochs(job: TrainJob) -> Tuple[TrainJob, int, str]:
         held_in, held_out, percent = held_in + held_out, 0, 0
     options = job.options
     epochs = job.epochs if job.epochs > 0 else auto_epochs(held_in, options.examples_per_update)
-    if options.freeze_epochs >= epochs:
-        raise ValueError(f'freeze_epochs ({options.freeze_epochs}) must be fewer than the '
+    if options.params.freeze_epochs >= epochs:
+        raise ValueError(f'freeze_epochs ({options.params.freeze_epochs}) must be fewer than the '
                          f'{epochs:g} epochs planned')
     per_epoch = max(1, held_in // options.examples_per_update)
     total = max(1, math.ceil(epochs * per_epoch))
-    options = dataclasses.replace(
-        options, train_steps=total, steps_per_epoch=per_epoch, max_epochs=epochs,
-        warmup_steps=min(options.warmup_steps, total - 1))
+    options = dataclasses.replace(options, train_steps=total, steps_per_epoch=per_epoch,
+                                  max_epochs=epochs)
     logging.info('Epochs: %d held-in and %d held-out train examples; %d updates per epoch, up '
                  'to %g epochs%s (%d updates)', held_in, held_out, per_epoch, epochs,
                  '' if job.epochs > 0 else ' (from the data)', total)
@@ -150,34 +164,36 @@ def decide_precision(job: TrainJob, num_gpus: Optional[int] = None,
     real model is; the throw-away build runs before the seed is set, so the real model's
     initial weights do not depend on it.
     """
-    builder = import_builder(job.model_builder)
+    builder = import_builder(job.params.model_builder)
     shape = inputs.builder_input_shape(job.input_spec, job.image_shape)
 
     def measure():
         return precision.measure_cost(lambda: builder(shape, len(job.class_names)))
-    return precision.choose_policy(job.mixed_precision, measure, num_gpus=num_gpus,
+    return precision.choose_policy(job.params.mixed_precision, measure, num_gpus=num_gpus,
                                    bf16_cpu=bf16_cpu)
 
 
 def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
                 policy: str) -> steps_lib.StepFunctions:
     """Model, optimizer and loss scale under the strategy, with the policy already set."""
-    builder = import_builder(job.model_builder)
-    if job.model_weights and 'weights' not in inspect.signature(builder).parameters:
-        raise ValueError(f'{job.model_builder} takes no `weights` argument, so it cannot load '
-                         f'{job.model_weights} (the models.applications builders do)')
+    params = job.params
+    builder = import_builder(params.model_builder)
+    if params.model_weights and 'weights' not in inspect.signature(builder).parameters:
+        raise ValueError(f'{params.model_builder} takes no `weights` argument, so it cannot '
+                         f'load {params.model_weights} (the models.applications builders do)')
     with strategy.scope():
         # Builders without weights keep the plain (input_shape, num_classes) contract.
-        kwargs = {'weights': job.model_weights} if job.model_weights else {}
+        kwargs = {'weights': params.model_weights} if params.model_weights else {}
         model = builder(inputs.builder_input_shape(job.input_spec, job.image_shape),
                         len(job.class_names), **kwargs)
         optimizer = loop.make_optimizer(job.options)
         loss_scale = precision.DynamicLossScale(enabled=policy == 'mixed_float16')
     if model.outputs and model.outputs[0].dtype != 'float32':
         logging.warning('%s returns %s logits; the loop casts them to float32, but a float32 '
-                        'last layer is more accurate.', job.model_builder, model.outputs[0].dtype)
-    return steps_lib.StepFunctions(model, optimizer, strategy, job.options.global_batch_size,
-                                   job.options.accumulation_steps, loss_scale)
+                        'last layer is more accurate.', params.model_builder,
+                        model.outputs[0].dtype)
+    return steps_lib.StepFunctions(model, optimizer, strategy, params.global_batch_size,
+                                   params.accumulation_steps, loss_scale)
 
 
 def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
@@ -185,37 +201,38 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                      strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, float]:
     """Trains (resuming from checkpoint_dir), evaluates, exports, and writes metrics.json."""
     # The strategy first: a multi-worker one must be made before TensorFlow runs much.
-    strategy = strategy or distribute.make_strategy(job.devices)
+    params = job.params
+    strategy = strategy or distribute.make_strategy(params.devices)
     start = time.perf_counter()
     policy, why = decide_precision(job)
     logging.info('Precision %s -> %s: %s (%.2f s to decide; bench/bench_precision.py)',
-                 job.mixed_precision, policy, why, time.perf_counter() - start)
-    keras.utils.set_random_seed(job.seed)
+                 params.mixed_precision, policy, why, time.perf_counter() - start)
+    keras.utils.set_random_seed(params.seed)
     job, held_out, note = plan_epochs(job)
     replicas = strategy.num_replicas_in_sync
-    if job.options.global_batch_size % replicas:
-        raise ValueError(f'global_batch_size {job.options.global_batch_size} does not split '
+    if params.global_batch_size % replicas:
+        raise ValueError(f'global_batch_size {params.global_batch_size} does not split '
                          f'evenly over {replicas} replicas')
     is_chief, task = distribute.chief_and_task(strategy)
-    logging.info('Training %s on %d replica(s), policy %s (asked: %s)%s%s: %s', job.model_builder,
-                 strategy.num_replicas_in_sync, policy, job.mixed_precision,
+    logging.info('Training %s on %d replica(s), policy %s (asked: %s)%s%s: %s',
+                 params.model_builder, strategy.num_replicas_in_sync, policy,
+                 params.mixed_precision,
                  f', input {job.input_statement}' if job.input_statement else '',
                  '' if job.input_spec.kind == 'tabular' else
-                 f', augment {augment_lib.describe(job.augment, job.flip)}', job.options)
+                 f', augment {augment_lib.describe(params.augment, params.flip)}', job.options)
     previous_policy = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(policy)  # global in Keras: restored below
     scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')
     try:
         steps = build_steps(job, strategy, policy)
-        warm_version = (warm_start.warm_start(
+        warmed = bool(job.warm_start_from) and warm_start.warm_start(
             steps.model, job.warm_start_from, model_signature.describe(
                 job.class_names, job.image_shape, job.input_spec))
-            if job.warm_start_from else None)
         options = job.options
-        eval_data = data.eval_dataset(job.eval_pattern, options.global_batch_size,
+        eval_data = data.eval_dataset(job.eval_pattern, params.global_batch_size,
                                       job.image_shape, spec=job.input_spec)
         held_out_data = data.held_out_dataset(
-            job.train_pattern, job.held_out_percent, options.global_batch_size, job.image_shape,
+            job.train_pattern, job.held_out_percent, params.global_batch_size, job.image_shape,
             spec=job.input_spec) if job.held_out_percent else None
         workers, worker = distribute.num_workers(), distribute.input_pipeline(strategy)
         shard = data.shard_policy(len(tf.io.gfile.glob(job.train_pattern)), workers)
@@ -223,18 +240,18 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
             logging.info('Input over %d workers: %s sharding of the train split (%s), this is '
                          'worker %d', workers, shard, job.train_pattern, worker)
         metrics = loop.run_training(
-            steps, lambda skip: data.train_dataset(job.train_pattern, options.global_batch_size,
-                                                   job.image_shape, job.seed,
+            steps, lambda skip: data.train_dataset(job.train_pattern, params.global_batch_size,
+                                                   job.image_shape, params.seed,
                                                    skip_examples=data.stream_skip(skip, shard,
                                                                                   workers),
                                                    shard=shard, worker=worker, num_workers=workers,
                                                    cache_decoded=job.cache_decoded,
-                                                   spec=job.input_spec, augment=job.augment,
-                                                   flip=job.flip,
+                                                   spec=job.input_spec, augment=params.augment,
+                                                   flip=params.flip,
                                                    held_out_percent=job.held_out_percent),
             options, log_dir=log_dir, checkpoint_dir=checkpoint_dir, is_chief=is_chief,
             checkpoint_write_dir=scratch,
-            eval_fn=lambda: steps.evaluate(eval_data, options.eval_steps),
+            eval_fn=lambda: steps.evaluate(eval_data, params.eval_steps),
             held_out_fn=None if held_out_data is None else lambda: steps.evaluate(held_out_data),
             note=note)
         if job.epochs > 0:
@@ -244,7 +261,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         metrics['num_replicas'] = strategy.num_replicas_in_sync
         metrics['num_workers'] = workers
         metrics['input_sharding'] = shard
-        metrics['warm_start_version'] = -1 if warm_version is None else warm_version
+        metrics['warm_start_version'] = job.warm_start_version if warmed else -1
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,
                                         job.class_names, job.input_spec,

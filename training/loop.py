@@ -5,114 +5,83 @@ update lives in `steps.py`; this module owns everything around it. Checkpoints g
 that stays the same across retries of one training run, so a killed run resumes from its last
 checkpoint; TensorFlow writes each checkpoint's files first and then atomically replaces the
 `checkpoint` index, so a kill mid-save leaves the previous checkpoint as the one restored.
-`PROGRESS` says where the running training is, for a console to show (pipeline/console.py).
+Where the running training is goes out as events (progress.py), for a console to show.
 """
 import dataclasses
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 from absl import logging
 import keras
 import tensorflow as tf
 
-from training.choices import OPTIMIZERS
-from training import stopping
+from training import progress, stopping
+from training.params import TrainParams
 from training.steps import StepFunctions
-
-
-@dataclasses.dataclass
-class Progress:
-    """The training in this process: updates done, of how many, and where its checkpoints are.
-
-    The loop updates it and calls each listener after every change; a listener must be quick
-    (it runs between updates). The local runner shows it as a progress line, and after Ctrl-C
-    reads `step` and `checkpoint_step()` to say where training stopped and will resume.
-    """
-    step: int = 0
-    total: int = 0
-    start_step: int = 0        # where this process began: 0, or the step resumed from
-    checkpoint_dir: str = ''   # '' = no checkpoints
-    running: bool = False
-    listeners: List[Callable[['Progress'], None]] = dataclasses.field(default_factory=list)
-
-    def update(self, **changes) -> None:
-        for name, value in changes.items():
-            setattr(self, name, value)
-        for listener in list(self.listeners):
-            listener(self)
-
-    def checkpoint_step(self) -> int:
-        """The step a rerun resumes from: the newest complete checkpoint's (read from disk, so
-        a save cut short counts as not made), 0 when there is none."""
-        latest = self.checkpoint_dir and tf.train.latest_checkpoint(self.checkpoint_dir)
-        return int(latest.rsplit('-', 1)[1]) if latest else 0
-
-
-PROGRESS = Progress()
 
 
 @dataclasses.dataclass(frozen=True)
 class LoopOptions:
-    """Hyper-parameters of one training run, validated at construction.
+    """One training run's plan: the user's parameters and the length planned from the data.
 
-    global_batch_size is one micro-batch over all replicas; an update sees
-    global_batch_size x accumulation_steps examples. train_steps counts updates: the fixed
-    length, or with steps_per_epoch > 0 the planned maximum (max_epochs x steps_per_epoch,
-    rounded up), which the learning-rate schedule decays over. With epochs, the held-out slice
-    is evaluated at every epoch end; training stops after `patience` epochs without improvement
-    (0 = never), and with a time budget at the first step after it is spent.
+    `params` (TrainParams, validated there) are what the user set; the rest is planned:
+    train_steps counts updates, the fixed length or with steps_per_epoch > 0 the planned
+    maximum (max_epochs x steps_per_epoch, rounded up), which the learning-rate schedule decays
+    over after a warm-up of params.warmup_steps, shortened to fit. An update sees
+    params.global_batch_size (one micro-batch over all replicas) x params.accumulation_steps
+    examples. With epochs, the held-out slice is evaluated at every epoch end; training stops
+    after params.patience epochs without improvement (0 = never), and with a time budget at
+    the first step after it is spent.
     """
+    params: TrainParams
     train_steps: int
-    global_batch_size: int
-    learning_rate: float
-    accumulation_steps: int = 1
-    warmup_steps: int = 0
-    optimizer: str = 'adam'
-    checkpoint_interval: int = 100
-    eval_steps: int = 0          # eval batches; 0 = the whole eval split
-    log_every: int = 50
     steps_per_epoch: int = 0     # 0 = a fixed length, no epochs and no early stopping
     max_epochs: float = 0.0      # with steps_per_epoch: the planned epochs
-    patience: int = 0            # epochs without held-out improvement before stopping
-    time_budget_seconds: float = 0.0   # 0 = none
-    freeze_epochs: int = 0       # the first N epochs train only outside the model's backbone
+    log_every: int = 50
 
     def __post_init__(self):
         checks = [
             (self.train_steps >= 1, 'train_steps must be >= 1'),
-            (self.global_batch_size >= 1, 'global_batch_size must be >= 1'),
-            (self.learning_rate > 0, 'learning_rate must be > 0'),
-            (self.accumulation_steps >= 1, 'accumulation_steps must be >= 1'),
-            (0 <= self.warmup_steps < self.train_steps, 'warmup_steps must be in [0, train_steps)'),
-            (self.optimizer in OPTIMIZERS, f'optimizer must be one of {OPTIMIZERS}'),
-            (self.checkpoint_interval >= 1, 'checkpoint_interval must be >= 1'),
-            (self.eval_steps >= 0, 'eval_steps must be >= 0'),
             (self.log_every >= 1, 'log_every must be >= 1'),
             (self.steps_per_epoch >= 0, 'steps_per_epoch must be >= 0'),
-            (not self.steps_per_epoch or self.max_epochs > 0, 'max_epochs must be > 0'),
-            (self.patience >= 0, 'patience must be >= 0'),
-            (self.time_budget_seconds >= 0, 'time_budget_seconds must be >= 0'),
-            (self.freeze_epochs >= 0, 'freeze_epochs must be >= 0')]
+            (not self.steps_per_epoch or self.max_epochs > 0, 'max_epochs must be > 0')]
         for ok, message in checks:
             if not ok:
                 raise ValueError(f'{message}, got {self}')
 
+    @classmethod
+    def of(cls, train_steps: int, steps_per_epoch: int = 0, max_epochs: float = 0.0,
+           log_every: int = 50, **params) -> 'LoopOptions':
+        """This plan over TrainParams.bare(**params): for the library used alone (tests,
+        benchmarks), where no config made the parameters."""
+        return cls(TrainParams.bare(**params), train_steps, steps_per_epoch, max_epochs,
+                   log_every)
+
+    @property
+    def warmup_steps(self) -> int:
+        return min(self.params.warmup_steps, self.train_steps - 1)
+
     @property
     def examples_per_update(self) -> int:
-        return self.global_batch_size * self.accumulation_steps
+        return self.params.examples_per_update
+
+    @property
+    def time_budget_seconds(self) -> float:
+        return 60 * self.params.time_budget_minutes
 
 
 def make_optimizer(options: LoopOptions) -> keras.optimizers.Optimizer:
     """Linear warm-up then cosine decay to 0; the schedule reads the applied-update count."""
     schedule = keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0 if options.warmup_steps else options.learning_rate,
+        initial_learning_rate=0.0 if options.warmup_steps else options.params.learning_rate,
         decay_steps=options.train_steps - options.warmup_steps,
-        warmup_target=options.learning_rate if options.warmup_steps else None,
+        warmup_target=options.params.learning_rate if options.warmup_steps else None,
         warmup_steps=options.warmup_steps)
-    if options.optimizer == 'sgd':
+    if options.params.optimizer == 'sgd':
         return keras.optimizers.SGD(learning_rate=schedule, momentum=0.9)
-    if options.optimizer == 'adamw':
-        return keras.optimizers.AdamW(learning_rate=schedule)
+    if options.params.optimizer == 'adamw':
+        return keras.optimizers.AdamW(learning_rate=schedule,
+                                      weight_decay=options.params.weight_decay)
     return keras.optimizers.Adam(learning_rate=schedule)
 
 
@@ -163,7 +132,8 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
         manager = tf.train.CheckpointManager(
             checkpoint, checkpoint_write_dir or checkpoint_dir, max_to_keep=2)
     step = start_step = int(steps.step.numpy())
-    PROGRESS.update(step=start_step, total=options.train_steps, start_step=start_step,
+    reporter = progress.Reporter()
+    reporter.update(step=start_step, total=options.train_steps, start_step=start_step,
                     checkpoint_dir=checkpoint_dir or '', running=True)
     stopped = int(state.stop_code.numpy()) != stopping.RUNNING  # stopped before a crash
     iterator = iter(steps.strategy.experimental_distribute_dataset(
@@ -183,19 +153,19 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             step += 1
             _freeze_for(steps, options, step)
             window.add(*steps.train_step(iterator)[:3])
-            PROGRESS.update(step=step)
+            reporter.update(step=step)
             stopped = stopping.after_update(state, options, step, held_out_fn, clock)
             if step % options.log_every == 0 or step == options.train_steps or stopped:
                 result = _log_window(steps, options, step, window, start_step, run_start)
                 window = _Window()
             # Not saved at every epoch end: a resumed run replays the steps since the last
             # checkpoint and judges their epoch ends again, the same way (saves cost time).
-            if manager and (step % options.checkpoint_interval == 0 or stopped
+            if manager and (step % options.params.checkpoint_interval == 0 or stopped
                             or step == options.train_steps):
                 state.seconds.assign(spent_before + time.perf_counter() - run_start)
                 manager.save(checkpoint_number=step)
         if step < options.train_steps:
-            PROGRESS.update(total=step)  # stopped early: the progress line ends complete
+            reporter.update(total=step)  # stopped early: the progress line ends complete
         restored = state.restore_best()
         reason = stopping.describe(state, options, step, restored, note)
         logging.info('training stopped after %d steps: %s', step, reason)
@@ -207,7 +177,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             logging.info('eval after %d steps: loss %.4f  accuracy %.4f on %d examples',
                          step, metrics['loss'], metrics['accuracy'], int(metrics['examples']))
     writer.flush()
-    PROGRESS.update(running=False)
+    reporter.update(running=False)
     result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()),
                   steps_run=step, stop_reason=reason)
     if options.steps_per_epoch:
@@ -223,15 +193,16 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
 def _freeze_for(steps, options, step) -> None:
     """The frozen-backbone warm-up: frozen during the first freeze_epochs epochs (a resumed
     run derives the state from the step, so it needs no checkpoint of its own)."""
-    if not options.freeze_epochs:
+    freeze_epochs = options.params.freeze_epochs
+    if not freeze_epochs:
         return
     if not options.steps_per_epoch:  # planned by job.plan_epochs; a fixed length has no epochs
         raise ValueError('freeze_epochs needs training by epochs, not a fixed train_steps')
-    frozen = stopping.epoch_of(step, options.steps_per_epoch) <= options.freeze_epochs
+    frozen = stopping.epoch_of(step, options.steps_per_epoch) <= freeze_epochs
     if frozen != steps.frozen:
         steps.set_frozen(frozen)
         logging.info('step %d: %s', step, 'backbone frozen: training only the head for %d '
-                     'epochs' % options.freeze_epochs if frozen else
+                     'epochs' % freeze_epochs if frozen else
                      'backbone unfrozen: training every layer')
 
 

@@ -20,18 +20,9 @@ import keras
 import tensorflow as tf
 
 from training import cost
-from training.choices import POLICIES
+# BF16_MIN_MACS: the line, with its measurements, is in training/choices.py (for --help).
+from training.choices import BF16_MIN_MACS, POLICIES
 
-# mixed_bfloat16 pays on a bf16 CPU from this many forward multiply-adds per example up.
-# bench/bench_precision.py on a 2-core AMD EPYC with AVX512_BF16, two runs (README, "Precision on
-# this CPU"): models of dense convolutions ran 0.94x-1.27x float32 between 2.1M and 38M, 0.97x-
-# 1.07x at 63M and 79M (the default model at 224 px, ResNet-50 at 32 px), and won in every run
-# from 200M up (1.15x-1.37x; ResNet-50 at 128 px 1.27x and 1.37x). The line sits between the last
-# loss and the first sure win (their geometric mean): ResNet-50 qualifies from about 40 px, the
-# default model from about 310 px (133M at 320 px). Without bf16 instructions bfloat16 never
-# paid (0.07x-0.54x over the same ladder on an AVX2 EPYC), so there `auto` is float32 whatever
-# the size.
-BF16_MIN_MACS = 125_000_000
 # Depthwise convolutions have no fast bfloat16 kernel here: MobileNetV3Small (14% of its
 # multiply-adds depthwise) ran 0.69x-0.89x float32 at every size measured (128-320 px, 18M-112M).
 # Models with at least this share (MobileNets, EfficientNets: 7-14%) stay float32; Xception

@@ -134,7 +134,7 @@ def describe(state: StoppingState, options, step: int, restored: bool,
         s['stop_code'], steps=step, steps_per_epoch=options.steps_per_epoch,
         max_epochs=options.max_epochs, epoch=epoch_of(step, options.steps_per_epoch)
         if options.steps_per_epoch else 0, best_epoch=s['best_epoch'],
-        best_accuracy=s['best_accuracy'], patience=options.patience,
+        best_accuracy=s['best_accuracy'], patience=options.params.patience,
         budget_seconds=options.time_budget_seconds, restored=restored, note=note or '')
 
 
@@ -163,7 +163,7 @@ def after_update(state, options, step, held_out_fn, clock):
         logging.info('epoch %d/%g  held-out acc %.4f loss %.4f (best %.4f at epoch %d)', epoch,
                      options.max_epochs, metrics['accuracy'], metrics['loss'],
                      best['best_accuracy'], best['best_epoch'])
-        if patience_ran_out(epoch, best['best_epoch'], options.patience):
+        if patience_ran_out(epoch, best['best_epoch'], options.params.patience):
             state.stop(PATIENCE, step)
             return True
     if over:

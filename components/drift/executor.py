@@ -23,14 +23,9 @@ from tfx.components.statistics_gen import stats_artifact_utils
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
-from components.baseline import executor as baseline_lib
-from components.common import image_shape
+from components.common import image_shape, properties, served_baseline
 from components.drift import compare, measures, training_data
 
-VALUES_PROPERTY = measures.VALUES_PROPERTY
-REASONS_PROPERTY = measures.REASONS_PROPERTY
-COMPARED_VERSION_PROPERTY = measures.COMPARED_VERSION_PROPERTY
-TEXT_PROPERTY = measures.TEXT_PROPERTY
 RECORD_FILE = 'drift.json'
 
 
@@ -46,13 +41,13 @@ def measure(statistics: types.Artifact, examples: types.Artifact, baseline: type
             limits: measures.Thresholds, pipeline_root: str
             ) -> Tuple[int, List[measures.DriftValue], Optional[str]]:
     """(compared version, values, why nothing was measured or None)."""
-    if not baseline_lib.has_model(baseline):
-        return baseline_lib.NO_VERSION, [], 'nothing served yet'
-    version = baseline.get_int_custom_property(baseline_lib.SERVED_VERSION)
-    reason = baseline_lib.incompatible_reason(baseline)
+    if not served_baseline.has_model(baseline):
+        return properties.NO_VERSION, [], 'nothing served yet'
+    version = baseline.get_int_custom_property(properties.SERVED_VERSION)
+    reason = served_baseline.incompatible_reason(baseline)
     if reason:  # another task's model, or its folder is gone
         return version, [], f'served version {version} is not comparable: {reason}'
-    served_path = baseline.get_string_custom_property(baseline_lib.SERVED_PATH)
+    served_path = baseline.get_string_custom_property(properties.SERVED_PATH)
     window = training_data.read_window(served_path)
     if window is None:
         return version, [], (f'served version {version} does not record the data it was '
@@ -83,16 +78,17 @@ class Executor(base_executor.BaseExecutor):
             artifact_utils.get_single_instance(input_dict['examples']),
             artifact_utils.get_single_instance(input_dict['baseline']),
             thresholds(exec_properties), exec_properties['pipeline_root'])
-        record = {VALUES_PROPERTY: [v.as_json() for v in values],
-                  REASONS_PROPERTY: measures.reasons(values, version),
-                  COMPARED_VERSION_PROPERTY: version if not not_measured else -1,
-                  TEXT_PROPERTY: measures.text(values, version, not_measured)}
-        drift.set_string_custom_property(VALUES_PROPERTY, json.dumps(record[VALUES_PROPERTY]))
-        drift.set_string_custom_property(REASONS_PROPERTY, json.dumps(record[REASONS_PROPERTY]))
-        drift.set_int_custom_property(COMPARED_VERSION_PROPERTY,
-                                      record[COMPARED_VERSION_PROPERTY])
-        drift.set_string_custom_property(TEXT_PROPERTY, record[TEXT_PROPERTY])
+        record = {properties.DRIFT_VALUES: [v.as_json() for v in values],
+                  properties.DRIFT_REASONS: measures.reasons(values, version),
+                  properties.COMPARED_VERSION: version if not not_measured else -1,
+                  properties.DRIFT_TEXT: measures.text(values, version, not_measured)}
+        for name in (properties.DRIFT_VALUES, properties.DRIFT_REASONS):
+            drift.set_string_custom_property(name, json.dumps(record[name]))
+        drift.set_int_custom_property(properties.COMPARED_VERSION,
+                                      record[properties.COMPARED_VERSION])
+        drift.set_string_custom_property(properties.DRIFT_TEXT, record[properties.DRIFT_TEXT])
         tf.io.gfile.makedirs(drift.uri)
         with tf.io.gfile.GFile(os.path.join(drift.uri, RECORD_FILE), 'w') as handle:
             json.dump(record, handle, indent=1)
-        (logging.warning if record[REASONS_PROPERTY] else logging.info)(record[TEXT_PROPERTY])
+        log = logging.warning if record[properties.DRIFT_REASONS] else logging.info
+        log(record[properties.DRIFT_TEXT])

@@ -16,11 +16,6 @@ from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2
 
 from components.common import features
 
-# Custom properties of DriftCheck's `drift` artifact (executor.py), read by the summary.
-VALUES_PROPERTY = 'drift_values'
-REASONS_PROPERTY = 'drift_reasons'
-COMPARED_VERSION_PROPERTY = 'compared_version'
-TEXT_PROPERTY = 'drift_text'
 L_INFINITY = 'L-infinity'
 JENSEN_SHANNON = 'Jensen-Shannon'
 SHORT = {L_INFINITY: 'L∞', JENSEN_SHANNON: 'JS'}

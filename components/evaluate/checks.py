@@ -14,11 +14,6 @@ from typing import Dict, List, Optional, Tuple
 import tensorflow_model_analysis as tfma
 
 OVERALL = 'overall'
-# What our Evaluator (executor.py) records on the ModelBlessing; read by the Pusher and summary.
-REASONS_PROPERTY = 'blessing_reasons'         # JSON list of failure_reasons(); [] = blessed
-COMPARED_VERSION_PROPERTY = 'compared_version'  # served version compared with; -1 = none
-NOT_COMPARED_PROPERTY = 'not_compared'        # 'served version N: why it was not compared'
-REGRESSION_PROPERTY = 'regression_check'      # the no-regression rule's figures (noise.py)
 # TFMA's message for a threshold whose metric was not computed on a slice.
 _NOT_FOUND = 'Metric not found.'
 

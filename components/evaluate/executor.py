@@ -36,16 +36,10 @@ from tfx.types import standard_component_specs as specs
 from tfx.dsl.io import fileio
 from tfx.utils import io_utils
 
-from components.baseline import executor as baseline_lib
-from components.common import window
-from components.drift import executor as drift_lib
+from components.common import properties, served_baseline, window
 from components.evaluate import checks, noise
 from components.evaluate import served_model
 
-REASONS_PROPERTY = checks.REASONS_PROPERTY
-COMPARED_VERSION_PROPERTY = checks.COMPARED_VERSION_PROPERTY
-NOT_COMPARED_PROPERTY = checks.NOT_COMPARED_PROPERTY
-REGRESSION_PROPERTY = checks.REGRESSION_PROPERTY
 
 
 def drift_reasons(input_dict: Dict[str, List[types.Artifact]]) -> List[str]:
@@ -53,13 +47,13 @@ def drift_reasons(input_dict: Dict[str, List[types.Artifact]]) -> List[str]:
     reasons = []
     for drift in input_dict.get('drift', []):
         reasons.extend(json.loads(
-            drift.get_string_custom_property(drift_lib.REASONS_PROPERTY) or '[]'))
+            drift.get_string_custom_property(properties.DRIFT_REASONS) or '[]'))
     return reasons
 
 
 def refuse(blessing: types.Artifact) -> None:
     """Turns TFMA's blessing into a refusal: the property the Pusher reads and the marker file."""
-    blessing.set_int_custom_property('blessed', 0)
+    blessing.set_int_custom_property(properties.BLESSED, 0)
     blessed_file = os.path.join(blessing.uri, 'BLESSED')
     if fileio.exists(blessed_file):
         fileio.remove(blessed_file)
@@ -90,14 +84,14 @@ class Executor(stock_executor.Executor):
            output_dict: Dict[str, List[types.Artifact]],
            exec_properties: Dict[str, Any]) -> None:
         given = input_dict.get(specs.BASELINE_MODEL_KEY, [])
-        baselines = [b for b in given if baseline_lib.is_comparable(b)]
+        baselines = [b for b in given if served_baseline.is_comparable(b)]
         skipped = [b for b in given
-                   if baseline_lib.has_model(b) and not baseline_lib.is_comparable(b)]
+                   if served_baseline.has_model(b) and not served_baseline.is_comparable(b)]
         if given and not baselines:
             logging.info('No comparable baseline (%s): no change thresholds.',
                          'served model incompatible' if skipped else 'nothing served yet')
         # The baseline names the served folder, it holds no copy: TFMA loads it in place.
-        in_place = [baseline_lib.in_place(b) for b in baselines]
+        in_place = [served_baseline.in_place(b) for b in baselines]
         spans = window_examples(input_dict[specs.EXAMPLES_KEY])
         logging.info('Evaluating on the eval splits of %d span folder(s): %s', len(spans),
                      [a.uri for a in spans])
@@ -107,9 +101,9 @@ class Executor(stock_executor.Executor):
                                             if in_place else {})))
 
         blessing = artifact_utils.get_single_instance(output_dict[specs.BLESSING_KEY])
-        if not blessing.has_custom_property('blessed'):
+        if not blessing.has_custom_property(properties.BLESSED):
             return  # no thresholds configured: the stock executor wrote no blessing
-        version = (baselines[0].get_int_custom_property(baseline_lib.SERVED_VERSION)
+        version = (baselines[0].get_int_custom_property(properties.SERVED_VERSION)
                    if baselines else None)
         evaluation_uri = artifact_utils.get_single_uri(output_dict[specs.EVALUATION_KEY])
         reasons = checks.failure_reasons(tfma.load_validation_result(evaluation_uri), version)
@@ -117,19 +111,19 @@ class Executor(stock_executor.Executor):
         if change is not None:
             passed, sentence = noise.judge(
                 change, float(exec_properties.get('max_regression') or 0.0), version)
-            blessing.set_string_custom_property(REGRESSION_PROPERTY, sentence)
+            blessing.set_string_custom_property(properties.REGRESSION_CHECK, sentence)
             logging.info('No regression: %s', sentence)
             if not passed:
                 reasons.append(sentence)
         reasons.extend(drift_reasons(input_dict))
-        if reasons and blessing.get_int_custom_property('blessed'):
+        if reasons and blessing.get_int_custom_property(properties.BLESSED):
             refuse(blessing)
-        blessing.set_string_custom_property(REASONS_PROPERTY, json.dumps(reasons))
-        blessing.set_int_custom_property(COMPARED_VERSION_PROPERTY,
-                                         baseline_lib.NO_VERSION if version is None else version)
+        blessing.set_string_custom_property(properties.BLESSING_REASONS, json.dumps(reasons))
+        blessing.set_int_custom_property(properties.COMPARED_VERSION,
+                                         properties.NO_VERSION if version is None else version)
         for served in skipped:
-            blessing.set_string_custom_property(NOT_COMPARED_PROPERTY, (
-                f'served version {served.get_int_custom_property(baseline_lib.SERVED_VERSION)}'
-                f': {baseline_lib.incompatible_reason(served)}'))
+            blessing.set_string_custom_property(properties.NOT_COMPARED, (
+                f'served version {served.get_int_custom_property(properties.SERVED_VERSION)}'
+                f': {served_baseline.incompatible_reason(served)}'))
         if reasons:
             logging.warning('Not blessed: %s', '; '.join(reasons))

@@ -5,6 +5,11 @@ import tensorflow as tf
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 
 
+class DataAnomaliesError(RuntimeError):
+    """The data does not match the schema; the message lists every anomaly (the gate's
+    executor raises it, the local runner shows it as the run's failure)."""
+
+
 def load(path: str) -> anomalies_pb2.Anomalies:
     """Reads a binary Anomalies proto, as the stock ExampleValidator writes it."""
     with tf.io.gfile.GFile(path, 'rb') as handle:

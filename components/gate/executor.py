@@ -8,13 +8,10 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
 from components.gate import anomalies as anomalies_lib
+from components.gate.anomalies import DataAnomaliesError
 
 # Where the stock ExampleValidator writes each split's anomalies (binary Anomalies proto).
 _ANOMALIES_FILE = 'SchemaDiff.pb'
-
-
-class DataAnomaliesError(RuntimeError):
-    """The data does not match the schema; the message lists every anomaly."""
 
 
 class Executor(base_executor.BaseExecutor):

@@ -36,6 +36,7 @@ from tfx.components.util import examples_utils
 from tfx.utils import io_utils, proto_utils
 
 from components.common import features, inputs, stable_paths, window
+from components.common import properties as property_names
 from components.ingest import beam_pipeline, checks, name_safe_input, sources, span_index, stats
 from components.ingest import tabular, window_spans
 from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)
@@ -140,7 +141,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             if missing:
                 logging.info('Empty numeric values, kept and imputed: %s',
                              tabular.describe_missing(missing, table['moments']))
-            properties['missing_values'] = json.dumps(missing)
+            properties[property_names.MISSING_VALUES] = json.dumps(missing)
         else:
             class_names = list(options.classes)
             raw = options.image_storage == 'raw'
@@ -154,8 +155,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         checks.check_counts(counts, output_dir, float(exec_properties['max_rejected_fraction']),
                             root, pipeline_root,
                             by_column=stats.read_rejected_by_column(result))
-        properties['class_names'] = json.dumps(class_names)
-        properties['input_spec'] = spec.to_json()
+        properties[property_names.CLASS_NAMES] = json.dumps(class_names)
+        properties[property_names.INPUT_SPEC] = spec.to_json()
         return properties
 
     def _span(self, span: int, folder: str, fingerprint: str, output_dir: str,

@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 from absl import logging
 
 from components.common import image_shape, window
+from components.common import properties as property_names
 from components.ingest import sources
 
 
@@ -22,8 +23,8 @@ def entry(span: int, uri: str, fingerprint: str, properties: Dict[str, Any]) -> 
     shapes = {name: json.loads(properties[name]) if name in properties else None
               for name in (image_shape.SIZES_PROPERTY, image_shape.MODES_PROPERTY)}
     return window.SpanEntry(span=span, uri=uri, fingerprint=fingerprint,
-                            num_train=int(properties.get('num_written_train', 0)),
-                            num_eval=int(properties.get('num_written_eval', 0)),
+                            num_train=int(properties.get(property_names.NUM_WRITTEN_TRAIN, 0)),
+                            num_eval=int(properties.get(property_names.NUM_WRITTEN_EVAL, 0)),
                             image_sizes=shapes[image_shape.SIZES_PROPERTY],
                             color_modes=shapes[image_shape.MODES_PROPERTY])
 
@@ -46,10 +47,11 @@ def older_spans(root: str, exec_properties: Dict[str, Any],
 def same_classes(older: List[tuple], newest: tuple) -> Tuple[List[tuple], str]:
     """The older (entry, properties, ...) spans whose class names are the newest span's, and a
     note naming the others ('' when none was left out)."""
-    names = newest[1].get('class_names')
-    kept = [span for span in older if span[1].get('class_names') == names]
+    key = property_names.CLASS_NAMES
+    names = newest[1].get(key)
+    kept = [span for span in older if span[1].get(key) == names]
     note = '; '.join(
-        f'span {span[0].span} left out: its classes {json.loads(span[1]["class_names"])} are '
+        f'span {span[0].span} left out: its classes {json.loads(span[1][key])} are '
         f'not those of span {newest[0].span} {json.loads(names)}'
-        for span in older if span[1].get('class_names') != names)
+        for span in older if span[1].get(key) != names)
     return kept, note

@@ -29,9 +29,7 @@ from tfx.types import artifact_utils
 from tfx.types import standard_component_specs as specs
 from tfx.utils import proto_utils
 
-from components.common import model_signature
-from components.evaluate import checks
-from components.common import versions
+from components.common import model_signature, properties, versions
 
 KEEP_VERSIONS_KEY = 'keep_versions'   # in the stock Pusher's custom_config
 
@@ -48,8 +46,8 @@ def served_incompatibility(model_path: str, base_dir: str) -> Optional[str]:
 def not_blessed_reason(input_dict: Dict[str, List[types.Artifact]]) -> str:
     """'not blessed: <the Evaluator's failed checks>'."""
     blessing = artifact_utils.get_single_instance(input_dict[specs.MODEL_BLESSING_KEY])
-    reasons = (json.loads(blessing.get_string_custom_property(checks.REASONS_PROPERTY) or '[]')
-               if blessing.has_custom_property(checks.REASONS_PROPERTY) else [])
+    reasons = (json.loads(blessing.get_string_custom_property(properties.BLESSING_REASONS) or '[]')
+               if blessing.has_custom_property(properties.BLESSING_REASONS) else [])
     return 'not blessed' + (f': {"; ".join(reasons)}' if reasons else '')
 
 

@@ -1,5 +1,7 @@
 """Executor of ImageTrainer: maps artifacts to a TrainJob, runs it, annotates the Model.
 
+The training parameters are read back from the execution properties in one call,
+`TrainParams.from_properties` (training/params.py), and travel in the job's LoopOptions.
 The image input shape is resolved here: configured values, or 0 = from what ingestion recorded
 on the Examples (components/common/image_shape.py). The Model records the result as
 `input_height`, `input_width`, `input_channels` and a sentence, `input_statement`. It also
@@ -25,7 +27,8 @@ never does.
 import hashlib
 import json
 import math
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 from tfx import types
@@ -33,11 +36,12 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import image_shape, inputs, stable_paths, versions, window
+from components.common import image_shape, inputs, properties, stable_paths, versions, window
 from components.trainer import unchanged
 from launch import local, tfjob
 from training import job as job_lib
 from training import loop
+from training.params import TrainParams
 
 
 NODE = 'ImageTrainer'  # names its checkpoint folder under <pipeline_root>/_checkpoints/
@@ -70,7 +74,7 @@ def record_metric(model: types.Artifact, name: str, value: Any) -> None:
 
 
 def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
-                  exec_properties: Dict[str, Any]) -> Optional[image_shape.InputShape]:
+                  params: TrainParams) -> Optional[image_shape.InputShape]:
     """The image input: configured values win, 0 = from the data. None for a table."""
     if spec.kind != 'image':
         return None
@@ -82,27 +86,21 @@ def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
     if examples.has_custom_property(image_shape.SIZES_PROPERTY):
         recorded[image_shape.SIZES_PROPERTY] = examples.get_string_custom_property(
             image_shape.SIZES_PROPERTY)
-    return image_shape.resolve(
-        image_shape.Recorded.from_properties(recorded),
-        height=int(exec_properties['image_height']), width=int(exec_properties['image_width']),
-        channels=int(exec_properties['channels']))
+    height, width = params.image_size or (0, 0)
+    return image_shape.resolve(image_shape.Recorded.from_properties(recorded), height=height,
+                               width=width, channels=params.channels or 0)
 
 
-def resolve_train_steps(exec_properties: Dict[str, Any], num_train_examples: int) -> int:
-    """train_steps as given, or an estimate of the most updates train_epochs can take.
-
-    With epochs the trainer counts the held-in part of the train split itself and stops
-    early; this estimate (the whole split, less the held-out share) is for people.
-    """
-    steps = int(exec_properties['train_steps'])
-    if steps <= 0:
-        per_update = (int(exec_properties['global_batch_size'])
-                      * int(exec_properties['accumulation_steps']))
-        held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
-        held_in //= 100
-        epochs = float(exec_properties['train_epochs']) or job_lib.auto_epochs(held_in, per_update)
-        steps = max(1, math.ceil(epochs * max(1, held_in // per_update)))
-    return max(1, steps)
+def warm_start_source(serving_dir: str) -> Tuple[str, int]:
+    """(the served SavedModel's folder, its version) to warm-start from; ('', -1) when
+    nothing is served under serving_dir yet ('' = no warm start asked)."""
+    version = versions.served_version(serving_dir) if serving_dir else None
+    if version is None:
+        if serving_dir:
+            logging.info('Warm start: nothing is served under %s yet; training from scratch.',
+                         serving_dir)
+        return '', -1
+    return os.path.join(serving_dir, str(version)), version
 
 
 class Executor(base_executor.BaseExecutor):
@@ -120,52 +118,37 @@ class Executor(base_executor.BaseExecutor):
         logging.info('Training window: %s', window.describe(spans))
         props = exec_properties
         # Absent on Examples ingested before input specs existed: encoded images.
-        spec = inputs.InputSpec.from_json(source.get_string_custom_property('input_spec')
-                                          if source.has_custom_property('input_spec') else '')
-        shape = resolve_input(source, spec, props)
+        spec = inputs.InputSpec.from_json(
+            source.get_string_custom_property(properties.INPUT_SPEC)
+            if source.has_custom_property(properties.INPUT_SPEC) else '')
+        # Every training parameter, as the component recorded them (training/params.py).
+        params = TrainParams.from_properties(props)
+        shape = resolve_input(source, spec, params)
         image = shape.shape if shape else (0, 0, 0)  # a table has no image shape
-        steps, epochs = resolve_train_steps(props, num_train), 0.0
-        if int(props['train_steps']) <= 0:  # the job plans the length (and warm-up) from the data
-            epochs = float(props['train_epochs']) or job_lib.AUTO_EPOCHS
-            steps = max(steps, int(props['warmup_steps']) + 1)
+        steps, epochs = job_lib.resolve_train_steps(props, num_train), 0.0
+        if not params.train_steps:  # the job plans the length (and warm-up) from the data
+            epochs = params.train_epochs or job_lib.AUTO_EPOCHS
+        # The served model's weights, from the serving folder the run pushes to.
+        warm_from, warm_version = warm_start_source(
+            (props.get('serving_dir') or '') if params.warm_start else '')
         job = job_lib.TrainJob(
             train_pattern=window.train_patterns(spans),
             eval_pattern=window.eval_patterns(spans),
-            class_names=tuple(json.loads(source.get_string_custom_property('class_names'))),
+            class_names=tuple(json.loads(
+                source.get_string_custom_property(properties.CLASS_NAMES))),
             image_shape=image,
             input_statement=shape.statement if shape else '',
             cache_decoded=job_lib.fits_in_cache(num_train, image, spec),
-            model_builder=props['model_builder'],
-            mixed_precision=props['mixed_precision'],
-            seed=int(props['seed']),
-            devices=tuple(json.loads(props.get('devices') or '[]')),
-            warm_start_from=props.get('warm_start_from') or '',
-            model_weights=props.get('model_weights') or '',
-            input_spec=spec,
-            # Absent on executions recorded before augmentation existed: none.
-            augment=props.get('augment') or 'none', flip=bool(int(props.get('flip') or 0)),
-            epochs=epochs, held_out_percent=int(props.get('validation_percent') or 0),
-            options=loop.LoopOptions(
-                train_steps=steps,
-                global_batch_size=int(props['global_batch_size']),
-                accumulation_steps=int(props['accumulation_steps']),
-                learning_rate=float(props['learning_rate']),
-                warmup_steps=int(props['warmup_steps']),
-                optimizer=props['optimizer'],
-                checkpoint_interval=int(props['checkpoint_interval']),
-                eval_steps=int(props['eval_steps']),
-                # Absent on executions recorded before early stopping existed: none.
-                patience=int(props.get('patience') or 0),
-                time_budget_seconds=60 * float(props.get('time_budget_minutes') or 0),
-                freeze_epochs=int(props.get('freeze_epochs') or 0)))
+            warm_start_from=warm_from, warm_start_version=warm_version,
+            input_spec=spec, epochs=epochs, held_out_percent=params.validation_percent,
+            options=loop.LoopOptions(params, train_steps=steps))
         paths = dict(serving_dir=path_utils.serving_model_dir(model.uri), log_dir=model_run.uri,
                      checkpoint_dir=checkpoint_dir(examples, exec_properties))
         record = unchanged.training_record(
             window.fingerprint(spans), props, data_parameters=window.ingest_parameters(source))
         served = props.get('serving_dir') or ''
-        match = served and int(props.get('skip_unchanged') or 0) and unchanged.served_match(
+        match = served and params.skip_unchanged and unchanged.served_match(
             record, served, versions.served_version(served))
-        num_workers = int(props.get('num_workers') or 1)
         if match:  # same data, settings and code as the served model: hand it on
             version, folder = match
             unchanged.copy_model(folder, paths['serving_dir'])
@@ -179,8 +162,8 @@ class Executor(base_executor.BaseExecutor):
             metrics = tfjob.run(job, spec=tfjob.TFJobSpec.from_json(props['tfjob']),
                                 name='train-' + hashlib.sha256(
                                     model.uri.encode('utf-8')).hexdigest()[:12], **paths)
-        elif num_workers > 1:  # processes on this machine, each with its TF_CONFIG
-            metrics = local.run(job, num_workers=num_workers, **paths)
+        elif params.workers > 1:  # processes on this machine, each with its TF_CONFIG
+            metrics = local.run(job, num_workers=params.workers, **paths)
         else:
             metrics = job_lib.train_and_export(job, **paths)
         if not match:  # a handed-on model keeps its files: the same bytes, no new version
@@ -194,8 +177,8 @@ class Executor(base_executor.BaseExecutor):
             for name, value in zip(('input_height', 'input_width', 'input_channels'),
                                    shape.shape):
                 model.set_int_custom_property(name, value)
-            model.set_string_custom_property('input_statement', shape.statement)
-            model.set_string_custom_property('augment', job.augment)
-            model.set_int_custom_property('flip', int(job.flip))
+            model.set_string_custom_property(properties.INPUT_STATEMENT, shape.statement)
+            model.set_string_custom_property(properties.AUGMENT, params.augment)
+            model.set_int_custom_property(properties.FLIP, int(params.flip))
         for name, value in metrics.items():
             record_metric(model, name, value)

@@ -17,7 +17,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from components.common import versions
+from components.common import properties, versions
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import history as history_lib, plots, readers
@@ -88,7 +88,7 @@ def _anomalies_section(summary) -> str:
 def _drift_section(summary) -> str:
     """The drift line, and every value measured against the served model's training data."""
     drift = summary_text.drift_artifact(summary)
-    line = summary_lib.custom_property(drift, summary_text.DRIFT_TEXT)
+    line = summary_lib.custom_property(drift, properties.DRIFT_TEXT)
     rows = [[v['feature'], v['measure'], f"{v['value']:.4f}", f"<= {v['threshold']:.2f}",
              'EXCEEDED' if v['exceeded'] else 'ok'] for v in summary_text.drift_values(summary)]
     verdict = 'no' if any(v['exceeded'] for v in summary_text.drift_values(summary)) else 'yes'
@@ -135,7 +135,7 @@ def _blessing_section(summary, evaluation: Optional[readers.Evaluation]) -> str:
     blessing, evaluated = _only(summary, 'ModelBlessing'), _only(summary, 'ModelEvaluation')
     if blessing is None or evaluated is None:
         return '<p>No blessing decision in this run.</p>'
-    if summary_lib.custom_property(blessing, 'blessed') == 1:
+    if summary_lib.custom_property(blessing, properties.BLESSED) == 1:
         verdict = '<p class="yes"><b>Blessed</b>: every check passed.</p>'
     else:
         failed = '; '.join(summary_text.failed_checks(blessing)) or 'a check failed'
@@ -157,14 +157,14 @@ def _push_section(summary) -> str:
     pushed = _only(summary, 'PushedModel')
     if pushed is None:
         return '<p>The Pusher did not run.</p>'
-    if summary_lib.custom_property(pushed, 'pushed') != 1:
+    if summary_lib.custom_property(pushed, properties.PUSHED) != 1:
         return (f'<p class="no"><b>Not pushed</b>: '
                 f'{html.escape(summary_text.not_pushed_reason(pushed))}.</p>')
-    version = summary_lib.custom_property(pushed, 'pushed_version')
+    version = summary_lib.custom_property(pushed, properties.PUSHED_VERSION)
     reused = summary_lib.custom_property(pushed, versions.REUSED_PROPERTY) == 1
     note = ' (already served: no new version was made)' if reused else ''
-    return _table(['pushed version', 'path'],
-                  [[f'{version}{note}', summary_lib.custom_property(pushed, 'pushed_destination')]])
+    path = summary_lib.custom_property(pushed, properties.PUSHED_DESTINATION)
+    return _table(['pushed version', 'path'], [[f'{version}{note}', path]])
 
 
 def _failure_section(summary) -> str:
@@ -183,10 +183,10 @@ def _baseline_lines(summary) -> str:
     baseline = summary.baseline_model()
     if baseline is None:
         return ''
-    served = summary_lib.custom_property(baseline, 'served_version')
+    served = summary_lib.custom_property(baseline, properties.SERVED_VERSION)
+    path = summary_lib.custom_property(baseline, properties.SERVED_PATH) or 'path not recorded'
     text = ('none (nothing was served)' if served is None or served < 0 else
-            f'served version {served} '
-            f'({summary_lib.custom_property(baseline, "served_path") or "path not recorded"})')
+            f'served version {served} ({path})')
     if summary.states.get('ServedModelBaseline') == 'CACHED':
         text += ', chosen when this model was first evaluated (reused from the cache)'
     lines = f'<br>Baseline: {html.escape(text)}'
@@ -194,7 +194,7 @@ def _baseline_lines(summary) -> str:
     if now is not None:
         pushed = _only(summary, 'PushedModel')
         ours = pushed is not None and summary_lib.custom_property(
-            pushed, 'pushed_version') == str(now[0])
+            pushed, properties.PUSHED_VERSION) == str(now[0])
         lines += '<br>' + html.escape(f'Served now: version {now[0]} ({now[1]})'
                                       + (", this run's model" if ours else ''))
     return lines

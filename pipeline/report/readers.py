@@ -17,11 +17,12 @@ from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 
 from components.common import features, inputs
+from components.common import properties as property_names
 from components.evaluate import checks
 from components.gate import anomalies as anomalies_lib
-from components.trainer import executor as trainer_executor
 from pipeline import summary_text
 from pipeline.summary import custom_property
+from training import job as job_lib
 
 Artifact = metadata_store_pb2.Artifact
 # Written by the stock StatisticsGen and ExampleValidator in each Split-<name> folder.
@@ -149,8 +150,8 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
     """
     recorded = (lambda key: custom_property(model, key)) if model is not None else (
         lambda key: None)
-    spec = inputs.InputSpec.from_json(
-        (custom_property(examples, 'input_spec') if examples is not None else None) or '')
+    spec = inputs.InputSpec.from_json((custom_property(examples, property_names.INPUT_SPEC)
+                                       if examples is not None else None) or '')
     rows = []
     if spec.kind == 'tabular':
         rows.append(('input', f'table: {len(spec.numeric)} numeric, '
@@ -190,14 +191,14 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
                                      f'{int(batch) * int(accumulation)} examples per update'))
     if {'train_steps', 'train_epochs', 'global_batch_size', 'accumulation_steps'} <= set(
             properties):
-        num_train = (custom_property(examples, 'num_written_train') if examples is not None
-                     else None) or 0
+        num_train = (custom_property(examples, property_names.NUM_WRITTEN_TRAIN)
+                     if examples is not None else None) or 0
         by_epochs = int(properties['train_steps']) <= 0
         epochs = float(properties['train_epochs'] or 0)
         if recorded('steps_run') is not None:  # what the trainer did
             rows.append(('steps', f'{int(recorded("steps_run"))} updates'))
         else:  # what was asked: with epochs, the most the trainer could take
-            steps = trainer_executor.resolve_train_steps(properties, num_train)
+            steps = job_lib.resolve_train_steps(properties, num_train)
             length = f'{epochs:g} epochs' if epochs > 0 else 'epochs from the data'
             rows.append(('steps', (f'up to {steps} updates ({length} over about '
                                    f'{num_train} train examples)') if by_epochs
@@ -216,14 +217,16 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
     for key, label in (('optimizer', 'optimizer'), ('model_builder', 'model')):
         if properties.get(key):
             rows.append((label, str(properties[key])))
-    if spec.kind != 'tabular' and properties.get('augment'):
-        flip = ' + flip' if int(properties.get('flip') or 0) else ''
+    if spec.kind != 'tabular' and properties.get(property_names.AUGMENT):
+        flip = ' + flip' if int(properties.get(property_names.FLIP) or 0) else ''
         rows.append(('augmentation', f'{properties["augment"]}{flip} (train images only)'))
     warm = recorded('warm_start_version')
     if warm is not None and warm >= 0:
         rows.append(('warm start', f'from served version {int(warm)}'))
-    elif properties.get('warm_start_from'):
-        rows.append(('warm start', f'asked, from {properties["warm_start_from"]}' + (
+    elif int(properties.get('warm_start') or 0) or properties.get('warm_start_from'):
+        # warm_start_from: the serving folder, as executions before TrainParams recorded it.
+        source = properties.get('warm_start_from') or properties.get('serving_dir')
+        rows.append(('warm start', f'asked, from {source}' + (
             '; nothing was served, so training started from scratch' if model is not None
             else '')))
     return rows

@@ -20,15 +20,25 @@ def _command(data, out):
     return runner_command(data, out, '--steps', '400')
 
 
+def _read(path):
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError:  # replaced between the glob and the open
+        return ''
+
+
 def test_killed_trainer_resumes_when_the_pipeline_runs_again(tmp_path):
     data = copy_digits(str(tmp_path / 'data'), per_class=30)
     out = str(tmp_path / 'out')
+    # The `checkpoint` index names a checkpoint only once its files are complete (loop.py);
+    # ckpt-100.index alone can exist mid-save, and a kill then leaves nothing to resume from.
     pattern = os.path.join(out, 'pipeline_root', '_checkpoints', 'ImageTrainer', '*',
-                           'ckpt-100.index')
+                           'checkpoint')
     first = subprocess.Popen(_command(data, out), cwd=REPO_ROOT, start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
-    while not glob.glob(pattern):
+    while not any('ckpt-' in _read(path) for path in glob.glob(pattern)):
         assert first.poll() is None, 'the run ended before its first checkpoint'
         assert time.time() < deadline, 'no checkpoint within 300 s'
         time.sleep(0.05)

@@ -1,4 +1,5 @@
 """Unit tests: the TOML config file mirrors the typed config, and flags override it."""
+import dataclasses
 import os
 import re
 import tomllib
@@ -206,3 +207,29 @@ def test_every_commented_notify_key_of_the_example_is_known_and_typed():
     for line in lines:
         key, value = next(iter(tomllib.loads(line.split('  #')[0]).items()))
         config_file.typed({f'notify.{key}': value}, {})  # ValueError on a wrong key or type
+
+
+def test_the_example_holds_every_kubeflow_setting_and_documents_the_pipeline_name():
+    with open(os.path.join(REPO, 'config.example.toml')) as handle:
+        text = handle.read()
+    table = text.split('[kubeflow]')[1]
+    keys = set(re.findall(r'^# (\w+) = ', table, re.M))
+    expected = {f.name for f in dataclasses.fields(config.KubeflowConfig)} - {'output_file'}
+    assert expected | {'pipeline_root'} == keys
+    assert re.search(r'^# name = "image-pipeline"', text, re.M)
+    assert 'replaces' in text.split('# name =')[0].rsplit('\n\n', 1)[1]  # what a name decides
+
+
+def test_every_commented_key_of_the_example_is_known_and_typed():
+    table = ''
+    with open(os.path.join(REPO, 'config.example.toml')) as handle:
+        lines = handle.read().splitlines()
+    checked = 0
+    for line in lines:
+        table = line[1:-1] if re.fullmatch(r'\[\w+\]', line) else table
+        if re.match(r'#? ?\w+ = ', line):
+            key, value = next(iter(tomllib.loads(line.lstrip('# ').split('  #')[0]).items()))
+            path = f'{table}.{key}' if table else key
+            config_file.typed({path: value}, {})  # KeyError or ValueError on a wrong key/type
+            checked += 1
+    assert checked >= 60

@@ -2,8 +2,7 @@
 Evaluator and Pusher record them."""
 import json
 
-from components.evaluate import checks
-from components.common import versions
+from components.common import properties, versions
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
@@ -17,10 +16,10 @@ _artifact = mlmd_artifact
 
 
 def _blessing(blessed, reasons=(), version=-1, not_compared=None):
-    custom = {'blessed': int(blessed), checks.REASONS_PROPERTY: json.dumps(list(reasons)),
-              checks.COMPARED_VERSION_PROPERTY: version}
+    custom = {'blessed': int(blessed), properties.BLESSING_REASONS: json.dumps(list(reasons)),
+              properties.COMPARED_VERSION: version}
     if not_compared:
-        custom[checks.NOT_COMPARED_PROPERTY] = not_compared
+        custom[properties.NOT_COMPARED] = not_compared
     return _artifact(**custom)
 
 
@@ -80,7 +79,7 @@ def test_the_drift_line_and_the_no_regression_figures_are_stated():
     validator = _artifact()  # ExampleValidator's anomalies: the same type, no drift text
     reason = 'label L∞ 0.59 > 0.30 vs the data of served version 1'
     blessing = _blessing(False, [reason], version=1)
-    blessing.custom_properties[checks.REGRESSION_PROPERTY].string_value = (
+    blessing.custom_properties[properties.REGRESSION_CHECK].string_value = (
         'sparse_categorical_accuracy change vs served version 1 -0.0098, within noise '
         '(95% interval -0.0250..+0.0060)')
     pushed = _artifact(pushed=0, **{versions.NOT_PUSHED_REASON_PROPERTY: f'not blessed: {reason}',

@@ -31,8 +31,9 @@ def failing_job(tmp_path):
     """A job whose workers fail at once (no train files): cheap to start and end."""
     return job_lib.TrainJob(
         train_pattern=str(tmp_path / 'missing' / '*'), eval_pattern=str(tmp_path / 'e' / '*'),
-        class_names=('0', '1'), image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
-        options=loop.LoopOptions(train_steps=5, global_batch_size=8, learning_rate=1e-3),
+        class_names=('0', '1'), image_shape=(8, 8, 1),
+        options=loop.LoopOptions.of(train_steps=5, global_batch_size=8, learning_rate=1e-3,
+                                    model_builder='models.resnet.build_model'),
         input_spec=inputs_lib.InputSpec())
 
 

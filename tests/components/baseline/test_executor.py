@@ -9,7 +9,7 @@ import os
 from tfx.types import standard_artifacts
 
 from components.baseline import executor
-from components.common import model_signature
+from components.common import model_signature, served_baseline
 
 import saved_models
 
@@ -26,7 +26,7 @@ def test_first_run_gives_an_empty_baseline(tmp_path):
     candidate = saved_models.exported_model(tmp_path / 'candidate', ['0', '1', '2'])
     baseline = _run(tmp_path / 'serving', tmp_path / 'out', candidate)
     assert baseline.get_int_custom_property('served_version') == -1
-    assert not executor.has_model(baseline) and not executor.is_comparable(baseline)
+    assert not served_baseline.has_model(baseline) and not served_baseline.is_comparable(baseline)
     assert not os.path.exists(tmp_path / 'out' / 'Format-Serving')
 
 
@@ -38,12 +38,12 @@ def test_newest_served_version_is_referenced_not_copied(tmp_path):
     candidate = saved_models.exported_model(tmp_path / 'candidate', ['0', '1', '2'])
     (tmp_path / 'out').mkdir()  # TFX makes the output folder before the executor runs
     baseline = _run(tmp_path / 'serving', tmp_path / 'out', candidate)
-    assert executor.has_model(baseline) and executor.is_comparable(baseline)
+    assert served_baseline.has_model(baseline) and served_baseline.is_comparable(baseline)
     assert baseline.get_int_custom_property('served_version') == 200
     assert baseline.get_string_custom_property('served_path') == served
     assert os.listdir(tmp_path / 'out') == []   # no copy: the artifact only names the folder
-    assert executor.model_path(baseline) == served
-    reference = executor.in_place(baseline)   # what the Evaluator hands TFMA
+    assert served_baseline.model_path(baseline) == served
+    reference = served_baseline.in_place(baseline)   # what the Evaluator hands TFMA
     assert (reference.uri, reference.id) == (served, baseline.id)
     assert baseline.uri == str(tmp_path / 'out')
 
@@ -52,17 +52,18 @@ def test_a_baseline_copied_by_an_older_version_is_read_from_its_copy(tmp_path):
     baseline = saved_models.exported_model(tmp_path / 'old-baseline', ['0', '1'])
     baseline.set_int_custom_property('served_version', 1)
     baseline.set_string_custom_property('served_path', str(tmp_path / 'serving' / '1'))
-    assert executor.model_path(baseline) == os.path.join(baseline.uri, 'Format-Serving')
-    assert executor.is_comparable(baseline) and executor.in_place(baseline).uri == baseline.uri
+    assert served_baseline.model_path(baseline) == os.path.join(baseline.uri, 'Format-Serving')
+    assert served_baseline.is_comparable(baseline)
+    assert served_baseline.in_place(baseline).uri == baseline.uri
 
 
 def test_a_reference_whose_folder_is_gone_is_not_compared_and_says_why(tmp_path):
-    baseline = executor.standard_artifacts.Model()
+    baseline = standard_artifacts.Model()
     baseline.uri = str(tmp_path / 'out')
     baseline.set_int_custom_property('served_version', 3)
     baseline.set_string_custom_property('served_path', str(tmp_path / 'serving' / '3'))
-    assert not executor.is_comparable(baseline)
-    assert executor.incompatible_reason(baseline) == (
+    assert not served_baseline.is_comparable(baseline)
+    assert served_baseline.incompatible_reason(baseline) == (
         f'its folder {tmp_path / "serving" / "3"} no longer exists')
 
 
@@ -72,8 +73,8 @@ def test_served_model_for_other_classes_is_marked_incompatible_and_not_copied(tm
     candidate = saved_models.exported_model(tmp_path / 'candidate', ['cat', 'dog'])
     baseline = _run(tmp_path / 'serving', tmp_path / 'out', candidate)
     assert baseline.get_int_custom_property('served_version') == 1  # still what is served
-    assert executor.has_model(baseline) and not executor.is_comparable(baseline)
-    assert executor.incompatible_reason(baseline) == (
+    assert served_baseline.has_model(baseline) and not served_baseline.is_comparable(baseline)
+    assert served_baseline.incompatible_reason(baseline) == (
         "served model predicts classes ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9']; "
         "this model predicts ['cat', 'dog']")
     assert not os.path.exists(tmp_path / 'out' / 'Format-Serving')
@@ -85,7 +86,7 @@ def test_served_model_with_another_input_shape_is_incompatible(tmp_path):
     candidate = saved_models.exported_model(tmp_path / 'candidate', ['a', 'b'],
                                             image_shape=(28, 28, 3))
     baseline = _run(tmp_path / 'serving', tmp_path / 'out', candidate)
-    assert executor.incompatible_reason(baseline) == (
+    assert served_baseline.incompatible_reason(baseline) == (
         'served model takes 8×8×1 images; this model takes 28×28×3 images')
 
 
@@ -95,7 +96,7 @@ def test_served_model_exported_before_the_description_is_judged_on_its_class_cou
     os.remove(os.path.join(served, model_signature.SIGNATURE_FILE))  # an older export
     four = saved_models.exported_model(tmp_path / 'four', ['a', 'b', 'c', 'd'])
     baseline = _run(tmp_path / 'serving', tmp_path / 'out-four', four)
-    assert executor.incompatible_reason(baseline) == (
+    assert served_baseline.incompatible_reason(baseline) == (
         "served model predicts 10 classes; this model predicts ['a', 'b', 'c', 'd']")
     ten = saved_models.exported_model(tmp_path / 'ten', [str(d) for d in range(10)])
-    assert executor.is_comparable(_run(tmp_path / 'serving', tmp_path / 'out-ten', ten))
+    assert served_baseline.is_comparable(_run(tmp_path / 'serving', tmp_path / 'out-ten', ten))

@@ -8,7 +8,7 @@ import tensorflow_data_validation as tfdv
 from tfx import version as tfx_version
 from tfx.types import artifact_utils, standard_artifacts
 
-from components.common import features
+from components.common import features, properties
 from components.drift import executor, training_data
 
 import saved_models
@@ -86,7 +86,7 @@ def _run(tmp_path, statistics, examples, baseline, name='drift'):
 
 def _record(drift):
     return {key: json.loads(drift.get_string_custom_property(key))
-            for key in (executor.VALUES_PROPERTY, executor.REASONS_PROPERTY)}
+            for key in (properties.DRIFT_VALUES, properties.DRIFT_REASONS)}
 
 
 def test_a_drifted_label_mix_over_a_two_span_window_is_measured_and_named(tmp_path):
@@ -96,18 +96,18 @@ def test_a_drifted_label_mix_over_a_two_span_window_is_measured_and_named(tmp_pa
     drift = _run(tmp_path, _statistics(tmp_path, new),
                  _examples(new, {'8x8': 100}, {'L': 100}), _served(tmp_path, 1, window))
     record = _record(drift)
-    label, size, mode = record[executor.VALUES_PROPERTY]
+    label, size, mode = record[properties.DRIFT_VALUES]
     assert (label['feature'], label['measure'], round(label['value'], 4), label['exceeded']) == (
         'label', 'L-infinity', 0.59, True)
     assert (size['feature'], size['value'], mode['feature'], mode['value']) == (
         'image size', 0.0, 'colour mode', 0.0)
-    assert record[executor.REASONS_PROPERTY] == [
+    assert record[properties.DRIFT_REASONS] == [
         'label L∞ 0.59 > 0.30 vs the data of served version 1']
-    assert drift.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == 1
-    assert drift.get_string_custom_property(executor.TEXT_PROPERTY) == (
+    assert drift.get_int_custom_property(properties.COMPARED_VERSION) == 1
+    assert drift.get_string_custom_property(properties.DRIFT_TEXT) == (
         'drift: label L∞ 0.59 > 0.30 vs the data of served version 1')
     with open(os.path.join(drift.uri, executor.RECORD_FILE)) as handle:
-        assert json.load(handle)[executor.REASONS_PROPERTY] == record[executor.REASONS_PROPERTY]
+        assert json.load(handle)[properties.DRIFT_REASONS] == record[properties.DRIFT_REASONS]
     # The window's statistics were kept, keyed by the window, and are read back next time:
     # a later run finds them although the spans' folders are gone.
     kept = tmp_path / 'root' / '_drift' / training_data.cache_key(window) / 'train_stats.pb'
@@ -125,11 +125,11 @@ def test_the_same_mix_is_below_every_threshold_and_still_recorded(tmp_path):
     new = _span(tmp_path / 'span2', UNIFORM, size=12)  # another image size, same labels
     drift = _run(tmp_path, _statistics(tmp_path, new),
                  _examples(new, {'12x12': 100}, {'L': 100}), _served(tmp_path, 4, window))
-    values = {v['feature']: v for v in _record(drift)[executor.VALUES_PROPERTY]}
+    values = {v['feature']: v for v in _record(drift)[properties.DRIFT_VALUES]}
     assert values['label']['value'] == 0.0 and not values['label']['exceeded']
     # Every image changed size: the size mix moved entirely.
     assert values['image size']['value'] == 1.0 and values['image size']['exceeded']
-    assert _record(drift)[executor.REASONS_PROPERTY] == [
+    assert _record(drift)[properties.DRIFT_REASONS] == [
         'image size L∞ 1.00 > 0.30 vs the data of served version 4']
 
 
@@ -140,24 +140,24 @@ def test_nothing_is_compared_on_a_first_run_or_without_a_record_of_the_training_
     empty.uri = str(tmp_path / 'empty')
     empty.set_int_custom_property('served_version', -1)
     first = _run(tmp_path, statistics, examples, empty, name='first')
-    assert _record(first) == {executor.VALUES_PROPERTY: [], executor.REASONS_PROPERTY: []}
-    assert first.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == -1
-    assert first.get_string_custom_property(executor.TEXT_PROPERTY) == (
+    assert _record(first) == {properties.DRIFT_VALUES: [], properties.DRIFT_REASONS: []}
+    assert first.get_int_custom_property(properties.COMPARED_VERSION) == -1
+    assert first.get_string_custom_property(properties.DRIFT_TEXT) == (
         'drift: not measured (nothing served yet)')
     unrecorded = _run(tmp_path, statistics, examples, _served(tmp_path, 2, None), name='old')
-    assert _record(unrecorded)[executor.VALUES_PROPERTY] == []
-    assert unrecorded.get_string_custom_property(executor.TEXT_PROPERTY) == (
+    assert _record(unrecorded)[properties.DRIFT_VALUES] == []
+    assert unrecorded.get_string_custom_property(properties.DRIFT_TEXT) == (
         'drift: not measured (served version 2 does not record the data it was trained on '
         '(assets.extra/training_data.json))')
     other = _served(tmp_path, 5, None)
     other.set_string_custom_property('incompatible_reason', "served model predicts classes "
                                      "['0', '1']; this model predicts ['a', 'b']")
     assert _run(tmp_path, statistics, examples, other, name='other').get_string_custom_property(
-        executor.TEXT_PROPERTY) == ("drift: not measured (served version 5 is not comparable: "
+        properties.DRIFT_TEXT) == ("drift: not measured (served version 5 is not comparable: "
                                     "served model predicts classes ['0', '1']; this model "
                                     "predicts ['a', 'b'])")
     gone = _run(tmp_path, statistics, examples, _served(tmp_path, 3, [
         _entry(7, str(tmp_path / 'deleted'), 10)]), name='gone')
-    assert gone.get_string_custom_property(executor.TEXT_PROPERTY) == (
+    assert gone.get_string_custom_property(properties.DRIFT_TEXT) == (
         f'drift: not measured (the train data of span 7 is no longer at {tmp_path}/deleted, '
         'the data of served version 3)')

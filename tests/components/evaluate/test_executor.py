@@ -7,6 +7,7 @@ c 8 of 10 (two of its images are as bright as b's). Overall accuracy is 28/30 = 
 import json
 import re
 
+from components.common import properties
 from components.evaluate import checks
 from components.evaluate import executor
 from pipeline.config import EvalConfig
@@ -24,14 +25,14 @@ def evaluate(tmp_path, config: EvalConfig, baseline=None, centers=CENTERS, drift
 
 
 def _reasons(blessing):
-    return json.loads(blessing.get_string_custom_property(executor.REASONS_PROPERTY))
+    return json.loads(blessing.get_string_custom_property(properties.BLESSING_REASONS))
 
 
 def test_one_class_below_the_bar_is_blessed_by_default(tmp_path):
     blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9))
     assert blessing.get_int_custom_property('blessed') == 1
     assert _reasons(blessing) == []
-    assert blessing.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == -1
+    assert blessing.get_int_custom_property(properties.COMPARED_VERSION) == -1
     [overall] = checks.load_checks(evaluation.uri)  # the only check: no per-class bar
     assert (overall.slice, overall.kind, overall.threshold, overall.passed) == (
         'overall', 'value', '>= 0.90', True)
@@ -63,8 +64,8 @@ def test_a_regression_beyond_noise_against_the_served_model_names_the_version(tm
                          r'worse beyond noise \(95% interval (\S+)\.\.(\S+), all below 0\.00\)',
                          reason)
     assert match and float(match.group(1)) <= float(match.group(2)) < 0
-    assert blessing.get_string_custom_property(executor.REGRESSION_PROPERTY) == reason
-    assert blessing.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == 7
+    assert blessing.get_string_custom_property(properties.REGRESSION_CHECK) == reason
+    assert blessing.get_int_custom_property(properties.COMPARED_VERSION) == 7
     # TFMA itself checks the absolute bar only: the change is judged on its interval here.
     assert [c.kind for c in checks.load_checks(evaluation.uri)] == ['value']
 
@@ -79,7 +80,7 @@ def test_one_example_worse_on_30_is_within_noise_and_blessed_with_the_figures(tm
                                         brightness, (0.1, 0.45, 0.9), served)
     assert blessing.get_int_custom_property('blessed') == 1
     assert _reasons(blessing) == []
-    text = blessing.get_string_custom_property(executor.REGRESSION_PROPERTY)
+    text = blessing.get_string_custom_property(properties.REGRESSION_CHECK)
     match = re.fullmatch(r'sparse_categorical_accuracy change vs served version 2 -0\.0333, '
                          r'within noise \(95% interval (\S+)\.\.(\S+)\)', text)
     assert match and float(match.group(1)) < -0.0333 and float(match.group(2)) > 0
@@ -111,8 +112,8 @@ def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(t
                                       "['0', '1']; this model predicts ['a', 'b', 'c']")
     blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9), baseline=served)
     assert blessing.get_int_custom_property('blessed') == 1
-    assert blessing.get_int_custom_property(executor.COMPARED_VERSION_PROPERTY) == -1
-    assert blessing.get_string_custom_property(executor.NOT_COMPARED_PROPERTY) == (
+    assert blessing.get_int_custom_property(properties.COMPARED_VERSION) == -1
+    assert blessing.get_string_custom_property(properties.NOT_COMPARED) == (
         "served version 1: served model predicts classes ['0', '1']; "
         "this model predicts ['a', 'b', 'c']")
     assert [c.kind for c in checks.load_checks(evaluation.uri)] == ['value']

@@ -16,9 +16,8 @@ from tfx.types import standard_artifacts
 from tfx.types import standard_component_specs as specs
 from tfx.utils import proto_utils
 
-from components.evaluate import checks
+from components.common import properties, versions
 from components.push import executor as push_executor
-from components.common import versions
 
 import saved_models
 
@@ -123,7 +122,7 @@ def _real(tmp_path, tag, class_names, blessed=True, image_shape=(8, 8, 1), reaso
     blessing.uri = str(tmp_path / f'blessing-{tag}')
     blessing.set_int_custom_property('blessed', 1 if blessed else 0)
     if reasons is not None:
-        blessing.set_string_custom_property(checks.REASONS_PROPERTY, json.dumps(reasons))
+        blessing.set_string_custom_property(properties.BLESSING_REASONS, json.dumps(reasons))
     return {specs.MODEL_KEY: [model], specs.MODEL_BLESSING_KEY: [blessing]}
 
 

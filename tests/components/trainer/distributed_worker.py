@@ -71,9 +71,9 @@ def count_reductions(tf):
 def early_stopping_run(args, tf, keras, strategy, loop, steps_lib):
     """The loop with epochs, patience 2 and the held-out evaluation, under the strategy."""
     global_batch = args.batch * strategy.num_replicas_in_sync
-    options = loop.LoopOptions(train_steps=40, global_batch_size=global_batch,
+    options = loop.LoopOptions.of(train_steps=40, global_batch_size=global_batch,
                                learning_rate=0.5, optimizer='sgd', steps_per_epoch=2,
-                               max_epochs=20, patience=2, time_budget_seconds=args.budget)
+                               max_epochs=20, patience=2, time_budget_minutes=args.budget / 60)
     rng = np.random.default_rng(0)
     images, labels = rng.random((256, 8, 8, 1), dtype=np.float32), rng.integers(0, 5, 256)
     held = (rng.random((64, 8, 8, 1), dtype=np.float32), rng.integers(0, 5, 64))
@@ -126,7 +126,7 @@ def main():
     replicas = strategy.num_replicas_in_sync
     global_batch = args.batch * replicas
     keras.mixed_precision.set_global_policy(args.policy)
-    options = loop.LoopOptions(train_steps=args.steps, global_batch_size=global_batch,
+    options = loop.LoopOptions.of(train_steps=args.steps, global_batch_size=global_batch,
                                learning_rate=0.05, accumulation_steps=args.accum,
                                warmup_steps=min(3, args.steps - 1), optimizer=args.optimizer)
     rng = np.random.default_rng(0)

@@ -36,9 +36,10 @@ def main():
         train_pattern=os.path.join(data_dir, 'train', '*'),
         eval_pattern=os.path.join(data_dir, 'eval', '*'),
         class_names=('0', '1', '2'), image_shape=(8, 8, 1),
-        model_builder='models.resnet.build_model', mixed_precision='float32', seed=3,
-        options=loop.LoopOptions(train_steps=150, global_batch_size=16, learning_rate=3e-3,
-                                 warmup_steps=10, checkpoint_interval=20, log_every=10))
+        options=loop.LoopOptions.of(train_steps=150, global_batch_size=16, learning_rate=3e-3,
+                                    warmup_steps=10, checkpoint_interval=20, log_every=10,
+                                    model_builder='models.resnet.build_model',
+                                    mixed_precision='float32', seed=3))
     job_lib.train_and_export(job, os.path.join(out_dir, 'model'), os.path.join(out_dir, 'logs'),
                              checkpoint_dir=checkpoint_dir)
 

@@ -1,28 +1,36 @@
-"""Unit tests of ImageTrainer's construction: parameters validated when the pipeline is built."""
+"""Unit tests of ImageTrainer's construction: every TrainParams field is an execution property,
+and bad parameters fail when the pipeline is built."""
+import dataclasses
 import json
 
 import pytest
 from tfx.types import Channel, standard_artifacts
 
-from components.trainer.component import ImageTrainer
+from components.trainer.component import ImageTrainer, ImageTrainerSpec
+from training.params import TrainParams
 
 
-def _trainer(**overrides):
-    args = dict(examples=Channel(type=standard_artifacts.Examples),
-                model_builder='models.resnet.build_model', image_shape=(8, 8, 1),
-                global_batch_size=32, learning_rate=1e-3, train_steps=100, pipeline_root='/root')
-    args.update(overrides)
-    return ImageTrainer(**args)
+def _trainer(pipeline_root='/root', serving_dir='', **params):
+    base = dict(model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
+                global_batch_size=32, learning_rate=1e-3, train_steps=100)
+    return ImageTrainer(examples=Channel(type=standard_artifacts.Examples),
+                        params=TrainParams(**dict(base, **params)),
+                        pipeline_root=pipeline_root, serving_dir=serving_dir)
+
+
+def test_the_spec_has_a_parameter_per_training_parameter_and_the_locations():
+    assert set(ImageTrainerSpec.PARAMETERS) == set(TrainParams.property_types()) | {
+        'serving_dir', 'tfjob', 'pipeline_root'}
 
 
 def test_parameters_become_execution_properties():
     trainer = _trainer(accumulation_steps=4, mixed_precision='mixed_bfloat16',
-                       optimizer='sgd', checkpoint_interval=25, devices=['/cpu:0'],
+                       optimizer='sgd', checkpoint_interval=25, devices=('/cpu:0',),
                        augment='standard', flip=True)
     props = trainer.exec_properties
     assert (props['augment'], props['flip']) == ('standard', 1)
     assert (_trainer().exec_properties['augment'], _trainer().exec_properties['flip']) == (
-        'none', 0)
+        TrainParams.augment, 0)
     assert (props['accumulation_steps'], props['mixed_precision'], props['optimizer']) == (
         4, 'mixed_bfloat16', 'sgd')
     assert props['checkpoint_interval'] == 25 and json.loads(props['devices']) == ['/cpu:0']
@@ -35,22 +43,38 @@ def test_parameters_become_execution_properties():
             epochs['validation_percent'], epochs['time_budget_minutes']) == (0, 20.0, 3, 10, 15.0)
     assert _trainer(model_weights='/w/b.weights.h5').exec_properties['model_weights'] == (
         '/w/b.weights.h5')
+    # The executor reads back exactly what was given (no served model: no skipping).
+    given = TrainParams(model_builder='models.resnet.build_model', image_size=(8, 8),
+                        channels=1, global_batch_size=32, learning_rate=1e-3, train_steps=100,
+                        accumulation_steps=4, mixed_precision='mixed_bfloat16', optimizer='sgd',
+                        checkpoint_interval=25, devices=('/cpu:0',), augment='standard',
+                        flip=True)
+    assert TrainParams.from_properties(props) == dataclasses.replace(given, skip_unchanged=False)
+    # A fixed length: epochs do not apply (and are not recorded).
+    assert _trainer(train_epochs=2.0).exec_properties['train_epochs'] == 0.0
+
+
+def test_skip_unchanged_and_warm_start_need_the_serving_folder():
+    assert _trainer().exec_properties['skip_unchanged'] == 0  # nothing served to compare with
+    served = _trainer(serving_dir='/runs/serving', warm_start=True).exec_properties
+    assert (served['skip_unchanged'], served['warm_start'], served['serving_dir']) == (
+        1, 1, '/runs/serving')
 
 
 @pytest.mark.parametrize('overrides, message', [
-    (dict(train_epochs=2.0), 'at most one of train_steps and train_epochs'),
     (dict(train_steps=0, train_epochs=3.0, freeze_epochs=3), 'freeze_epochs must be fewer'),
     (dict(mixed_precision='float16'), 'mixed_precision must be one of'),
     (dict(patience=-1), 'patience must be >= 0'),
     (dict(validation_percent=51), 'validation_percent must be in 0..50'),
-    (dict(time_budget_minutes=-1.0), 'time_budget_seconds must be >= 0'),
+    (dict(time_budget_minutes=-1.0), 'time_budget_minutes must be >= 0'),
     (dict(accumulation_steps=0), 'accumulation_steps must be >= 1'),
     (dict(optimizer='lamb'), 'optimizer must be one of'),
     (dict(augment='heavy'), 'augment must be one of'),
     (dict(global_batch_size=0), 'global_batch_size must be >= 1'),
-    (dict(image_shape=(28, 0, 3)), 'both set or both 0'),
-    (dict(image_shape=(8, 8, 2)), 'channels 1 or 3'),
+    (dict(image_size=(28, 0)), r'image_size must be \(height, width\) >= 1'),
+    (dict(channels=2), 'channels must be 1 or 3'),
     (dict(pipeline_root=''), 'pipeline_root is required'),
+    (dict(model_builder=None), 'model_builder is required'),
 ])
 def test_bad_parameters_fail_when_the_pipeline_is_built(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -58,12 +82,9 @@ def test_bad_parameters_fail_when_the_pipeline_is_built(overrides, message):
 
 
 def test_the_input_shape_defaults_to_zero_meaning_from_the_data():
-    args = dict(examples=Channel(type=standard_artifacts.Examples),
-                model_builder='models.resnet.build_model', global_batch_size=32,
-                learning_rate=1e-3, train_steps=100, pipeline_root='/root')
-    props = ImageTrainer(**args).exec_properties
+    props = _trainer(image_size=None, channels=None).exec_properties
     assert (props['image_height'], props['image_width'], props['channels']) == (0, 0, 0)
-    props = ImageTrainer(image_shape=(0, 0, 3), **args).exec_properties
+    props = _trainer(image_size=None, channels=3).exec_properties
     assert (props['image_height'], props['image_width'], props['channels']) == (0, 0, 3)
 
 
@@ -78,4 +99,4 @@ def test_with_tfjob_sets_the_property_and_checks_the_workers():
     with pytest.raises(ValueError, match='>= 2'):
         _trainer().with_tfjob(tfjob.TFJobSpec(workers=1, image='i'))
     with pytest.raises(ValueError, match='not both'):
-        _trainer(num_workers=2).with_tfjob(spec)
+        _trainer(workers=2).with_tfjob(spec)

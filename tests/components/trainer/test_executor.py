@@ -8,6 +8,8 @@ from tfx.types import artifact_utils, standard_artifacts
 
 from components.common import features
 from components.trainer import executor
+from training import job as job_lib
+from training.params import TrainParams
 from helpers import DIGITS
 import photo_folders
 
@@ -36,11 +38,12 @@ def _examples(tmp_path):
 
 
 def _properties(**overrides):
-    props = dict(model_builder='models.resnet.build_model', image_height=8, image_width=8,
-                 channels=1, train_steps=0, train_epochs=2.0, eval_steps=0,
-                 global_batch_size=16, accumulation_steps=2, mixed_precision='float32',
-                 optimizer='adam', learning_rate=3e-3, warmup_steps=0,
-                 checkpoint_interval=1, seed=1, devices='[]', pipeline_root='/root')
+    """The execution properties ImageTrainer records (TrainParams), and overrides by name."""
+    props = TrainParams.bare(
+        model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
+        train_epochs=2.0, global_batch_size=16, accumulation_steps=2, learning_rate=3e-3,
+        checkpoint_interval=1, seed=1, skip_unchanged=False).to_properties()
+    props['pipeline_root'] = '/root'
     props.update(overrides)
     return props
 
@@ -121,7 +124,7 @@ def test_checkpoint_folder_is_stable_per_training_and_differs_otherwise(tmp_path
     (100, 0.0, 1000, 100), (100, 3.0, 1000, 100), (0, 1.0, 1000, 31), (0, 0.5, 10, 1)])
 def test_train_steps_come_from_steps_or_epochs(steps, epochs, examples, expected):
     props = _properties(train_steps=steps, train_epochs=epochs)  # 32 examples per update
-    assert executor.resolve_train_steps(props, examples) == expected
+    assert job_lib.resolve_train_steps(props, examples) == expected
 
 
 def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training import loop, steps as steps_lib
+from training import loop, progress, steps as steps_lib
 
 
 def _model(with_backbone=True):
@@ -19,7 +19,7 @@ def _model(with_backbone=True):
 
 
 def _steps(model, accumulation):
-    options = loop.LoopOptions(train_steps=10, global_batch_size=8, learning_rate=0.05,
+    options = loop.LoopOptions.of(train_steps=10, global_batch_size=8, learning_rate=0.05,
                                accumulation_steps=accumulation)
     return steps_lib.StepFunctions(model, loop.make_optimizer(options),
                                    tf.distribute.get_strategy(), 8, accumulation)
@@ -70,16 +70,16 @@ def test_a_model_without_a_backbone_cannot_be_frozen():
 
 def test_the_loop_freezes_the_first_epochs_then_trains_everything(tmp_path):
     model = _model()
-    options = loop.LoopOptions(train_steps=6, global_batch_size=8, learning_rate=0.05,
+    options = loop.LoopOptions.of(train_steps=6, global_batch_size=8, learning_rate=0.05,
                                steps_per_epoch=2, max_epochs=3, freeze_epochs=2,
                                checkpoint_interval=100)
     steps = steps_lib.StepFunctions(model, loop.make_optimizer(options),
                                     tf.distribute.get_strategy(), 8)
     backbone, head = model.get_layer('backbone'), model.get_layer('logits')
     start, seen = _weights(backbone), {}
-    listener = lambda progress: seen.setdefault(progress.step, (  # noqa: E731
+    listener = lambda event: seen.setdefault(event.step, (  # noqa: E731
         _weights(backbone), _weights(head), steps.frozen))
-    loop.PROGRESS.listeners.append(listener)
+    unsubscribe = progress.subscribe(listener)
     try:
         images = np.random.default_rng(0).random((64, 8, 8, 1), dtype=np.float32)
         labels = np.arange(64, dtype=np.int32) % 3
@@ -87,7 +87,7 @@ def test_the_loop_freezes_the_first_epochs_then_trains_everything(tmp_path):
             (images, labels)).repeat().skip(skip).batch(8, drop_remainder=True), options,
                           checkpoint_dir=str(tmp_path / 'ckpt'))
     finally:
-        loop.PROGRESS.listeners.remove(listener)
+        unsubscribe()
     # Epochs 1-2 (steps 1-4): the head learns, the backbone stays as initialised.
     assert [seen[s][2] for s in range(1, 7)] == [True] * 4 + [False] * 2
     assert not any(_changed(start, seen[4][0]))
@@ -97,7 +97,7 @@ def test_the_loop_freezes_the_first_epochs_then_trains_everything(tmp_path):
 
 
 def test_freezing_needs_epochs():
-    options = loop.LoopOptions(train_steps=4, global_batch_size=8, learning_rate=0.05,
+    options = loop.LoopOptions.of(train_steps=4, global_batch_size=8, learning_rate=0.05,
                                freeze_epochs=1)
     steps = _steps(_model(), 1)
     with pytest.raises(ValueError, match='freeze_epochs needs training by epochs'):

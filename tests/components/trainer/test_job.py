@@ -1,4 +1,5 @@
 """Tests of a whole training job on real digit examples: train, export, reload, predict."""
+import dataclasses
 import json
 import os
 
@@ -25,17 +26,26 @@ def test_import_builder_resolves_both_spellings_and_explains_errors():
         job_lib.import_builder('build_model')
 
 
+def _split(overrides):
+    """(TrainJob fields, TrainParams fields) of keyword arguments."""
+    names = {field.name for field in dataclasses.fields(job_lib.TrainJob)}
+    return ({k: v for k, v in overrides.items() if k in names},
+            {k: v for k, v in overrides.items() if k not in names})
+
+
 def _digits_job(tmp_path, **overrides):
     """A 60-update job on 3 classes of real digits (40 train, 10 eval each); (job, eval)."""
     classes = ('0', '1', '2')
     write_digit_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=40)
     eval_examples = write_digit_examples(str(tmp_path / 'eval' / 'part.gz'), classes, per_class=10,
                                     offset=40)
+    fields, params = _split(overrides)
     job = job_lib.TrainJob(
         train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'eval' / '*'),
-        class_names=classes, image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
-        options=loop.LoopOptions(train_steps=60, global_batch_size=32, learning_rate=3e-3,
-                                 log_every=20), seed=1, **overrides)
+        class_names=classes, image_shape=(8, 8, 1),
+        options=loop.LoopOptions.of(train_steps=60, global_batch_size=32, learning_rate=3e-3,
+                                    log_every=20, model_builder='models.resnet.build_model',
+                                    seed=1, **params), **fields)
     return job, eval_examples
 
 
@@ -129,14 +139,13 @@ def test_augmented_training_exports_a_serving_graph_without_randomness(tmp_path)
 def _mobilenet_job(tmp_path, **overrides):
     classes = ('0', '1', '2')
     write_digit_examples(str(tmp_path / 'train' / 'part.gz'), classes, per_class=8)
-    args = dict(
+    fields, params = _split(overrides)
+    params = dict(dict(global_batch_size=8, learning_rate=1e-3, warmup_steps=0, eval_steps=1,
+                       model_builder='models.applications.mobilenet_v3_small', seed=1), **params)
+    return job_lib.TrainJob(
         train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'train' / '*'),
         class_names=classes, image_shape=(8, 8, 1),
-        model_builder='models.applications.mobilenet_v3_small',
-        options=loop.LoopOptions(train_steps=2, global_batch_size=8, learning_rate=1e-3,
-                                 warmup_steps=0, eval_steps=1), seed=1)
-    args.update(overrides)
-    return job_lib.TrainJob(**args)
+        options=loop.LoopOptions.of(train_steps=2, **params), **fields)
 
 
 def test_a_named_architecture_trains_loads_local_weights_and_exports_a_serving_model(tmp_path):
@@ -162,9 +171,7 @@ def test_a_named_architecture_trains_loads_local_weights_and_exports_a_serving_m
 
 def test_a_frozen_backbone_warm_up_on_a_named_architecture(tmp_path, caplog):
     # 24 examples, 8 per update: 3 updates per epoch; epoch 1 trains the head alone.
-    job = _mobilenet_job(tmp_path, epochs=2.0, options=loop.LoopOptions(
-        train_steps=1, global_batch_size=8, learning_rate=1e-3, eval_steps=1,
-        freeze_epochs=1))
+    job = _mobilenet_job(tmp_path, epochs=2.0, freeze_epochs=1)
     with caplog.at_level('INFO', logger='absl'):
         metrics = job_lib.train_and_export(job, str(tmp_path / 'model'), str(tmp_path / 'logs'))
     messages = [r.getMessage() for r in caplog.records]
@@ -172,9 +179,8 @@ def test_a_frozen_backbone_warm_up_on_a_named_architecture(tmp_path, caplog):
     assert 'step 4: backbone unfrozen: training every layer' in messages
     assert metrics['steps_run'] == 6 and np.isfinite(metrics['train_loss'])
     with pytest.raises(ValueError, match=r'freeze_epochs \(2\) must be fewer than the 2 epochs'):
-        job_lib.train_and_export(_mobilenet_job(tmp_path, epochs=2.0, options=loop.LoopOptions(
-            train_steps=1, global_batch_size=8, learning_rate=1e-3, freeze_epochs=2)),
-            str(tmp_path / 'm2'), str(tmp_path / 'l2'))
+        job_lib.train_and_export(_mobilenet_job(tmp_path, epochs=2.0, freeze_epochs=2),
+                                 str(tmp_path / 'm2'), str(tmp_path / 'l2'))
 
 
 def test_weights_reach_the_builder_and_a_builder_without_them_is_named(tmp_path):
@@ -201,9 +207,10 @@ def test_every_named_model_resolves_to_a_builder():
 def test_auto_precision_on_a_bf16_cpu_measures_the_real_model(builder, shape, expected):
     import keras
     job = job_lib.TrainJob(train_pattern='', eval_pattern='', class_names=('a', 'b'),
-                           image_shape=shape, model_builder=builder, mixed_precision='auto',
-                           options=loop.LoopOptions(train_steps=1, global_batch_size=8,
-                                                    learning_rate=1e-3))
+                           image_shape=shape,
+                           options=loop.LoopOptions.of(train_steps=1, global_batch_size=8,
+                                                       learning_rate=1e-3, model_builder=builder,
+                                                       mixed_precision='auto'))
     policy, why = job_lib.decide_precision(job, num_gpus=0, bf16_cpu=True)
     assert policy == expected and 'multiply-adds per example' in why
     assert keras.mixed_precision.global_policy().name == 'float32'

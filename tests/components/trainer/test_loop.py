@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training import loop, steps as steps_lib
+from training import loop, progress, steps as steps_lib
 
 
 def _separable_data(n=96, dim=4, num_classes=3):
@@ -21,8 +21,8 @@ def _steps(options):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     return steps_lib.StepFunctions(model, loop.make_optimizer(options),
-                                   tf.distribute.get_strategy(),
-                                   options.global_batch_size, options.accumulation_steps)
+                                   tf.distribute.get_strategy(), options.params.global_batch_size,
+                                   options.params.accumulation_steps)
 
 
 def _stream(points, labels, batch):
@@ -32,7 +32,7 @@ def _stream(points, labels, batch):
 
 @pytest.mark.parametrize('kwargs, field', [
     (dict(train_steps=0), 'train_steps'), (dict(global_batch_size=0), 'global_batch_size'),
-    (dict(learning_rate=-1.0), 'learning_rate'), (dict(warmup_steps=5, train_steps=5), 'warmup'),
+    (dict(learning_rate=-1.0), 'learning_rate'), (dict(warmup_steps=-1), 'warmup'),
     (dict(accumulation_steps=0), 'accumulation_steps'), (dict(optimizer='lamb'), 'optimizer'),
     (dict(checkpoint_interval=0), 'checkpoint_interval'), (dict(eval_steps=-1), 'eval_steps'),
     (dict(log_every=0), 'log_every')])
@@ -40,11 +40,23 @@ def test_options_are_validated(kwargs, field):
     args = dict(train_steps=10, global_batch_size=8, learning_rate=0.1)
     args.update(kwargs)
     with pytest.raises(ValueError, match=field):
-        loop.LoopOptions(**args)
+        loop.LoopOptions.of(**args)
+
+
+def test_a_warm_up_longer_than_the_plan_is_shortened_to_fit():
+    assert loop.LoopOptions.of(train_steps=5, warmup_steps=5).warmup_steps == 4
+    assert loop.LoopOptions.of(train_steps=50, warmup_steps=5).warmup_steps == 5
+
+
+def test_adamw_decays_the_weights_as_asked():
+    assert loop.make_optimizer(loop.LoopOptions.of(train_steps=10, optimizer='adamw',
+                                                   weight_decay=0.01)).weight_decay == 0.01
+    assert loop.make_optimizer(loop.LoopOptions.of(train_steps=10, optimizer='adamw')
+                               ).weight_decay == 0.004  # Keras' own default, as before
 
 
 def test_schedule_warms_up_then_decays_to_zero():
-    options = loop.LoopOptions(train_steps=100, global_batch_size=8, learning_rate=0.1,
+    options = loop.LoopOptions.of(train_steps=100, global_batch_size=8, learning_rate=0.1,
                                warmup_steps=10)
     schedule = loop.make_optimizer(options)._learning_rate
     assert [round(float(schedule(s)), 6) for s in (0, 5, 10)] == [0.0, 0.05, 0.1]
@@ -54,7 +66,7 @@ def test_schedule_warms_up_then_decays_to_zero():
 
 def test_training_learns_and_writes_every_tensorboard_scalar(tmp_path):
     points, labels = _separable_data()
-    options = loop.LoopOptions(train_steps=40, global_batch_size=32, learning_rate=0.05,
+    options = loop.LoopOptions.of(train_steps=40, global_batch_size=32, learning_rate=0.05,
                                accumulation_steps=2, log_every=10)
     steps = _steps(options)
     eval_data = tf.data.Dataset.from_tensor_slices((points, labels)).batch(32)
@@ -79,7 +91,7 @@ def test_training_learns_and_writes_every_tensorboard_scalar(tmp_path):
 
 def test_resume_continues_from_the_checkpoint_and_matches_an_uninterrupted_run(tmp_path):
     points, labels = _separable_data()
-    options = loop.LoopOptions(train_steps=12, global_batch_size=16, learning_rate=0.05,
+    options = loop.LoopOptions.of(train_steps=12, global_batch_size=16, learning_rate=0.05,
                                checkpoint_interval=4, optimizer='sgd')
     straight = _steps(options)
     loop.run_training(straight, _stream(points, labels, 16), options)
@@ -105,19 +117,21 @@ def test_resume_continues_from_the_checkpoint_and_matches_an_uninterrupted_run(t
 
 def test_progress_reports_every_update_and_where_a_rerun_resumes(tmp_path):
     points, labels = _separable_data()
-    options = loop.LoopOptions(train_steps=20, global_batch_size=32, learning_rate=0.05,
-                               checkpoint_interval=8)
+    options = loop.LoopOptions.of(train_steps=20, global_batch_size=32, learning_rate=0.05,
+                                  checkpoint_interval=8)
     seen = []
-    loop.PROGRESS.listeners.append(lambda p: seen.append((p.step, p.total, p.running)))
+    unsubscribe = progress.subscribe(seen.append)
     try:
         loop.run_training(_steps(options), _stream(points, labels, 32), options,
                           checkpoint_dir=str(tmp_path))
+        assert [(p.step, p.total, p.running) for p in (seen[0], seen[-1])] == [
+            (0, 20, True), (20, 20, False)]
+        assert [p.step for p in seen if p.running] == list(range(21))
+        assert seen[-1].checkpoint_step() == 20  # saved at 8, 16 and the last step
+        resumed = loop.LoopOptions.of(train_steps=30, global_batch_size=32,
+                                      learning_rate=0.05)
+        loop.run_training(_steps(resumed), _stream(points, labels, 32), resumed,
+                          checkpoint_dir=str(tmp_path))
     finally:
-        loop.PROGRESS.listeners.clear()
-    assert seen[0] == (0, 20, True) and seen[-1] == (20, 20, False)
-    assert [step for step, _, running in seen if running] == list(range(21))
-    assert loop.PROGRESS.checkpoint_step() == 20  # saved at 8, 16 and the last step
-    resumed = loop.LoopOptions(train_steps=30, global_batch_size=32, learning_rate=0.05)
-    loop.run_training(_steps(resumed), _stream(points, labels, 32), resumed,
-                      checkpoint_dir=str(tmp_path))
-    assert loop.PROGRESS.start_step == 20 and loop.PROGRESS.step == 30
+        unsubscribe()
+    assert seen[-1].start_step == 20 and seen[-1].step == 30

@@ -28,7 +28,7 @@ def _model():
 
 
 def _steps(batch, scale=None, accumulation=1):
-    options = loop.LoopOptions(train_steps=10, global_batch_size=batch, learning_rate=0.1,
+    options = loop.LoopOptions.of(train_steps=10, global_batch_size=batch, learning_rate=0.1,
                                optimizer='sgd', accumulation_steps=accumulation)
     return steps_lib.StepFunctions(_model(), loop.make_optimizer(options),
                                    tf.distribute.get_strategy(), batch, accumulation, scale)

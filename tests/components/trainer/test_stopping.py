@@ -100,7 +100,7 @@ def _run(tmp_dir=None, stream_limit=None, **option_overrides):
     args = dict(train_steps=40, global_batch_size=16, learning_rate=0.3, optimizer='sgd',
                 steps_per_epoch=2, max_epochs=20, patience=2, checkpoint_interval=3)
     args.update(option_overrides)
-    options = loop.LoopOptions(**args)
+    options = loop.LoopOptions.of(**args)
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     steps = steps_lib.StepFunctions(model, loop.make_optimizer(options),
@@ -155,7 +155,7 @@ def test_a_run_killed_mid_epoch_stops_like_an_uninterrupted_one(tmp_path):
 
 
 def test_a_spent_time_budget_stops_at_the_next_step_with_the_held_out_judged():
-    result, _, snapshots = _run(time_budget_seconds=1e-6, patience=0)
+    result, _, snapshots = _run(time_budget_minutes=1e-6 / 60, patience=0)
     assert result['steps_run'] == 1 and list(snapshots) == [1]  # judged mid-epoch 1
     assert result['stop_reason'].startswith('time budget of ')
     assert result['stop_reason'].endswith(

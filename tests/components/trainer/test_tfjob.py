@@ -18,6 +18,7 @@ from tfx.types import artifact_utils, standard_artifacts
 
 from components.trainer import executor
 from launch import tfjob
+from training.params import TrainParams
 from helpers import write_digit_examples
 import tfjob_helpers
 
@@ -38,7 +39,7 @@ def test_the_manifest_has_n_identical_workers_with_the_trainer_resources():
     assert 'serviceAccountName' not in worker['template']['spec']
     [container] = worker['template']['spec']['containers']
     assert container['name'] == 'tensorflow' and container['image'] == SPEC.image
-    assert container['command'] == ['python', '-m', 'launch.local', '/r/job.json',
+    assert container['command'] == ['python', '-m', 'launch.worker', '/r/job.json',
                                     '/r/serving', '/r/logs', '/r/ckpt']
     expected = {'cpu': '8', 'memory': '30G', 'nvidia.com/gpu': '2'}
     assert container['resources'] == {'requests': expected, 'limits': expected}
@@ -90,12 +91,11 @@ def _artifacts(tmp_path, train_files=2):
 
 
 def _properties(**overrides):
-    props = dict(model_builder='models.resnet.build_model', image_height=8, image_width=8,
-                 channels=1, train_steps=6, train_epochs=0.0, eval_steps=0,
-                 global_batch_size=8, accumulation_steps=1, mixed_precision='float32',
-                 optimizer='adam', learning_rate=3e-3, warmup_steps=0, checkpoint_interval=100,
-                 seed=1, devices='[]', tfjob=tfjob.TFJobSpec(workers=2, image='local').to_json())
-    props.update(overrides)
+    props = TrainParams.bare(
+        model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
+        train_steps=6, global_batch_size=8, learning_rate=3e-3, seed=1,
+        skip_unchanged=False).to_properties()
+    props.update(tfjob=tfjob.TFJobSpec(workers=2, image='local').to_json(), **overrides)
     return props
 
 def _check_lifecycle(state, name):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from launch import k8s, local, tfjob
+from launch import k8s, tfjob, worker
 from training import loop
 import fake_k8s_operator
 from helpers import REPO_ROOT, write_digit_examples
@@ -56,7 +56,7 @@ def test_a_job_left_by_a_killed_attempt_is_deleted_and_waited_for(cluster, tmp_p
                   **_paths(tmp_path))
     assert [c['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers'][0]
             ['command'][:3] for c in cluster.created] == [
-        _STUBBORN[:3], ['python', '-m', 'launch.local']]
+        _STUBBORN[:3], ['python', '-m', 'launch.worker']]
     calls = tfjob_helpers.calls(cluster)
     assert calls[:3] == [('GET', 'train-same'), ('GET', 'pods'), ('DELETE', 'train-same')]
     _gone_before_created(cluster, old_pods)
@@ -124,13 +124,14 @@ def test_terminating_the_task_deletes_the_job(cluster, tmp_path):
     job = dataclasses.replace(
         _failing_job(tmp_path), train_pattern=str(tmp_path / 'train' / '*'),
         eval_pattern=str(tmp_path / 'eval' / '*'),
-        options=loop.LoopOptions(train_steps=100_000, global_batch_size=8, learning_rate=1e-3,
-                                 checkpoint_interval=100_000))
+        options=loop.LoopOptions.of(train_steps=100_000, global_batch_size=8, learning_rate=1e-3,
+                                    checkpoint_interval=100_000,
+                                    model_builder='models.resnet.build_model'))
     job_file = tmp_path / 'job.json'
-    job_file.write_text(local.job_to_json(job))
+    job_file.write_text(worker.job_to_json(job))
     script = ('import sys\n'
-              'from launch import local, tfjob\n'
-              'job = local.job_from_json(open(sys.argv[1]).read())\n'
+              'from launch import tfjob, worker\n'
+              'job = worker.job_from_json(open(sys.argv[1]).read())\n'
               'tfjob.run(job, spec=tfjob.TFJobSpec(workers=2, image="i"), name="train-cancel",'
               ' serving_dir=sys.argv[2] + "/s", log_dir=sys.argv[2] + "/logs",'
               ' checkpoint_dir=sys.argv[2] + "/c", poll_seconds=0.2)\n')

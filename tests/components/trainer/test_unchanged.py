@@ -30,3 +30,15 @@ def test_only_the_served_version_with_the_same_record_matches(tmp_path):
 def test_an_input_without_a_fingerprint_always_retrains(tmp_path):
     unchanged.write_record(str(tmp_path / '1'), _record(''), {})
     assert unchanged.served_match(_record(''), str(tmp_path), 1) is None
+
+
+def test_every_training_parameter_is_in_the_digest():
+    from training.params import TrainParams
+    properties = dict(TrainParams().to_properties(), model_builder='models.resnet.build_model')
+    base = unchanged.training_record('fp', properties)
+    others = {int: lambda v: v + 1, float: lambda v: v + 0.5, str: lambda v: v + 'x'}
+    for name, kind in TrainParams.property_types().items():
+        if name == 'skip_unchanged':  # whether to compare, not how the model was trained
+            continue
+        changed = dict(properties, **{name: others[kind](properties[name])})
+        assert unchanged.training_record('fp', changed) != base, name

@@ -5,6 +5,7 @@ import keras
 import numpy as np
 
 from components.common import inputs, model_signature
+from components.trainer import executor
 from training import export, warm_start
 from models import resnet
 
@@ -26,7 +27,9 @@ def test_new_model_starts_from_the_served_weights(tmp_path):
     _serve(str(tmp_path), _model(3, seed=2), version=0)  # older: must not be the one used
     fresh = _model(3, seed=3)
     assert not np.allclose(fresh.variables[0].numpy(), served.variables[0].numpy())
-    assert warm_start.warm_start(fresh, str(tmp_path)) == 1
+    path, version = executor.warm_start_source(str(tmp_path))  # the newest complete version
+    assert (path, version) == (os.path.join(str(tmp_path), '1'), 1)
+    assert warm_start.warm_start(fresh, path)
     for a, b in zip(fresh.variables, served.variables):  # BatchNorm statistics included
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
@@ -35,13 +38,14 @@ def test_changed_architecture_trains_from_scratch(tmp_path):
     _serve(str(tmp_path), _model(3, seed=1))
     fresh = _model(4, seed=3)  # one more class: the last layer's shape differs
     before = [v.numpy().copy() for v in fresh.variables]
-    assert warm_start.warm_start(fresh, str(tmp_path)) is None
+    assert not warm_start.warm_start(fresh, os.path.join(str(tmp_path), '1'))
     for a, b in zip(before, fresh.variables):
         np.testing.assert_array_equal(a, b.numpy())
 
 
 def test_nothing_served_yet(tmp_path):
-    assert warm_start.warm_start(_model(3, seed=1), str(tmp_path / 'serving')) is None
+    assert executor.warm_start_source(str(tmp_path / 'serving')) == ('', -1)
+    assert executor.warm_start_source('') == ('', -1)  # no warm start asked
 
 
 def test_a_served_model_for_other_classes_is_not_used_even_when_shapes_match(tmp_path):
@@ -49,8 +53,8 @@ def test_a_served_model_for_other_classes_is_not_used_even_when_shapes_match(tmp
     fresh = _model(3, seed=3)
     before = [v.numpy().copy() for v in fresh.variables]
     other_task = model_signature.describe(['cat', 'dog', 'fox'], (8, 8, 1), inputs.InputSpec())
-    assert warm_start.warm_start(fresh, str(tmp_path), other_task) is None
+    assert not warm_start.warm_start(fresh, os.path.join(str(tmp_path), '1'), other_task)
     for a, b in zip(before, fresh.variables):
         np.testing.assert_array_equal(a, b.numpy())
     same_task = model_signature.describe(['0', '1', '2'], (8, 8, 1), inputs.InputSpec())
-    assert warm_start.warm_start(fresh, str(tmp_path), same_task) == 1
+    assert warm_start.warm_start(fresh, os.path.join(str(tmp_path), '1'), same_task)

@@ -2,6 +2,7 @@
 boundary intact, each worker gets its own TF_CONFIG, and a failing worker fails the run with
 its own error and leaves no process behind. Real training by 2 workers is in
 tests/e2e/test_workers_e2e.py."""
+import dataclasses
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import time
 import pytest
 
 from components.common import inputs
-from launch import local
+from launch import local, worker
 from training import job as job_lib, loop
 
 from helpers import REPO_ROOT, write_digit_examples
@@ -21,18 +22,24 @@ from helpers import REPO_ROOT, write_digit_examples
 def _job(**overrides):
     fields = dict(
         train_pattern='/d/train/*', eval_pattern='/d/eval/*', class_names=('a', 'b'),
-        image_shape=(8, 8, 1), model_builder='models.resnet.build_model',
-        options=loop.LoopOptions(train_steps=20, global_batch_size=8, learning_rate=1e-3,
-                                 steps_per_epoch=5, max_epochs=4.0, patience=2),
-        devices=('/cpu:0',), input_spec=inputs.InputSpec(kind='tabular', numeric=(('x', 1.5),)),
+        image_shape=(8, 8, 1),
+        options=loop.LoopOptions.of(train_steps=20, global_batch_size=8, learning_rate=1e-3,
+                                    steps_per_epoch=5, max_epochs=4.0, patience=2,
+                                    model_builder='models.resnet.build_model',
+                                    devices=('/cpu:0',), image_size=(8, 8), flip=True),
+        input_spec=inputs.InputSpec(kind='tabular', numeric=(('x', 1.5),)),
         epochs=4.0, held_out_percent=10)
+    names = {field.name for field in dataclasses.fields(job_lib.TrainJob)}
+    params = {k: overrides.pop(k) for k in list(overrides) if k not in names}  # TrainParams'
     fields.update(overrides)
+    fields['options'] = dataclasses.replace(
+        fields['options'], params=dataclasses.replace(fields['options'].params, **params))
     return job_lib.TrainJob(**fields)
 
 
 def test_a_job_round_trips_through_json_unchanged():
     job = _job()
-    assert local.job_from_json(local.job_to_json(job)) == job
+    assert worker.job_from_json(worker.job_to_json(job)) == job
 
 
 def test_each_worker_gets_the_same_cluster_and_its_own_index():
@@ -66,14 +73,15 @@ def test_killing_the_parent_outright_leaves_no_worker(tmp_path):
     for split, offset in (('train', 0), ('eval', 40)):
         write_digit_examples(str(tmp_path / split / 'part.gz'), ('0', '1'), 40, offset)
     job = _job(train_pattern=str(tmp_path / 'train' / '*'),
-               eval_pattern=str(tmp_path / 'eval' / '*'), devices=(), epochs=0.0,
+               eval_pattern=str(tmp_path / 'eval' / '*'), epochs=0.0,
                held_out_percent=0, input_spec=inputs.InputSpec(),
-               options=loop.LoopOptions(train_steps=100_000, global_batch_size=8,
-                                        learning_rate=1e-3, checkpoint_interval=100_000))
+               options=loop.LoopOptions.of(train_steps=100_000, global_batch_size=8,
+                                           learning_rate=1e-3, checkpoint_interval=100_000,
+                                           model_builder='models.resnet.build_model'))
     job_file = tmp_path / 'job.json'
-    job_file.write_text(local.job_to_json(job))
-    script = ('import sys; from launch import local\n'
-              'job = local.job_from_json(open(sys.argv[1]).read())\n'
+    job_file.write_text(worker.job_to_json(job))
+    script = ('import sys; from launch import local, worker\n'
+              'job = worker.job_from_json(open(sys.argv[1]).read())\n'
               'local.run(job, sys.argv[2] + "/s", sys.argv[2] + "/logs", sys.argv[2] + "/c", '
               'num_workers=2)\n')
     parent = subprocess.Popen([sys.executable, '-c', script, str(job_file), str(tmp_path)],

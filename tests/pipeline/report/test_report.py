@@ -118,7 +118,7 @@ def _trainer_properties(**overrides):
                   'train_epochs': 2.0, 'global_batch_size': 32, 'accumulation_steps': 4,
                   'mixed_precision': 'auto', 'optimizer': 'adamw', 'learning_rate': 0.003,
                   'warmup_steps': 20, 'model_builder': 'models.resnet.build_model',
-                  'warm_start_from': '', 'augment': 'standard', 'flip': 1}
+                  'warm_start': 0, 'augment': 'standard', 'flip': 1}
     properties.update(overrides)
     return properties
 

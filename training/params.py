@@ -1,0 +1,246 @@
+"""TrainParams: every training hyper-parameter, spelled once and validated once.
+
+Each field is one parameter. Its name is the key of the config file's [train] table; its
+metadata says how it reaches the user and the pipeline:
+- `help` (every field): one line for --help and docs/cli.md; the "(default: ...)" after it is
+  written from the field's default, or from `default_text` where that is a sentence;
+- `flag` (optional): runner.py's command-line flag, with argparse's `metavar` and `choices`;
+  `parse` names a parser of runner.py's ('size', 'minutes'); else the field's type parses;
+- `property`: the ImageTrainer execution property recording it in ML Metadata, when that is not
+  the field's name (kept as they were, for the skip-unchanged digests of models already served).
+components/trainer/component.py builds its spec from `property_types()`, the executor reads
+the parameters back with `from_properties`, and the trainer's TrainJob and the loop's
+LoopOptions carry this object. So a new parameter is one field here and the code that uses it.
+No TFX, TensorFlow or pipeline imports: the config and the command line import this at once.
+"""
+import dataclasses
+import json
+import typing
+from typing import Any, Dict, Optional, Tuple
+
+from training.choices import AUGMENTS, BF16_MIN_MACS, OPTIMIZERS, POLICIES
+
+# Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as
+# AUTO_MIN_EPOCHS to AUTO_MAX_EPOCHS passes over the held-in train examples, but never fewer
+# than AUTO_MIN_UPDATES optimizer updates: a few hundred images are a couple of updates per
+# epoch, and 20 epochs of them are 40 updates (measured on 189 photo patches: eval 0.88,
+# against 1.00 with 400 updates). 400k is about ten minutes of the default model on 28x28
+# images on 2 CPU cores (README, "Training length").
+AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 400_000, 10, 20, 400
+
+# --model short names: standard architectures (keras.applications, see models/applications.py).
+NAMED_MODELS = {name: 'models.applications.' + name
+                for name in ('resnet50', 'efficientnet_b0', 'mobilenet_v3_small')}
+
+
+def _param(default, help, flag=None, **options):
+    """A field with its metadata; `options`: metavar, choices, parse, default_text, property,
+    properties (a (height, width) pair spread over two integer properties, 0 = None)."""
+    kind = 'default_factory' if isinstance(default, (list, dict)) else 'default'
+    return dataclasses.field(**{kind: default}, metadata=dict(help=help, flag=flag, **options))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainParams:
+    """How a model is trained. Defaults are what `runner.py --local` trains with."""
+    model_builder: Optional[str] = _param(
+        None, f'{"|".join(NAMED_MODELS)} (keras.applications), or a builder (input_shape, '
+        'num_classes) -> keras.Model, as an import path', '--model',
+        metavar='NAME|IMPORT.PATH', default_text='by --source')
+    model_weights: Optional[str] = _param(
+        None, 'local weights file the model builder loads, e.g. a backbone .weights.h5 for '
+        '--model resnet50', '--weights', metavar='FILE', default_text='none, random init')
+    # The model's input; None = from the data: the most common (height, width) of the valid
+    # train images, and 3 channels when any valid image is colour, else 1.
+    image_size: Optional[Tuple[int, int]] = _param(
+        None, 'model input size', '--image-size', metavar='HxW', parse='size',
+        default_text='the most common size among the train images',
+        properties=('image_height', 'image_width'))
+    channels: Optional[int] = _param(
+        None, 'model input channels', '--channels', choices=(1, 3),
+        default_text='3 when any image is colour, else 1')
+    # The length: train_steps > 0 is exactly that many optimizer updates (no early stopping,
+    # and train_epochs does not apply); 0 = up to train_epochs passes over the train split,
+    # stopping early when the held-out slice's accuracy stops improving; train_epochs 0 = from
+    # the data (AUTO_* above, training/job.py auto_epochs).
+    train_epochs: float = _param(
+        0.0, 'most passes over the train split; early stopping still applies', '--epochs',
+        metavar='N',
+        default_text=f'from the data: ~{AUTO_EXAMPLES // 1000}k examples seen as '
+        f'{AUTO_MIN_EPOCHS}-{AUTO_MAX_EPOCHS} passes, >= {AUTO_MIN_UPDATES} updates')
+    train_steps: int = _param(
+        0, 'exactly N optimizer updates instead: no epochs, no early stopping', '--steps',
+        metavar='N',
+        default_text='0, by epochs')
+    patience: int = _param(
+        3, 'stop after N epochs without held-out improvement; 0 = run every epoch', '--patience',
+        metavar='N')
+    validation_percent: int = _param(
+        10, 'share of the train split held out for early stopping; 0 = none',
+        '--validation-percent', metavar='P')
+    time_budget_minutes: float = _param(
+        0.0, 'stop training once this much time is spent, keeping the best epoch: 30, 30m, '
+        '1.5h', '--time-budget', metavar='MIN', parse='minutes', default_text='none')
+    freeze_epochs: int = _param(
+        0, "first N epochs train only the head of a model with a 'backbone' layer (--model "
+        'resnet50 ...; with --weights), then all layers', '--freeze-epochs', metavar='N')
+    global_batch_size: int = _param(64, 'global batch over all replicas', '--batch-size',
+                                    metavar='N')
+    workers: int = _param(
+        1, 'training processes on this machine, one MultiWorkerMirroredStrategy worker each; '
+        '1 = in-process', '--workers', metavar='N', property='num_workers')
+    accumulation_steps: int = _param(1, 'micro-batches per optimizer update',
+                                     '--accumulation-steps', metavar='N')
+    learning_rate: float = _param(3e-3, 'peak learning rate', '--learning-rate',
+                                  metavar='LR')
+    weight_decay: float = _param(
+        0.004, 'adamw: decoupled weight decay, each update shrinks the weights by this x the '
+        'learning rate', '--weight-decay', metavar='WD')
+    mixed_precision: str = _param(
+        'auto', 'auto = mixed_float16 on GPU; on a bf16 CPU mixed_bfloat16 for models of '
+        f'{BF16_MIN_MACS / 1e6:g}M+ multiply-adds per example; else float32',
+        '--mixed-precision', choices=POLICIES)
+    warm_start: bool = _param(False, "start from the served model's weights (when the shapes "
+                              'match)', '--warm-start')
+    augment: str = _param(
+        'light', 'random changes to train images: light = small shifts; standard = shifts, '
+        'crops and contrast', '--augment', choices=AUGMENTS)
+    flip: bool = _param(False, 'random horizontal flips of train images too (not for digits '
+                        'or text)', '--flip')
+    # Config file only (no flag):
+    optimizer: str = _param('adam', ' | '.join(OPTIMIZERS))
+    warmup_steps: int = _param(20, 'linear learning-rate warm-up updates (shortened to fit a '
+                               'shorter run)')
+    checkpoint_interval: int = _param(100, 'updates between checkpoints')
+    eval_steps: int = _param(0, 'eval batches after training; 0 = the whole eval split')
+    seed: int = _param(42, 'random seed of initial weights, shuffling and augmentation')
+    devices: Tuple[str, ...] = _param((), 'MirroredStrategy devices, e.g. ["/gpu:0"]',
+                                      default_text='every visible GPU, or the CPU')
+    skip_unchanged: bool = _param(
+        True, "hand the served model on, untrained, when this run's input fingerprint, "
+        'training parameters and model code equal the ones it was trained from')
+
+    def __post_init__(self):
+        if self.model_builder in NAMED_MODELS:  # recorded (and trained) as the full import path
+            object.__setattr__(self, 'model_builder', NAMED_MODELS[self.model_builder])
+        if self.train_steps > 0:  # a fixed length: epochs do not apply (and are not recorded)
+            object.__setattr__(self, 'train_epochs', 0.0)
+        for ok, message in self._checks():
+            if not ok:
+                raise ValueError(message)
+
+    def _checks(self):
+        size, weights = self.image_size, self.model_weights
+        yield (size is None or (len(size) == 2 and min(size) >= 1),
+               f'image_size must be (height, width) >= 1, got {size}')
+        yield self.channels in (None, 1, 3), f'channels must be 1 or 3, got {self.channels}'
+        yield (self.train_steps >= 0,
+               f'train_steps must be >= 0 (0 = by epochs), got {self.train_steps}')
+        yield self.train_epochs >= 0, f'train_epochs must be >= 0, got {self.train_epochs}'
+        yield (self.global_batch_size >= 1,
+               f'global_batch_size must be >= 1, got {self.global_batch_size}')
+        yield self.learning_rate > 0, f'learning_rate must be > 0, got {self.learning_rate}'
+        yield self.weight_decay >= 0, f'weight_decay must be >= 0, got {self.weight_decay}'
+        yield (self.warmup_steps >= 0 and (not self.train_steps
+                                           or self.warmup_steps < self.train_steps),
+               f'warmup_steps must be in [0, train_steps), got {self.warmup_steps}')
+        yield (self.model_builder is None or '.' in self.model_builder, 'model_builder must be '
+               f'one of {", ".join(NAMED_MODELS)} or an import path like '
+               f'"package.module.function", got {self.model_builder!r}')
+        # Keras reads a .weights.h5 from local disk only (no gs://): in a cluster, a file of the
+        # container image (pipeline/kubeflow.py maps a file of this checkout into it).
+        yield (weights is None or (bool(weights) and '://' not in weights),
+               f'model_weights must be a local file path, got {weights!r}')
+        yield (self.accumulation_steps >= 1,
+               f'accumulation_steps must be >= 1, got {self.accumulation_steps}')
+        yield (self.mixed_precision in POLICIES,
+               f'mixed_precision must be one of {POLICIES}, got {self.mixed_precision!r}')
+        yield (self.optimizer in OPTIMIZERS,
+               f'optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}')
+        yield (self.checkpoint_interval >= 1,
+               f'checkpoint_interval must be >= 1, got {self.checkpoint_interval}')
+        yield self.eval_steps >= 0, f'eval_steps must be >= 0, got {self.eval_steps}'
+        yield self.patience >= 0, f'patience must be >= 0, got {self.patience}'
+        yield (0 <= self.validation_percent <= 50,
+               f'validation_percent must be in 0..50, got {self.validation_percent}')
+        yield (self.freeze_epochs == 0 or (self.freeze_epochs > 0 and self.train_steps == 0 and (
+            self.train_epochs == 0 or self.freeze_epochs < self.train_epochs)),
+               'freeze_epochs must be fewer than train_epochs, and training must be by epochs '
+               f'(not train_steps), got {self.freeze_epochs}')
+        # Every worker process takes an equal share of each global batch.
+        yield (self.workers >= 1 and self.global_batch_size % self.workers == 0,
+               f'workers must be >= 1 and split global_batch_size ({self.global_batch_size}) '
+               f'evenly, got {self.workers}')
+        yield (self.time_budget_minutes >= 0,
+               f'time_budget_minutes must be >= 0 (0 = none), got {self.time_budget_minutes}')
+        yield self.augment in AUGMENTS, f'augment must be one of {AUGMENTS}, got {self.augment!r}'
+        yield (all(isinstance(d, str) and d for d in self.devices),
+               f'devices must be device names, got {self.devices!r}')
+
+    @property
+    def examples_per_update(self) -> int:
+        return self.global_batch_size * self.accumulation_steps
+
+    @classmethod
+    def bare(cls, **changes) -> 'TrainParams':
+        """No warm-up, augmentation, held-out slice or early stopping, float32, seed 0: the
+        plain training the library's tests and benchmarks start from."""
+        return cls(**dict(dict(warmup_steps=0, augment='none', validation_percent=0,
+                               patience=0, mixed_precision='float32', seed=0), **changes))
+
+    # -- As ImageTrainer execution properties (ML Metadata): int, float and str only.
+
+    @classmethod
+    def property_types(cls) -> Dict[str, type]:
+        """Execution property name -> its type, for every parameter."""
+        return {name: kind for field in dataclasses.fields(cls)
+                for name, kind in _codec(field)[0].items()}
+
+    def to_properties(self) -> Dict[str, Any]:
+        return {name: value for field in dataclasses.fields(self)
+                for name, value in _codec(field)[1](getattr(self, field.name)).items()}
+
+    @classmethod
+    def from_properties(cls, properties: Dict[str, Any]) -> 'TrainParams':
+        """The parameters an execution recorded; a property absent (an execution compiled
+        before the parameter existed) keeps the field's default."""
+        values = {}
+        for field in dataclasses.fields(cls):
+            names, _, decode = _codec(field)
+            if all(properties.get(name) is not None for name in names):
+                values[field.name] = decode([properties[name] for name in names])
+        return cls(**values)
+
+
+def _codec(field):
+    """({property: type}, encode(value) -> {property: value}, decode([values]) -> value)."""
+    hint = typing.get_type_hints(TrainParams)[field.name]
+    optional = typing.get_origin(hint) is typing.Union
+    if optional:
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    pair = field.metadata.get('properties')
+    if pair:  # (height, width) as two ints, 0 = None
+        return (dict.fromkeys(pair, int),
+                lambda value: dict(zip(pair, value or (0, 0))),
+                lambda values: tuple(int(v) for v in values) if any(values) else None)
+    name = field.metadata.get('property', field.name)
+    if typing.get_origin(hint) is tuple:  # a list as JSON
+        return ({name: str}, lambda value: {name: json.dumps(list(value))},
+                lambda values: tuple(json.loads(values[0] or '[]')))
+    if hint is bool:
+        return {name: int}, lambda value: {name: int(value)}, lambda v: bool(int(v[0]))
+    empty = hint()  # None is recorded as 0 or ''
+    return ({name: hint}, lambda value: {name: empty if value is None else hint(value)},
+            lambda values: None if optional and values[0] == empty else hint(values[0]))
+
+
+def default_text(field: dataclasses.Field) -> str:
+    """What --help and docs/cli.md say the default is: read from the field's default."""
+    if 'default_text' in field.metadata:
+        return field.metadata['default_text']
+    value = field.default
+    if isinstance(value, bool):
+        return 'on' if value else 'off'
+    if isinstance(value, float):
+        return f'{value:g}'
+    return str(value)
