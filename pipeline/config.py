@@ -114,7 +114,8 @@ class EvalConfig:
     min_class_accuracy: Optional[float] = None
 
     def __post_init__(self):
-        _check(0.0 <= self.min_accuracy <= 1.0, f'min_accuracy must be in [0, 1], got {self.min_accuracy}')
+        _check(0.0 <= self.min_accuracy <= 1.0,
+               f'min_accuracy must be in [0, 1], got {self.min_accuracy}')
         _check(0.0 <= self.max_regression <= 1.0,
                f'max_regression must be in [0, 1], got {self.max_regression}')
         _check(self.min_class_accuracy is None or 0.0 <= self.min_class_accuracy <= 1.0,
@@ -206,7 +207,8 @@ class PipelineConfig:
 
 @dataclasses.dataclass(frozen=True)
 class KubeflowConfig:
-    """How the pipeline is compiled for, and scheduled on, Kubeflow Pipelines (pipeline/kubeflow.py).
+    """How the pipeline is compiled for, and scheduled on, Kubeflow Pipelines
+    (pipeline/kubeflow.py).
 
     The pipeline itself is the same PipelineConfig; its output_dir is then the run root on storage
     the cluster reads (gs://...): TFX artifacts go under <output_dir>/pipeline_root, pushed models
