@@ -82,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     i, kf = config_lib.IngestConfig, config_lib.KubeflowConfig
     parser = _Parser(
         description='Image and CSV classification TFX pipeline: ingest, validate, train, '
-        'evaluate, push; batch scoring.\nFlags override the config file (--config-file), which overrides the '
-        'preset (--config).', epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        'evaluate, push; batch scoring.\nFlags override the config file (--config-file), '
+        'which overrides the preset (--config).', epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument_group('data').add_argument
     add('--source', choices=config_lib.SOURCES, help='images: one sub-folder per class; csv: CSV '
         f'files with a header and a label column (default: {i.source})')

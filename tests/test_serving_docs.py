@@ -1,9 +1,9 @@
 """docs/serving.md's REST bodies, read from the page and run against exported SavedModels.
 
 Each `POST /v1/models/<model>:<verb>` line followed by a JSON block is one request. Its
-placeholders are filled (a PNG, a serialized tf.Example), it is converted as TF Serving converts
-JSON (tests/tf_serving_json.py) and fed to the signature it names, of a model exported by the
-trainer's own export: `digits` is an image model (tests/saved_models.py's brightness
+placeholders are filled (a PNG, a serialized tf.Example), it is converted as TF Serving
+converts JSON (tests/support/tf_serving_json.py) and fed to the signature it names, of a model
+exported by the trainer's own export: `digits` is an image model (saved_models.py's brightness
 classifier), `wine` a table model. The answer is converted back to TF Serving's JSON.
 """
 import base64
