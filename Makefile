@@ -1,5 +1,5 @@
 # One-command entry points. `make run` installs (idempotently) and runs the whole pipeline on the
-# embedded digits; `make test` installs and runs the test suite (this is what CI's .ci/run calls).
+# embedded digits; `make test` installs, lints and runs the test suite (what CI's .ci/run calls).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # TFX 1.16 declares Requires-Python <3.11 but runs on 3.11; see docs/install.md.
 PIP_FLAGS := --ignore-requires-python --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install run test test-fast bench clean
+.PHONY: install run lint test test-fast bench clean
 
 install: $(STAMP)
 
@@ -24,7 +24,11 @@ $(STAMP): constraints.txt setup.py
 run: install
 	$(BIN)/python runner.py --local $(ARGS)
 
-test: install
+# ruff.toml: pyflakes, syntax and statement errors, lines over 100 characters.
+lint: install
+	$(BIN)/ruff check .
+
+test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Unit and executor tests only (no end-to-end pipeline runs, no multi-process training).

@@ -2,6 +2,7 @@
 
     python runner.py --local [--data DIR] [--output DIR] [--config-file FILE] [--steps N] ...
     python runner.py --rollback VERSION [--output DIR]
+    python runner.py --score DIR [--version N] [--output DIR]
     python runner.py --kubeflow --image IMAGE --pipeline-root URI [--output FILE]
                      [--endpoint URL --schedule "CRON" [--experiment NAME]
                       [--namespace NS] [--token-file FILE | --token-env VAR |
@@ -13,6 +14,7 @@ one pipeline factory.
 """
 import argparse
 import dataclasses
+import os
 import shlex
 import sys
 import typing
@@ -61,12 +63,28 @@ def add_params(group, cls, default_texts=None) -> None:
         group.add_argument(meta['flag'], **options)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Needs one mode: --local, --kubeflow, --rollback or --score (which --kubeflow compiles)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        known, rest = super().parse_known_args(args, namespace)
+        if not (known.local or known.kubeflow or known.rollback is not None or known.score):
+            self.error('one of the arguments --local --kubeflow --rollback --score is required')
+        if known.score and (known.local or known.rollback is not None):
+            self.error('--score runs on its own, or with --kubeflow to compile the scoring '
+                       'pipeline')
+        if known.version is not None and not known.score:
+            self.error('--version goes with --score')
+        return known, rest
+
+
 def build_parser() -> argparse.ArgumentParser:
     i, kf = config_lib.IngestConfig, config_lib.KubeflowConfig
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         description='Image and CSV classification TFX pipeline: ingest, validate, train, '
-        'evaluate, push.\nFlags override the config file (--config-file), which overrides the '
-        'preset (--config).', epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        'evaluate, push; batch scoring.\nFlags override the config file (--config-file), '
+        'which overrides the preset (--config).', epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument_group('data').add_argument
     add('--source', choices=config_lib.SOURCES, help='images: one sub-folder per class; csv: CSV '
         f'files with a header and a label column (default: {i.source})')
@@ -99,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         f'training data; 1 = off (default: {config_lib.DriftConfig.max_label_drift}; other '
         'drift bars: [drift] in the config file)')
     group = parser.add_argument_group('execution')
-    mode = group.add_mutually_exclusive_group(required=True)
+    mode = group.add_mutually_exclusive_group()  # or --score (_Parser checks)
     mode.add_argument('--local', action='store_true', help='run on this machine (LocalDagRunner)')
     mode.add_argument('--kubeflow', action='store_true',
                       help='compile for Kubeflow Pipelines (and schedule it)')
@@ -160,6 +178,16 @@ def build_parser() -> argparse.ArgumentParser:
     add('--service-account-token', action='store_true', default=None, help='in a pod: the '
         'projected token kfp reads ($KF_PIPELINES_SA_TOKEN_PATH, else '
         '/var/run/secrets/kubeflow/pipelines/token)')
+    add = parser.add_argument_group('scoring', 'runner.py --score DIR: predictions of a '
+                                    'served model').add_argument
+    add('--score', metavar='DIR', help='score the images directly in DIR, or its CSV files (no '
+        'label column needed), with a served model of <--output>/serving; predictions as JSON '
+        'lines and CSV in <--output>/scores/, bad files quarantined with reasons. With '
+        '--kubeflow: compile the scoring pipeline for DIR (a URI) instead')
+    add('--version', type=int, metavar='N', help='the serving/ version that scores (default: '
+        'the served one, the highest)')
+    add('--top-k', type=int, metavar='K', help=f'classes listed per prediction (default: '
+        f'{config_lib.ScoreConfig.top_k})')
     return parser
 
 
@@ -169,7 +197,8 @@ def check_mode(args) -> None:
         return
     given = [dest for dest in presets.KUBEFLOW_FLAGS if getattr(args, dest) is not None]
     if given:
-        flag, mode = '--' + given[0].replace('_', '-'), '--local' if args.local else '--rollback'
+        mode = '--local' if args.local else '--score' if args.score else '--rollback'
+        flag = '--' + given[0].replace('_', '-')
         raise ValueError(f'{flag} is a Kubeflow setting (Kubeflow and scheduling flags need '
                          f'--kubeflow); it does nothing with {mode}')
 
@@ -189,6 +218,14 @@ def build_configs(args):
     return presets.from_flags(args.config, args.config_file, given, args.no_cache), kubeflow
 
 
+def score_config(args):
+    """The ScoreConfig of --score, --version and --top-k (pipeline/scoring.py)."""
+    given = {'version': args.version, 'top_k': args.top_k}
+    return config_lib.ScoreConfig(
+        input_dir=args.score if config_lib.is_uri(args.score) else os.path.abspath(args.score),
+        **{name: value for name, value in given.items() if value is not None})
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -201,11 +238,15 @@ def main(argv=None) -> int:
         return rollback.main(args.rollback, args.output, args.config_file, not args.no_wait)
     try:
         config, kubeflow = build_configs(args)
+        score = args.score and score_config(args)
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
     from pipeline import logs
     logs.configure(args.verbose)
+    if score and kubeflow is None:
+        from pipeline import score_local
+        return score_local.run(config, score, wait=not args.no_wait)
     if kubeflow is None:  # heavy imports after flag parsing: --help and errors answer at once
         from pipeline import local
         return local.run(config, wait=not args.no_wait)
@@ -214,7 +255,11 @@ def main(argv=None) -> int:
     try:
         # The credentials are read before the compile, so a missing token fails at once.
         client = kubeflow.endpoint and kubeflow_schedule.connect(kubeflow)
-        job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+        if score:  # the scoring pipeline, under a name (and schedule) of its own
+            from pipeline import kubeflow_score
+            job_file, config = kubeflow_score.compile_for(config, kubeflow, score, args.output)
+        else:
+            job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
     except ValueError as error:  # settings only the compile can check (e.g. --trainer-workers)
         print(f'error: {error}', file=sys.stderr)
         return 2

@@ -10,7 +10,8 @@ from setuptools import find_packages, setup
 setup(
     name='tfx-image-pipeline',
     version='0.1.0',
-    description='A TFX pipeline that ingests image folders, validates, trains, evaluates and pushes.',
+    description=('A TFX pipeline that ingests image folders, validates, trains, evaluates '
+                 'and pushes.'),
     python_requires='>=3.10,<3.12',
     packages=find_packages(include=['pipeline', 'pipeline.*', 'components', 'components.*',
                                     'training', 'training.*', 'launch', 'launch.*',
@@ -30,8 +31,9 @@ setup(
         'matplotlib',
     ],
     extras_require={
-        # scikit-learn only regenerates the embedded data (data/make_digits.py); TFX pulls it in anyway.
-        'dev': ['pytest', 'scikit-learn'],
+        # scikit-learn only regenerates the embedded data (data/make_digits.py); TFX pulls it
+        # in anyway. ruff: `make test` lints before the tests (ruff.toml).
+        'dev': ['pytest', 'scikit-learn', 'ruff'],
         # Compiling for and scheduling on Kubeflow Pipelines; the image installs it too. The
         # kubernetes client (also a kfp dependency) creates the trainer's TFJob.
         'kubeflow': ['kfp==2.13.0', 'kfp-pipeline-spec==0.6.0', 'kubernetes'],

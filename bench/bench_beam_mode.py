@@ -1,4 +1,5 @@
-"""Beam-mode benchmark: the pipeline's Beam stages in-process against multi-processing, by input size.
+"""Beam-mode benchmark: the pipeline's Beam stages in-process against multi-processing, by input
+size.
 
     python -m bench.bench_beam_mode [--sizes digits,4000,16000,48000] [--modes ...] [--repeats 1]
 
@@ -11,9 +12,9 @@ turns within each repeat, so machine noise hits every mode alike; the best repea
 The table shows, per input size, ExampleGen, StatisticsGen and Evaluator seconds (the stages that
 run Beam), their sum, the sum against multi-processing's and against the trainer's seconds, and
 the wall time of the whole command. `--sizes digits --steps 0` is the default first run on the
-embedded digits (the issue's targets: Beam / trainer <= 1.0, wall <= 30 s). The size where multi-processing
-starts to win is the threshold pipeline/beam_mode.py uses (`auto` row: what the product picks
-when no --beam-args are given). Nothing here is asserted.
+embedded digits (the issue's targets: Beam / trainer <= 1.0, wall <= 30 s). The size where
+multi-processing starts to win is the threshold pipeline/beam_mode.py uses (`auto` row: what the
+product picks when no --beam-args are given). Nothing here is asserted.
 """
 import argparse
 import os

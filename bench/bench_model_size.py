@@ -93,9 +93,9 @@ def print_sizes():
     print(f'{"input":<12} {"stages (width@side)":<34} {"params":>9} {"MMACs":>8}')
     for shape in SIZES:
         model = resnet.build_model(shape, 10)
-        convs = [l for l in model.layers if isinstance(l, keras.layers.Add)]
-        stages = ' '.join(f'{l.output.shape[-1]}@{l.output.shape[1]}x{l.output.shape[2]}'
-                          for l in convs)
+        convs = [layer for layer in model.layers if isinstance(layer, keras.layers.Add)]
+        stages = ' '.join(f'{c.output.shape[-1]}@{c.output.shape[1]}x{c.output.shape[2]}'
+                          for c in convs)
         print(f'{"x".join(map(str, shape)):<12} {stages:<34} {model.count_params():>9,} '
               f'{macs(model) / 1e6:>8.1f}')
 

@@ -8,7 +8,8 @@ code (pipeline/local.py: the lock, the run, retention, the summary): every run a
 (`span-<i>/`, 3 classes of the embedded 8x8 digits, images no earlier span had), trained with
 the smoke settings (a few steps, in-process Beam). One folder keeps every run (--keep-runs 0),
 the other keeps K. What a kept serving version came from stays too (its Model, Examples and
-evaluation), so the size levels off at about max(K, serving versions kept) runs. After each run the bench measures pipeline_root and serving/ in both, and
+evaluation), so the size levels off at about max(K, serving versions kept) runs. After each run
+the bench measures pipeline_root and serving/ in both, and
 what the baseline and the push stored besides the trained Model (both 0 bytes now: they
 reference, not copy). Prints one table: sizes per run, their ratio, and retention's summary
 line. Nothing is asserted.
@@ -55,7 +56,7 @@ def size(path: str) -> int:
 
 def run_captured(cfg, console_path: str):
     """local.run(cfg) with what it prints (to descriptor 1) caught in console_path; returns
-    (exit code, console text). Also used by tests/pipeline/test_retention_e2e.py."""
+    (exit code, console text). Also used by tests/e2e/test_retention_e2e.py."""
     from pipeline import local
     saved = os.dup(1)
     with open(console_path, 'w') as handle:
@@ -76,8 +77,8 @@ def run_once(cfg, console_path: str) -> Row:
     code, console = run_captured(cfg, console_path)
     if code != 0:
         raise RuntimeError(f'run failed ({code}):\n{console}')
-    line = next((l.split('retention: ', 1)[1] for l in console.splitlines()
-                 if l.startswith('  retention: ')), '')
+    line = next((x.split('retention: ', 1)[1] for x in console.splitlines()
+                 if x.startswith('  retention: ')), '')
     summary = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
     model = summary.trained_model()
     copies = [summary.baseline_model()] + summary.outputs.get('PushedModel', [])

@@ -57,7 +57,8 @@ def held_out_accuracy(model_dir: str, cache: dict) -> float:
     images, names = retraining_data.held_out()
     correct = 0
     for start in range(0, len(images), 500):
-        encoded = [tf.io.encode_png(image[..., None]).numpy() for image in images[start:start + 500]]
+        encoded = [tf.io.encode_png(image[..., None]).numpy()
+                   for image in images[start:start + 500]]
         predicted = predict(images=tf.constant(encoded))['class_names'].numpy()
         correct += sum(p.decode() == n for p, n in zip(predicted, names[start:start + 500]))
     cache[model_dir] = correct / len(images)

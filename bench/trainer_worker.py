@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from training import cost, data, job as job_lib, loop, precision, steps as steps_lib
+from training import cost, data, job as job_lib, loop, precision
 
 IMAGE_SHAPE = [8, 8, 1]  # --size changes the model's input; images are resized in-graph
 
@@ -153,7 +153,8 @@ def main():
     parser.add_argument('--steps', type=int, default=200)
     parser.add_argument('--size', type=int, default=8, help='model input height and width')
     parser.add_argument('--cache', type=int, default=1,
-                        help='cache the decoded split in memory, as the trainer does for small splits')
+                        help='cache the decoded split in memory, as the trainer does for small '
+                             'splits')
     parser.add_argument('--builder', default='models.resnet.build_model', help='policies mode')
     parser.add_argument('--channels', type=int, default=1, help='policies mode')
     parser.add_argument('--rounds', type=int, default=3, help='policies mode: timed turns')

@@ -1,1 +1,2 @@
-"""Model builders, named by import path in the pipeline config (user code lives here or anywhere)."""
+"""Model builders, named by import path in the pipeline config (user code lives here or
+anywhere)."""

@@ -114,7 +114,8 @@ class EvalConfig:
     min_class_accuracy: Optional[float] = None
 
     def __post_init__(self):
-        _check(0.0 <= self.min_accuracy <= 1.0, f'min_accuracy must be in [0, 1], got {self.min_accuracy}')
+        _check(0.0 <= self.min_accuracy <= 1.0,
+               f'min_accuracy must be in [0, 1], got {self.min_accuracy}')
         _check(0.0 <= self.max_regression <= 1.0,
                f'max_regression must be in [0, 1], got {self.max_regression}')
         _check(self.min_class_accuracy is None or 0.0 <= self.min_class_accuracy <= 1.0,
@@ -127,6 +128,22 @@ class PushConfig:
 
     def __post_init__(self):
         _check(self.keep_versions >= 1, f'keep_versions must be >= 1, got {self.keep_versions}')
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreConfig:
+    """runner.py --score: what to score, with which version, where the result goes
+    (pipeline/scoring.py)."""
+    input_dir: str                 # a folder of images or CSV files (a URI on Kubeflow)
+    version: int = 0               # 0 = the served version, resolved when the scoring runs
+    top_k: int = 3
+    output_dir: str = ''           # the result folder; '' = ScoreWriter's artifact only
+
+    def __post_init__(self):
+        if self.version < 0:
+            raise ValueError(f'--version must be >= 1 (0 = the served one), got {self.version}')
+        if self.top_k < 1:
+            raise ValueError(f'top_k must be >= 1, got {self.top_k}')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +207,8 @@ class PipelineConfig:
 
 @dataclasses.dataclass(frozen=True)
 class KubeflowConfig:
-    """How the pipeline is compiled for, and scheduled on, Kubeflow Pipelines (pipeline/kubeflow.py).
+    """How the pipeline is compiled for, and scheduled on, Kubeflow Pipelines
+    (pipeline/kubeflow.py).
 
     The pipeline itself is the same PipelineConfig; its output_dir is then the run root on storage
     the cluster reads (gs://...): TFX artifacts go under <output_dir>/pipeline_root, pushed models

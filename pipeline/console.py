@@ -83,10 +83,24 @@ def _drift(summary):
     return 'within thresholds' if values else 'not measured'
 
 
+def _scoring_model(summary):  # runner.py --score (pipeline/scoring.py)
+    for model in summary.outputs.get('Model', []):
+        if _custom(model, properties.MODEL_VERSION) is not None:
+            return f'version {_custom(model, properties.MODEL_VERSION)}'
+
+
+def _scored(summary):
+    for result in summary.outputs.get('InferenceResult', []):
+        if _custom(result, properties.NUM_SCORED) is not None:
+            return (f'{_custom(result, properties.NUM_SCORED):,} scored, '
+                    f'{_custom(result, properties.NUM_QUARANTINED):,} quarantined')
+
+
 # The figure each stage's line ends with, read from its outputs (stages not named: none).
 KEY_FIGURES = {'ImageExampleGen': _examples, 'AnomalyGate': lambda s: 'no anomalies',
                'ImageTrainer': _trained, 'ServedModelBaseline': _baseline,
-               'DriftCheck': _drift, 'Evaluator': _blessing, 'Pusher': _pushed}
+               'DriftCheck': _drift, 'Evaluator': _blessing, 'Pusher': _pushed,
+               'ScoringModel': _scoring_model, 'ScoreWriter': _scored}
 
 
 def stage_line(stage: str, state: str, seconds: float, figure: Optional[str] = None) -> str:

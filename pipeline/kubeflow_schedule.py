@@ -3,9 +3,9 @@
     client = connect(kubeflow)  -> kfp.Client with the namespace and credentials configured
     schedule(client, job_file, config, kubeflow)  -> the recurring run
 
-Against open-source KFP's API server (tests/fake_kfp_server.py transcribes it), in single-user
-mode or in multi-user mode, as a full Kubeflow install runs it: there every call needs a user
-identity (a bearer token here) and a namespace the user may use (its Kubeflow profile).
+Against open-source KFP's API server (tests/support/fake_kfp_server.py transcribes it), in
+single-user mode or in multi-user mode, as a full Kubeflow install runs it: there every call needs a
+user identity (a bearer token here) and a namespace the user may use (its Kubeflow profile).
 """
 import hashlib
 import json

@@ -18,7 +18,7 @@ receiver would delay the exit they asked for.
 Local runs only. A Kubeflow run notifies nobody: TFX 1.16's exit handler
 (KubeflowV2DagRunner.set_exit_handler) is handed only the run's final state, no artifacts, and
 open-source KFP fills in no error message; the test stand-in of open-source KFP
-(tests/kfp_launcher.py) runs no exit handler to test one with (docs/kubeflow.md).
+(tests/support/kfp_launcher.py) runs no exit handler to test one with (docs/kubeflow.md).
 """
 import json
 import logging

@@ -68,7 +68,8 @@ def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
         model_specs=[tfma.ModelSpec(label_key=features.LABEL_KEY,
                                     prediction_key='probabilities',
                                     signature_name='serving_default')],
-        slicing_specs=[tfma.SlicingSpec(), tfma.SlicingSpec(feature_keys=[features.LABEL_NAME_KEY])],
+        slicing_specs=[tfma.SlicingSpec(),
+                       tfma.SlicingSpec(feature_keys=[features.LABEL_NAME_KEY])],
         metrics_specs=[tfma.MetricsSpec(metrics=[
             accuracy, tfma.MetricConfig(class_name='ExampleCount'),
             # Read back by the run report (pipeline/report); it has no threshold.

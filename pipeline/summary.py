@@ -1,10 +1,11 @@
 """Reads one pipeline run back from ML Metadata: states, outputs, settings, failure.
 
 Everything printed at the end of `runner.py --local` comes from ML Metadata, not from in-process
-state, so the summary (put into words by pipeline/summary_text.py) shows exactly what was recorded (and cached steps report their reused
-outputs). The local runner names its run, and reads that run (`read_run`), not the newest one:
-another run into the same output may have started since. Only a failure's message is
-in-process state: TFX records that an execution failed, not why. Tests use `read_latest_run`.
+state, so the summary (put into words by pipeline/summary_text.py) shows exactly what was
+recorded (and cached steps report their reused outputs). The local runner names its run, and
+reads that run (`read_run`), not the newest one: another run into the same output may have
+started since. Only a failure's message is in-process state: TFX records that an execution
+failed, not why. Tests use `read_latest_run`.
 """
 import dataclasses
 import json

@@ -1,5 +1,5 @@
-"""The fake Kubernetes cluster's own rules (tests/fake_k8s_server.py and the modules behind it),
-each one a behaviour of Training Operator v1.9.0 or Kubernetes that launch/tfjob.py
+"""The fake Kubernetes cluster's own rules (tests/support/fake_k8s_server.py and the modules behind
+it), each one a behaviour of Training Operator v1.9.0 or Kubernetes that launch/tfjob.py
 must survive. Pods run tiny Python commands here: training is not the point.
 """
 import json

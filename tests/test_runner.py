@@ -255,19 +255,46 @@ def test_rollback_is_a_mode_of_its_own():
         runner.build_parser().parse_args(['--rollback', '2', '--local'])
 
 
+@pytest.mark.parametrize('flags, message', [
+    (['--score', 'x', '--local'], '--score runs on its own'),
+    (['--score', 'x', '--rollback', '2'], '--score runs on its own'),
+    (['--local', '--version', '2'], '--version goes with --score'),
+])
+def test_score_is_a_mode_of_its_own(flags, message, capsys):
+    with pytest.raises(SystemExit):
+        runner.build_parser().parse_args(flags)
+    assert message in capsys.readouterr().err
+
+
+def test_score_flags_make_a_score_config(tmp_path):
+    args = runner.build_parser().parse_args(['--score', 'new', '--version', '3', '--top-k', '2'])
+    assert runner.score_config(args) == config.ScoreConfig(os.path.abspath('new'), 3, 2)
+    args = runner.build_parser().parse_args(['--kubeflow', '--score', 'gs://b/new'])
+    assert runner.score_config(args).input_dir == 'gs://b/new'
+
+
+def test_score_without_a_serving_folder_is_one_line(tmp_path):
+    (tmp_path / 'new').mkdir()
+    result = _cli('--score', str(tmp_path / 'new'), '--output', str(tmp_path / 'out'))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f'error: no model to score with: no serving folder under '
+                                     f'{tmp_path / "out"} (a run that pushes a model creates '
+                                     'it; --output names the run folder)')
+
+
 def test_help_groups_flags_and_ends_with_examples():
     result = _cli('--help')
     titles = [line[:-1] for line in result.stdout.splitlines()
               if line.endswith(':') and not line.startswith(' ')]
-    assert titles[1:7] == ['data', 'training', 'evaluation and push', 'execution', 'Kubeflow',
-                           'scheduling']
+    assert titles[1:8] == ['data', 'training', 'evaluation and push', 'execution', 'Kubeflow',
+                           'scheduling', 'scoring']
     assert result.stdout.count('  python runner.py --') == 3  # the epilog's examples
     # Defaults come from the dataclasses; the bf16 line is the code's own constant.
     assert f'(default: {config.TrainConfig.global_batch_size})' in result.stdout
     assert 'for models of 125M+ multiply-adds' in ' '.join(result.stdout.split())
 
 
-@pytest.mark.parametrize('mode', [['--local'], ['--rollback', '2']])
+@pytest.mark.parametrize('mode', [['--local'], ['--rollback', '2'], ['--score', 'new']])
 @pytest.mark.parametrize('flag', [['--trainer-gpus', '1'], ['--schedule', '@daily'],
                                   ['--service-account-token']])
 def test_a_kubeflow_flag_without_kubeflow_is_an_error_naming_it(tmp_path, mode, flag):

@@ -199,10 +199,9 @@ def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip
     def key(position):
         return position * num_workers + worker if num_workers > 1 else position
 
-    if decode_first:
-        transform = lambda position, example: augment_fn(key(position), *example)
-    else:
-        transform = lambda position, record: augment_fn(key(position), *parse(record))
+    def transform(position, element):  # element: a decoded example, or a serialized record
+        return augment_fn(key(position), *(element if decode_first else parse(element)))
+
     return (stream.map(transform, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             .batch(global_batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
 

@@ -143,8 +143,11 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     window, run_start, result = _Window(), time.perf_counter(), {}
     # Training seconds: those of earlier attempts (checkpointed) plus this process's.
     spent_before = float(state.seconds.numpy())
-    clock = lambda: stopping.agreed_seconds(steps.strategy,
-                                            spent_before + time.perf_counter() - run_start)
+
+    def clock():
+        return stopping.agreed_seconds(steps.strategy,
+                                       spent_before + time.perf_counter() - run_start)
+
     with writer.as_default():
         while not stopped and step < options.train_steps:
             step += 1

@@ -77,8 +77,10 @@ class StoppingState(tf.Module):
 
     def __init__(self, model_variables):
         super().__init__(name='stopping')
-        scalar = lambda value, dtype, name: tf.Variable(value, dtype=dtype, trainable=False,
-                                                        name=name)
+
+        def scalar(value, dtype, name):
+            return tf.Variable(value, dtype=dtype, trainable=False, name=name)
+
         self.best_accuracy = scalar(-1.0, tf.float64, 'best_accuracy')
         self.best_loss = scalar(math.inf, tf.float64, 'best_loss')
         self.best_epoch = scalar(0, tf.int64, 'best_epoch')     # 0 = none evaluated yet

@@ -3,6 +3,8 @@
 One place for the feature keys, so that the writer (ingestion) and the readers (trainer input
 pipeline, serving signature, TFMA label key) cannot drift apart.
 """
+from typing import Optional
+
 import tensorflow as tf
 
 IMAGE_KEY = 'image/encoded'   # the original encoded bytes (PNG, JPEG, ...), decoded in-graph
@@ -33,16 +35,19 @@ def _float(value: float) -> tf.train.Feature:
     return tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
 
 
-def _common(label: int, label_name: str, source_path: str) -> dict:
-    return {LABEL_KEY: _int(label), LABEL_NAME_KEY: _bytes(label_name.encode('utf-8')),
-            # A file name's exact bytes, also when they are not UTF-8 (listed as surrogate escapes):
-            # os.fsdecode(the feature) gives the name back.
-            SOURCE_KEY: _bytes(source_path.encode('utf-8', 'surrogateescape'))}
+def _common(label: Optional[int], label_name: Optional[str], source_path: str) -> dict:
+    # A file name's exact bytes, also when they are not UTF-8 (listed as surrogate escapes):
+    # os.fsdecode(the feature) gives the name back.
+    common = {SOURCE_KEY: _bytes(source_path.encode('utf-8', 'surrogateescape'))}
+    if label is not None:  # None: unlabelled input, ingested to be scored (runner.py --score)
+        common.update({LABEL_KEY: _int(label), LABEL_NAME_KEY: _bytes(label_name.encode('utf-8'))})
+    return common
 
 
-def make_example(encoded: bytes, label: int, label_name: str, height: int, width: int,
-                 source_path: str, channels: int = 0) -> tf.train.Example:
-    """Builds the Example for one image; every feature is present exactly once.
+def make_example(encoded: bytes, label: Optional[int], label_name: Optional[str], height: int,
+                 width: int, source_path: str, channels: int = 0) -> tf.train.Example:
+    """Builds the Example for one image; every feature is present exactly once (label and
+    label_name only when there is a label: None for input that is scored, not trained on).
 
     channels == 0: `encoded` is an encoded image (image/encoded); otherwise it is raw uint8
     pixels with that many channels (image/raw, image/channels).
@@ -59,7 +64,7 @@ def make_example(encoded: bytes, label: int, label_name: str, height: int, width
 RESERVED_KEYS = frozenset({LABEL_KEY, LABEL_NAME_KEY, SOURCE_KEY})
 
 
-def make_tabular_example(values: dict, label: int, label_name: str,
+def make_tabular_example(values: dict, label: Optional[int], label_name: Optional[str],
                          source_path: str) -> tf.train.Example:
     """One CSV row: numeric columns as floats, categorical ones as UTF-8 bytes, under the
     column's own name (so TFDV statistics and schemas speak the user's column names)."""

@@ -50,3 +50,12 @@ DRIFT_TEXT = 'drift_text'            # the one line the summary shows
 PUSHED = 'pushed'
 PUSHED_VERSION = 'pushed_version'
 PUSHED_DESTINATION = 'pushed_destination'
+
+# Batch scoring (runner.py --score): the Model ScoringModel places and the predictions
+# (an InferenceResult) ScoreWriter writes; ScoreWriter reads the Examples' QUARANTINE_URI.
+QUARANTINE_URI = 'quarantine_uri'    # Examples: the quarantine file of the newest span
+MODEL_VERSION = 'model_version'      # the serving/ version that scored
+MODEL_PATH = 'model_path'            # its folder
+NUM_INPUTS = 'num_inputs'            # inputs found = scored + quarantined
+NUM_SCORED = 'num_scored'
+NUM_QUARANTINED = 'num_quarantined'

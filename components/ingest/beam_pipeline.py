@@ -51,6 +51,9 @@ class IngestOptions:
     convert_formats: tuple = ()     # formats whose lossy conversion to PNG is allowed
     encoding: str = csv_records.DEFAULT_ENCODING    # csv: of files without a BOM
     max_csv_record_bytes: int = csv_records.DEFAULT_MAX_RECORD_BYTES  # larger: too_large
+    # Input to score (runner.py --score), not to train on: images sit directly in `root` (no
+    # class folders), a CSV needs no label column; Examples carry no label.
+    unlabelled: bool = False
 
     def __post_init__(self):
         checks = [
@@ -59,7 +62,8 @@ class IngestOptions:
             (self.num_shards >= 1 and self.eval_shards >= 0,
              f'num_shards must be >= 1, got {self.num_shards} (eval {self.eval_shards})'),
             (self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}'),
-            (self.source != 'images' or bool(self.classes), 'classes must not be empty'),
+            (self.source != 'images' or bool(self.classes) != self.unlabelled,
+             'classes must not be empty (and are none for unlabelled images)'),
             (self.source != 'csv' or (self.table is not None and bool(self.csv_files)),
              'a csv source needs a table and csv_files'),
             (self.image_storage in images.STORAGES,
@@ -123,7 +127,9 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
         # never a collection that the runner would hold or ship between stages.
         outputs = (
             pipeline
-            | 'ListingUnits' >> beam.Create(convert.listing_units(options.classes))
+            # Unlabelled: one unit, '' (the images sit directly in root).
+            | 'ListingUnits' >> beam.Create(convert.listing_units(
+                ('',) if options.unlabelled else options.classes))
             | 'ListFiles' >> beam.FlatMap(
                 lambda unit: convert.chunks(convert.list_unit(unit, options.root)))
             | 'ToExamples' >> beam.ParDo(convert.ImagesToExamples(options, temp_dir)).with_outputs(
@@ -131,11 +137,14 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
     else:
         # Labels are read in a pass of their own: feeding the same lines to both the label
         # side input and the conversion would make the runner hold every line in memory.
-        class_names = (
-            _read_records(pipeline, options, 'Label')
-            | 'ValidLabels' >> beam.FlatMap(_valid_label, options.table)
-            | 'DistinctLabels' >> beam.Distinct()
-            | 'SortedLabels' >> beam.combiners.ToList() | beam.Map(sorted))
+        if options.unlabelled:
+            class_names = pipeline | 'NoLabels' >> beam.Create([[]])
+        else:
+            class_names = (
+                _read_records(pipeline, options, 'Label')
+                | 'ValidLabels' >> beam.FlatMap(_valid_label, options.table)
+                | 'DistinctLabels' >> beam.Distinct()
+                | 'SortedLabels' >> beam.combiners.ToList() | beam.Map(sorted))
         outputs = (
             _read_records(pipeline, options, 'Csv')
             | 'ToExample' >> beam.ParDo(

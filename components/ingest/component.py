@@ -43,6 +43,7 @@ from components.ingest import executor, name_safe_input, sources
 
 # Under the input base (or its span folder): a class folder per class, or the CSV files.
 _PATTERNS = {'images': '*/*', 'csv': '*.csv'}
+_UNLABELLED_IMAGES = '*'   # images to score sit directly in the folder
 
 
 def uses_spans(input_base: str) -> bool:
@@ -50,8 +51,8 @@ def uses_spans(input_base: str) -> bool:
     return bool(sources.span_folders(input_base))
 
 
-def input_pattern(input_base: str, source: str) -> str:
-    pattern = _PATTERNS[source]
+def input_pattern(input_base: str, source: str, unlabelled: bool = False) -> str:
+    pattern = _UNLABELLED_IMAGES if unlabelled and source == 'images' else _PATTERNS[source]
     return f'span-{{SPAN}}/{pattern}' if uses_spans(input_base) else pattern
 
 
@@ -67,7 +68,7 @@ class SpanCheckingDriver(driver.FileBasedDriver):
     def resolve_exec_properties(self, exec_properties, pipeline_info, component_info):
         input_config = example_gen_pb2.Input()
         proto_utils.json_to_proto(exec_properties['input_config'], input_config)
-        if '{SPAN}' in input_config.splits[0].pattern:
+        if '{SPAN}' in input_config.splits[0].pattern and not exec_properties.get('unlabelled'):
             sources.check_latest_span(exec_properties['input_base'],
                                       exec_properties.get('source', 'images'))
         return super().resolve_exec_properties(exec_properties, pipeline_info, component_info)
@@ -105,6 +106,9 @@ class ImageExampleGenSpec(ComponentSpec):
         'convert_formats': ExecutionParameter(type=str, optional=True),  # JSON [format, ...]
         'encoding': ExecutionParameter(type=str, optional=True),         # csv
         'max_csv_record_bytes': ExecutionParameter(type=int, optional=True),
+        # 1: input to score (runner.py --score): images directly in the folder, or a CSV with
+        # no label column; Examples without a label (pipeline/scoring.py).
+        'unlabelled': ExecutionParameter(type=int, optional=True),
     }
     INPUTS = {}
     OUTPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}
@@ -125,7 +129,7 @@ class ImageExampleGen(FileBasedExampleGen):
                  drop_columns: Sequence[str] = (),
                  range_config: Optional[range_config_pb2.RangeConfig] = None,
                  min_train_shards: int = 1, pipeline_root: str = '', window: int = 1,
-                 limits: Optional[Dict[str, object]] = None):
+                 limits: Optional[Dict[str, object]] = None, unlabelled: bool = False):
         if not pipeline_root:  # a failed run keeps its quarantine there
             raise ValueError('pipeline_root is required: a failed run keeps its quarantine there')
         if window < 1:
@@ -133,7 +137,7 @@ class ImageExampleGen(FileBasedExampleGen):
         if source not in _PATTERNS:
             raise ValueError(f'source must be one of {tuple(_PATTERNS)}, got {source!r}')
         input_config = example_gen_pb2.Input(splits=[example_gen_pb2.Input.Split(
-            name=source, pattern=input_pattern(input_base, source))])
+            name=source, pattern=input_pattern(input_base, source, unlabelled))])
         # FileBasedExampleGen.__init__ builds the stock spec; ours is built here instead.
         base_beam_component.BaseBeamComponent.__init__(self, spec=ImageExampleGenSpec(
             input_base=input_base, input_config=input_config, range_config=range_config,
@@ -146,5 +150,5 @@ class ImageExampleGen(FileBasedExampleGen):
             feature_types=json.dumps(dict(sorted((feature_types or {}).items()))),
             drop_columns=json.dumps(list(drop_columns)), pipeline_root=pipeline_root,
             window=window,
-            **_limit_properties(limits or {}),
+            **_limit_properties(limits or {}), **({'unlabelled': 1} if unlabelled else {}),
             examples=Channel(type=standard_artifacts.Examples)))

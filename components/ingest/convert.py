@@ -162,9 +162,10 @@ class ImagesToExamples(_Convert):
             self._count('converted')
             logging.info('Converted %s from %s (mode %s) to PNG (mode %s)',
                          records.display_name(relative), info.format, info.mode, stored.mode)
-        label_name = relative.split('/', 1)[0]
+        label_name = None if opts.unlabelled else relative.split('/', 1)[0]
         example = features.make_example(
-            encoded=stored.payload, label=self._index[label_name], label_name=label_name,
+            encoded=stored.payload, label=None if label_name is None else self._index[label_name],
+            label_name=label_name,
             height=stored.height, width=stored.width, source_path=relative,
             channels=stored.channels)
         split = self._write(hashlib.sha256(data).hexdigest() if opts.split_key == 'content'
@@ -213,7 +214,8 @@ class RowToExample(_Convert):
             if column not in values:
                 self._count(column, stats.MISSING_NAMESPACE)
         example = features.make_tabular_example(
-            values, label=class_names.index(label), label_name=label, source_path=relative)
+            values, label=None if label is None else class_names.index(label), label_name=label,
+            source_path=relative)
         if opts.split_key == 'source':
             key = f'{relative}\n{line}'
         elif opts.split_key == 'content':

@@ -47,7 +47,8 @@ def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
     input_config = example_gen_pb2.Input()
     proto_utils.json_to_proto(exec_properties['input_config'], input_config)
     folder = os.path.dirname(input_config.splits[0].pattern)  # 'span-3/*' / '*', 'span-3' / ''
-    if exec_properties.get('source', 'images') == 'images':
+    if exec_properties.get('source', 'images') == 'images' and not int(
+            exec_properties.get('unlabelled') or 0):
         folder = os.path.dirname(folder)  # drop the class-folder part
     return os.path.normpath(os.path.join(input_base, folder))
 
@@ -205,7 +206,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                  for span, folder in window_spans.older_spans(
                      root, exec_properties, newest[0].span)]
         kept, note = window_spans.same_classes(older, newest)
-        properties = dict(newest[1], quarantine_uri=checks.quarantine_path(examples.uri))
+        properties = dict(newest[1], **{
+            property_names.QUARANTINE_URI: checks.quarantine_path(examples.uri)})
         # TFX publishes exec_properties on the execution when it succeeds.
         for name, value in properties.items():
             if name.startswith('num_'):

@@ -79,7 +79,8 @@ def kind(mode: int) -> str:
 def _reject_kind(mode: int) -> records.BadRecord:
     if stat.S_ISDIR(mode):
         return records.BadRecord('not_a_file',
-                                 'is a folder; images must sit directly in a class folder')
+                                 'is a folder; images must sit directly in a class folder '
+                                 '(or, to be scored, in the folder scored)')
     return records.BadRecord('not_a_file', f'is {kind(mode)}, not a regular file; not opened')
 
 

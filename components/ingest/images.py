@@ -175,8 +175,8 @@ def read_file(path: str, input_base: str) -> bytes:
     except records.BadRecord as error:  # from files.py, shared with CSV
         raise BadImage(error.reason, str(error)) from None
     except IsADirectoryError:
-        raise BadImage('not_a_file',
-                       'is a folder; images must sit directly in a class folder') from None
+        raise BadImage('not_a_file', 'is a folder; images must sit directly in a class folder '
+                       '(or, to be scored, in the folder scored)') from None
     except (OSError, tf.errors.OpError) as error:
         # The text names the cause: permission denied, no such file (dangling link), ...
         detail = getattr(error, 'message', None) or getattr(error, 'strerror', None) or str(error)

@@ -90,7 +90,10 @@ def estimated_output_bytes(options: beam_pipeline.IngestOptions) -> int:
 
 
 def _list_csv(root: str, label_column: str, feature_types: Dict[str, str],
-              drop_columns: Tuple[str, ...] = (), encoding: str = 'utf-8') -> Dict[str, Any]:
+              drop_columns: Tuple[str, ...] = (), encoding: str = 'utf-8',
+              ignored: str = '') -> Dict[str, Any]:
+    """The CSV files and their table. `ignored`: a column that is not a feature when the
+    header has it (the label column of rows to score, which need none)."""
     files = sorted(files_.glob_files(root, '*.csv'))
     # A FIFO, socket, ... named *.csv is never opened here: the graph rejects it, with its type.
     regular = [path for path in files if csv_records.is_regular(path)]
@@ -101,6 +104,8 @@ def _list_csv(root: str, label_column: str, feature_types: Dict[str, str],
         if tabular.read_header(path, encoding) != header:
             raise IngestionError(f'{path} has another header than {regular[0]}: '
                                  f'{tabular.read_header(path, encoding)} != {header}')
+    if ignored and ignored in header:
+        drop_columns += (ignored,)
     try:
         table = tabular.infer_table(header, label_column,
                                     tabular.sample_rows(regular[0], encoding=encoding),
@@ -126,14 +131,20 @@ def options_from_properties(root: str, input_base: str,
     if not tf.io.gfile.isdir(input_base):
         raise IngestionError(f'Input base does not exist: {input_base}')
     source = props.get('source', 'images')
+    unlabelled = bool(int(props.get('unlabelled') or 0))
     if SPAN_FOLDER.match(os.path.basename(root)) and tf.io.gfile.isdir(root) and not holds_input(
-            root, source):
+            root, source) and not unlabelled:
         raise IngestionError(f'Span folder {root} is empty: expected {_EXPECTED[source]}.')
     if source == 'csv':
-        listed = _list_csv(root, props.get('label_column', 'label'),
+        listed = _list_csv(root, '' if unlabelled else props.get('label_column', 'label'),
                            json.loads(props.get('feature_types') or '{}'),
                            tuple(json.loads(props.get('drop_columns') or '[]')),
-                           props.get('encoding') or csv_records.DEFAULT_ENCODING)
+                           props.get('encoding') or csv_records.DEFAULT_ENCODING,
+                           ignored=props.get('label_column', 'label') if unlabelled else '')
+    elif unlabelled:  # the images themselves, directly in root
+        if not files_.isdir(root):
+            raise IngestionError(f'Input folder does not exist: {root}')
+        listed = {}
     else:
         try:
             listed = {'classes': tuple(images.list_classes(root))}
@@ -146,7 +157,8 @@ def options_from_properties(root: str, input_base: str,
         split_key=props.get('split_key', 'source'),
         image_size=_image_size(props.get('image_size', '')),
         image_storage=props.get('image_storage', 'encoded'),
-        channels=int(props.get('channels', 0)), **_limits(props), **listed)
+        channels=int(props.get('channels', 0)), unlabelled=unlabelled, **_limits(props),
+        **listed)
     num_shards = int(props['num_shards'])
     if num_shards > 0:
         return dataclasses.replace(options, num_shards=num_shards)

@@ -50,7 +50,10 @@ def _normal(value: Any) -> Any:
 
 def parameters(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
     """The execution properties that shape the records, normalised."""
-    return {name: _normal(exec_properties.get(name)) for name in OUTPUT_PARAMETERS}
+    found = {name: _normal(exec_properties.get(name)) for name in OUTPUT_PARAMETERS}
+    if exec_properties.get('unlabelled'):  # only then: training runs' keys stay as they were
+        found['unlabelled'] = 1
+    return found
 
 
 def identity(input_base: str, span: int, fingerprint: str,

@@ -34,12 +34,12 @@ NUMERIC_SHARE = 0.95  # of non-empty sampled values that must be numbers for a n
 class Table:
     """The shape of a CSV source: header order, the label column and each feature's type."""
     columns: Tuple[str, ...]
-    label_column: str
+    label_column: str                    # '' = none: rows to score (runner.py --score)
     types: Tuple[Tuple[str, str], ...]   # (column, numeric|categorical), header order
     dropped: Tuple[str, ...] = ()        # columns read (and usable as split key) but not features
 
     def __post_init__(self):
-        if self.label_column not in self.columns:
+        if self.label_column and self.label_column not in self.columns:
             raise ValueError(f'label column {self.label_column!r} is not in the header '
                              f'{list(self.columns)}; name the class column with '
                              '--label-column (or [ingest] label_column in a config file)')
@@ -125,15 +125,16 @@ def numeric_columns(table: Table) -> List[str]:
     return [c for c, kind in table.types if kind == NUMERIC]
 
 
-def row_values(fields: List[str], table: Table) -> Tuple[Dict[str, object], str]:
+def row_values(fields: List[str], table: Table) -> Tuple[Dict[str, object], Optional[str]]:
     """(feature values, label) of one row, or BadRecord with the reason. An empty numeric value
-    is missing: its column is absent from the values."""
+    is missing: its column is absent from the values. The label is None for a table without
+    one (rows to score)."""
     if len(fields) != len(table.columns):
         raise records.BadRecord('wrong_column_count', f'{len(fields)} fields, the header has '
                                 f'{len(table.columns)}')
     row = dict(zip(table.columns, fields))
-    label = row[table.label_column].strip()
-    if not label:
+    label = row[table.label_column].strip() if table.label_column else None
+    if label == '':
         raise records.BadRecord('missing_label', f'empty label column {table.label_column!r}',
                                 column=table.label_column)
     values: Dict[str, object] = {}

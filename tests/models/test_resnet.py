@@ -1,4 +1,5 @@
-"""Tests of the default image model: how it scales with the input, dtypes, and the unchanged digits."""
+"""Tests of the default image model: how it scales with the input, dtypes, and the unchanged
+digits."""
 import keras
 import numpy as np
 import pytest

@@ -4,7 +4,6 @@ import io
 import logging
 import re
 
-import pytest
 import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 

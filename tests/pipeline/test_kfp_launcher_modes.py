@@ -1,4 +1,4 @@
-"""The launcher stand-in (tests/kfp_launcher.py) across runs and modes: KFP's cache key, the
+"""The launcher stand-in (tests/support/kfp_launcher.py) across runs and modes: KFP's cache key, the
 Vertex AI mode, and TFX's plain run_executor under both, on tiny hand-written specs."""
 import os
 
@@ -79,7 +79,7 @@ def test_cache_disabled_on_the_server_reruns_every_task(dirs):
 
 def test_vertex_runs_the_hook_first_and_hands_typed_inputs_with_their_metadata(dirs):
     root, records, pods = dirs
-    hook = [['python', 'tests/kfp_task_probe.py'], ['{{$}}', '--hook']]
+    hook = [['python', 'tests/support/kfp_task_probe.py'], ['{{$}}', '--hook']]
     written = {'artifacts': {'out': {'artifacts': [{'metadata': {'flag': True, 'l': [1]}}]}}}
     job = build(root, {'A': probe(records, outputs={'out': EXAMPLES}, written=written, hook=hook),
                        'B': probe(records, inputs={'examples': ('A', 'out')})})

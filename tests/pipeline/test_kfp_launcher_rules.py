@@ -1,6 +1,7 @@
-"""The open-source-KFP mode of the launcher stand-in (tests/kfp_launcher.py), one rule per test, on
-tiny hand-written specs whose tasks record what they were handed (tests/kfp_task_probe.py).
-Each rule's source in kubeflow/pipelines is named in the stand-in's code."""
+"""The open-source-KFP mode of the launcher stand-in (tests/support/kfp_launcher.py), one rule per
+test, on tiny hand-written specs whose tasks record what they were handed
+(tests/support/kfp_task_probe.py). Each rule's source in kubeflow/pipelines is named in the
+stand-in's code."""
 import os
 import re
 
@@ -158,7 +159,7 @@ def test_the_executor_output_is_merged_uri_and_metadata_only(dirs):
 
 def test_no_lifecycle_hook_runs(dirs):
     root, records, _ = dirs
-    hook = [['python', 'tests/kfp_task_probe.py'], ['{{$}}', '--hook']]
+    hook = [['python', 'tests/support/kfp_task_probe.py'], ['{{$}}', '--hook']]
     _launcher(dirs).run_job(build(root, {'A': probe(records, hook=hook)}), 'run-1')
     assert recorded(records, 'A')['found_output'] is None
 

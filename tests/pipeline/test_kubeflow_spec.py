@@ -4,12 +4,13 @@ Compiles through the real command line (`runner.py --kubeflow`), as a user would
 """
 import json
 import os
-import subprocess
 import sys
 
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 import pytest
+
+from helpers import run_command
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMAGE = 'europe-docker.pkg.dev/acme/ml/image-pipeline:1.0'
@@ -36,10 +37,10 @@ EXPECTED_DAG = {
 @pytest.fixture(scope='module')
 def job(tmp_path_factory):
     output = str(tmp_path_factory.mktemp('kfp') / 'pipeline.json')
-    result = subprocess.run(
+    result = run_command(
         [sys.executable, 'runner.py', '--kubeflow', '--image', IMAGE, '--pipeline-root', ROOT,
          '--output', output, '--beam-args', BEAM, '--trainer-cpu', '8', '--trainer-memory', '30',
-         '--trainer-gpus', '2'], cwd=REPO, capture_output=True, text=True, timeout=300)
+         '--trainer-gpus', '2'], timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert not os.path.exists(os.path.join(REPO, 'gs:'))  # the URI was never used as a path
     with open(output) as handle:
@@ -114,7 +115,8 @@ def test_every_task_runs_our_entry_point_in_our_image_with_the_beam_args(spec):
                    for a in declared.artifacts.values()), name
         assert set(declared.parameters) == set(task.inputs.parameters), name
     declared = _inputs_spec(spec, 'Evaluator', _container_spec(spec, 'Evaluator').args[5])
-    assert declared.artifacts['model'].artifact_type.instance_schema.startswith('title: tfx.Model\n')
+    assert declared.artifacts['model'].artifact_type.instance_schema.startswith(
+        'title: tfx.Model\n')
     assert _container_spec(spec, 'ServedModelBaseline').args[1] == \
         'components.baseline.executor.Executor'
     assert _container_spec(spec, 'Evaluator').args[1] == 'components.evaluate.executor.Executor'
@@ -197,10 +199,10 @@ def test_a_weights_file_of_the_checkout_is_read_from_the_image(tmp_path):
 
 
 def _compile(output, *flags):
-    return subprocess.run(
+    return run_command(
         [sys.executable, 'runner.py', '--kubeflow', '--image', IMAGE, '--pipeline-root', ROOT,
          '--output', output, '--trainer-cpu', '8', '--trainer-memory', '30',
-         '--trainer-gpus', '2', *flags], cwd=REPO, capture_output=True, text=True, timeout=300)
+         '--trainer-gpus', '2', *flags], timeout=300)
 
 
 def test_trainer_workers_compile_a_tfjob_with_the_trainer_resources_per_worker(tmp_path):

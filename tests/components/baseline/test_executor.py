@@ -2,7 +2,7 @@
 empty baseline, or an incompatible one that is recorded but not compared.
 
 The served and candidate models are real SavedModels from the trainer's export
-(tests/saved_models.py), so the comparison reads what the export writes.
+(tests/support/saved_models.py), so the comparison reads what the export writes.
 """
 import os
 

@@ -135,8 +135,9 @@ def _quarantine_in(examples_uri):
 
 def test_the_kept_quarantine_has_a_name_of_its_own_per_execution_under_kfp(tmp_path):
     root = str(tmp_path / 'pipeline_root')
-    kfp = lambda run, uuid: os.path.join(root, 'digits', run, 'imageexamplegen', uuid,
-                                         'examples')
+
+    def kfp(run, uuid):
+        return os.path.join(root, 'digits', run, 'imageexamplegen', uuid, 'examples')
     kept = checks.keep_quarantine(root, _quarantine_in(kfp('run-a', 'u1')))
     assert re.fullmatch(re.escape(os.path.join(root, '_quarantine', 'ImageExampleGen', ''))
                         + '[0-9a-f]{16}[.]jsonl', kept)

@@ -1,8 +1,8 @@
 """Executor tests of our Evaluator: the stock TFMA Evaluator on real models and Examples.
 
 The models are exported by the trainer's export and classify by brightness
-(tests/saved_models.py), so each class's accuracy is known: classes a and b all right, class c
-8 of 10 (two of its images are as bright as b's). Overall accuracy is 28/30 = 0.9333.
+(tests/support/saved_models.py), so each class's accuracy is known: classes a and b all right, class
+c 8 of 10 (two of its images are as bright as b's). Overall accuracy is 28/30 = 0.9333.
 """
 import json
 import re

@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 from components.common import features
-from components.ingest import beam_pipeline, checks, images, records, tabular
+from components.ingest import beam_pipeline, checks, records, tabular
 
 from helpers import REPO_ROOT, copy_digits
 

@@ -85,7 +85,8 @@ def test_bad_files_are_rejected_with_reason_and_counts_reconcile(small_images, t
     assert rejected == {
         'empty.png': ('empty_file', 'empty file (0 bytes)'),
         'notes.txt': ('not_an_image', 'not a recognised image format'),
-        'nested': ('not_a_file', 'is a folder; images must sit directly in a class folder')}
+        'nested': ('not_a_file', 'is a folder; images must sit directly in a class folder '
+                   '(or, to be scored, in the folder scored)')}
 
 
 def test_same_records_whatever_the_worker_count(small_images, tmp_path):

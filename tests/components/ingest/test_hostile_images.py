@@ -1,6 +1,6 @@
 """A landing folder as users have one (issue 21): one bad file never stops or hangs the run.
 
-Executor-level (tests/ingest_helpers.py ingest_do, no driver: the executor resolves and
+Executor-level (tests/support/ingest_helpers.py ingest_do, no driver: the executor resolves and
 fingerprints the input itself). Real images sit next to a FIFO, a socket, a dangling link, a
 decompression bomb (a 30000x30000 grayscale PNG header over a tiny zlib stream), a file
 named with the bytes b'\\xff\\xfe.png', and WebP / TIFF images. A SIGALRM guard (no_hang) fails

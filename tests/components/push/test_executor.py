@@ -2,7 +2,8 @@
 
 The comparison is the measurement behind "the stock Pusher pushes the same model again": both
 executors get the same blessed model twice, as they do when a rerun misses the cache. The
-serving guard is tested on real exported models (tests/saved_models.py), since it reads them.
+serving guard is tested on real exported models (tests/support/saved_models.py), since it reads
+them.
 """
 import json
 import os
@@ -114,7 +115,7 @@ def _snapshot(folder):
 
 
 def _real(tmp_path, tag, class_names, blessed=True, image_shape=(8, 8, 1), reasons=None):
-    """Pusher inputs around a real exported model (tests/saved_models.py)."""
+    """Pusher inputs around a real exported model (tests/support/saved_models.py)."""
     model = saved_models.exported_model(tmp_path / f'model-{tag}', class_names,
                                         image_shape=image_shape)
     blessing = standard_artifacts.ModelBlessing()

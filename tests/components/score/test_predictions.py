@@ -45,3 +45,24 @@ def test_a_predict_log_is_refused_with_the_reason():
     log.predict_log.request.model_spec.signature_name = 'serving_default'
     with pytest.raises(ValueError, match='expected classify logs'):
         predictions.rows([log], version=1)
+
+
+def test_a_csv_row_is_named_by_its_file_and_values_in_both_files(tmp_path):
+    logs = []
+    for size, colour, scores in ((2.0, 'red', {'a': 0.8, 'b': 0.2}),
+                                 (1.5, 'blue', {'a': 0.1, 'b': 0.9})):
+        log = _log('rows.csv', scores)
+        feature = log.classify_log.request.input.example_list.examples[0].features.feature
+        feature['size'].float_list.value.append(size)
+        feature['colour'].bytes_list.value.append(colour.encode())
+        logs.append(log)
+    rows = predictions.rows(logs, version=2)
+    assert [(r['row'], r['class']) for r in rows] == [
+        ({'colour': 'blue', 'size': 1.5}, 'b'), ({'colour': 'red', 'size': 2.0}, 'a')]
+    paths = predictions.write(str(tmp_path), rows)
+    with open(paths['csv'], newline='') as handle:
+        table = list(csv.DictReader(handle))
+    assert list(table[0]) == ['source', 'colour', 'size', 'class', 'probability', 'top_k',
+                              'model_version']
+    assert [(r['colour'], r['size'], r['class']) for r in table] == [
+        ('blue', '1.5', 'b'), ('red', '2.0', 'a')]

@@ -92,9 +92,11 @@ def early_stopping_run(args, tf, keras, strategy, loop, steps_lib):
     def held_out_fn():
         snapshots[f's{int(steps.step.numpy())}'] = model.get_weights()
         return steps.evaluate(held_out)
-    train = lambda skip: tf.data.Dataset.from_tensor_slices(
-        (images, labels.astype(np.int32))).repeat().skip(skip).batch(global_batch,
-                                                                     drop_remainder=True)
+
+    def train(skip):
+        return tf.data.Dataset.from_tensor_slices((images, labels.astype(np.int32))).repeat() \
+            .skip(skip).batch(global_batch, drop_remainder=True)
+
     result = loop.run_training(steps, train, options, held_out_fn=held_out_fn)
     np.savez(args.out, **{f'w{i}': w for i, w in enumerate(model.get_weights())})
     np.savez(args.out + '.epochs.npz', **{f'{key}_{i}': w for key, weights in snapshots.items()

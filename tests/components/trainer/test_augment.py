@@ -44,7 +44,7 @@ def pattern(tmp_path_factory):
 
 def _stream(pattern, batches, **kwargs):
     dataset = data.train_dataset(pattern, 4, SHAPE, seed=kwargs.pop('seed', 3), **kwargs)
-    return [(i.numpy(), l.numpy()) for i, l in dataset.take(batches)]
+    return [(i.numpy(), y.numpy()) for i, y in dataset.take(batches)]
 
 
 def _assert_same(a, b):
@@ -73,7 +73,7 @@ def test_a_resumed_stream_is_the_tail_of_the_uninterrupted_one(pattern, mode):
 
 
 def test_none_is_the_unaugmented_pipeline_bit_for_bit(pattern):
-    plain = [(i.numpy(), l.numpy()) for i, l in
+    plain = [(i.numpy(), y.numpy()) for i, y in
              data.train_dataset(pattern, 4, SHAPE, seed=3).take(6)]
     _assert_same(_stream(pattern, 6, augment='none', flip=False), plain)
 
@@ -90,7 +90,7 @@ def test_light_leaves_images_under_10_pixels_and_their_stream_as_they_are(tmp_pa
     assert not augment.is_active('light', False, (8, 8, 1))
     assert augment.is_active('light', True, (8, 8, 1))
     assert augment.is_active('standard', False, (8, 8, 1))
-    streams = [[(i.numpy(), l.numpy()) for i, l in data.train_dataset(
+    streams = [[(i.numpy(), y.numpy()) for i, y in data.train_dataset(
         pattern, 4, (8, 8, 1), seed=3, cache_decoded=True, augment=mode).take(8)]
         for mode in ('none', 'light', 'standard')]
     _assert_same(streams[0], streams[1])

@@ -3,7 +3,7 @@
 BulkInferrer is the batch-scoring component of the TFX stack; it takes the model's
 `classify` signature through tfx_bsl's `_post_process_classify` and `serving_default` through
 its predict path, which splits every output row by row. One PredictionLog per example, with
-the class the brightness model predicts (tests/saved_models.py).
+the class the brightness model predicts (tests/support/saved_models.py).
 """
 import glob
 

@@ -33,8 +33,8 @@ def test_raw_image_signature_matches_the_example_signature_and_in_process_model(
                                      export.CLASSIFY_SIGNATURE}
 
     encoded, labels = _pngs()
-    examples = [features.make_example(e, l, CLASSES[l], 8, 8, f'{i}.png').SerializeToString()
-                for i, (e, l) in enumerate(zip(encoded, labels))]
+    examples = [features.make_example(e, y, CLASSES[y], 8, 8, f'{i}.png').SerializeToString()
+                for i, (e, y) in enumerate(zip(encoded, labels))]
     by_example = loaded.signatures['serving_default'](examples=tf.constant(examples))
     by_image = loaded.signatures[export.IMAGES_SIGNATURE](images=tf.constant(encoded))
     for key in ('probabilities', 'class_ids', 'class_names'):
@@ -69,8 +69,8 @@ def test_classify_signature_is_tf_servings_classify_api(tmp_path):
     assert meta_graph.signature_def['serving_default'].method_name == 'tensorflow/serving/predict'
 
     encoded, labels = _pngs(per_class=2)
-    examples = [features.make_example(e, l, CLASSES[l], 8, 8, f'{i}.png').SerializeToString()
-                for i, (e, l) in enumerate(zip(encoded, labels))]
+    examples = [features.make_example(e, y, CLASSES[y], 8, 8, f'{i}.png').SerializeToString()
+                for i, (e, y) in enumerate(zip(encoded, labels))]
     out = signature(inputs=tf.constant(examples))
     assert out['classes'].dtype == tf.string and out['scores'].dtype == tf.float32
     assert out['classes'].numpy().tolist() == [[c.encode() for c in CLASSES]] * len(examples)

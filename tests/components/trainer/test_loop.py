@@ -99,7 +99,10 @@ def test_resume_continues_from_the_checkpoint_and_matches_an_uninterrupted_run(t
     ckpt = str(tmp_path / 'ckpt')
     first = _steps(options)
     # Interrupt after step 8's checkpoint: this run's data ends during step 9.
-    data_until_9 = lambda skip: _stream(points, labels, 16)(skip).take(9 - skip // 16)
+
+    def data_until_9(skip):
+        return _stream(points, labels, 16)(skip).take(9 - skip // 16)
+
     with pytest.raises(tf.errors.OutOfRangeError):
         loop.run_training(first, data_until_9, options, checkpoint_dir=ckpt)
     assert tf.train.latest_checkpoint(ckpt).endswith('ckpt-8')

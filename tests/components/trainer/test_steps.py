@@ -1,4 +1,5 @@
-"""Unit tests of one update: loss normalisation, loss scaling, skipped non-finite updates, dtypes."""
+"""Unit tests of one update: loss normalisation, loss scaling, skipped non-finite updates,
+dtypes."""
 import keras
 import numpy as np
 import pytest

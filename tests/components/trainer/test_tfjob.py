@@ -1,6 +1,6 @@
 """The trainer as a Kubernetes TFJob (launch/tfjob.py) against a local fake Kubernetes
-API server (tests/fake_k8s_server.py) with a transcribed Training Operator v1.9.0, scheduler and
-kubelet: each Worker "pod" is a local process in its own network namespace, with only the
+API server (tests/support/fake_k8s_server.py) with a transcribed Training Operator v1.9.0, scheduler
+and kubelet: each Worker "pod" is a local process in its own network namespace, with only the
 operator's TF_CONFIG (`<job>-worker-<i>.<ns>.svc:2222`) and its image's environment. The
 `kubernetes` client calls, the executor's path and the 2-worker MultiWorkerMirroredStrategy
 training are real; the cluster is not. The fake's own rules are tested in

@@ -1,6 +1,6 @@
 """How the TFJob task (launch/tfjob.py) survives what a cluster does to it, against
-the fake Kubernetes cluster (tests/fake_k8s_server.py): a same-name job left by a killed attempt
-or still terminating, pods that never start, and the task itself being cancelled.
+the fake Kubernetes cluster (tests/support/fake_k8s_server.py): a same-name job left by a killed
+attempt or still terminating, pods that never start, and the task itself being cancelled.
 """
 import dataclasses
 import signal

@@ -1,6 +1,6 @@
 """The report's Blessing and Push sections on a real evaluation (our Evaluator executor, TFMA).
 
-Brightness models (tests/saved_models.py): classes a and b all right, c 8 of 10; overall
+Brightness models (tests/support/saved_models.py): classes a and b all right, c 8 of 10; overall
 0.9333 clears the bar of 0.90, class c fails the opt-in class bar of 0.90.
 """
 import re

@@ -3,7 +3,7 @@
 The statistics and anomalies are real TFDV protos in the files the stock components write; the
 events are real TensorBoard event files; RunSummaries are built here as `pipeline.summary` reads
 them from ML Metadata. The whole-pipeline report is checked in test_report_e2e.py (two runs into
-one output) and tests/test_serving_e2e.py.
+one output) and tests/e2e/test_serving_e2e.py.
 """
 import json
 import os

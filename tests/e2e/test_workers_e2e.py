@@ -8,11 +8,10 @@ the tests used the 8x8 digits, which light leaves as they are.
 """
 import json
 import os
-import subprocess
 
 import pytest
 
-from helpers import REPO_ROOT, copy_digits, runner_command
+from helpers import copy_digits, run_command, runner_command
 from pipeline import summary as summary_lib
 
 pytestmark = pytest.mark.e2e
@@ -23,9 +22,8 @@ def test_two_local_workers_train_the_pushed_model(tmp_path):
     # The digits schema is for 8x8 images: the runner's default (an inferred schema) here.
     # 10 steps (2 epochs of the 80 train images) instead of the smoke config's 30 keep the cost
     # of the 8x8 run; augmentation, sharding and the rest are the defaults.
-    result = subprocess.run(runner_command(data, out, '--config', 'smoke', '--workers', '2',
-                                           '--steps', '10', digits_schema=False),
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    result = run_command(runner_command(data, out, '--config', 'smoke', '--workers', '2',
+                                        '--steps', '10', digits_schema=False))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert 'pushed: version 1 at' in result.stdout
     run = summary_lib.read_latest_run(os.path.join(out, 'metadata.sqlite'), 'smoke')

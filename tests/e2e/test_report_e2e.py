@@ -11,7 +11,6 @@ import json
 import os
 import re
 import socket
-import subprocess
 import sys
 import threading
 
@@ -20,16 +19,16 @@ import pytest
 
 from pipeline.report import page
 
-from helpers import REPO_ROOT, copy_digits
+from helpers import copy_digits, run_command
 
 pytestmark = pytest.mark.e2e
 LONG = 'class_with_a_rather_long_name_{}'
 
 
 def _run(data, out, *flags, code=0, said=None):
-    result = subprocess.run(
+    result = run_command(
         [sys.executable, 'runner.py', '--local', '--config', 'smoke', '--data', data,
-         '--output', out, *flags], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+         '--output', out, *flags])
     assert result.returncode == code, result.stderr[-3000:]
     if said is not None:
         said.append(result.stdout)

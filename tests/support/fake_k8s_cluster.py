@@ -17,7 +17,7 @@ import fake_k8s_operator
 import fake_k8s_reconcile
 from fake_k8s_scheduler import now
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ISTIO_ANNOTATION = 'sidecar.istio.io/inject'
 
 

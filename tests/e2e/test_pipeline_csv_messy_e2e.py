@@ -15,7 +15,6 @@ import glob
 import json
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -29,7 +28,7 @@ from training import export
 from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 
-from helpers import REPO_ROOT, run_pipeline
+from helpers import run_command, run_pipeline
 
 pytestmark = pytest.mark.e2e
 
@@ -170,17 +169,17 @@ def test_a_user_runs_it_with_flags_alone(tmp_path):
     dropped, no Python edited. The console says what was rejected and what was imputed."""
     os.makedirs(tmp_path / 'data')
     empties, good = _messy_table(str(tmp_path / 'data' / 'tumours.csv'))
-    result = subprocess.run(
+    result = run_command(
         [sys.executable, 'runner.py', '--local', '--source', 'csv', '--data',
          str(tmp_path / 'data'), '--label-column', 'diagnosis', '--output', str(tmp_path / 'o'),
-         '--config', 'smoke', '--steps', '120', '--min-accuracy', '0.85'],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+         '--config', 'smoke', '--steps', '120', '--min-accuracy', '0.85'], timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert f'rejected {BAD_ROWS} (' in next(l for l in lines if l.startswith('  examples:'))
-    imputed = next(l for l in lines if l.startswith('  input: table of '))
+    assert f'rejected {BAD_ROWS} (' in next(x for x in lines if x.startswith('  examples:'))
+    imputed = next(x for x in lines if x.startswith('  input: table of '))
     assert 'imputed with the train mean' in imputed
     for column, count in empties.items():
         assert f'{column} {count}' in imputed
     assert '  blessed: yes' in lines
-    assert next(l for l in lines if l.startswith('  pushed:')).startswith('  pushed: version 1 at ')
+    assert next(x for x in lines if x.startswith('  pushed:')).startswith(
+        '  pushed: version 1 at ')

@@ -66,7 +66,7 @@ def test_the_first_runs_summary_says_there_was_nothing_to_delete(three_runs):
 
 def test_the_second_run_deletes_what_the_first_no_longer_needs(three_runs):
     cfg, (first, second, _), consoles = three_runs
-    line = [l for l in consoles[1].splitlines() if 'retention: ' in l][-1]
+    line = [text for text in consoles[1].splitlines() if 'retention: ' in text][-1]
     assert 'retention: kept 1 run, deleted ' in line and ' artifacts of 1 run (' in line
     # Serving version 1 came from run 1: its Model, Examples and evaluation stay.
     for kept in (first.trained_model(), _artifact(first, 'Examples'),

@@ -52,8 +52,10 @@ def test_a_default_run_prints_a_line_per_stage_and_the_summary_and_logs_the_rest
         '  beam: in-process (DirectRunner in_memory): 90 files, 0.0 MB < '), first.stdout
     assert 'pushed: version 1 at' in first.stdout and lines[-1].startswith('Report: ')
     log = run_log(first.stdout)  # the detail the console no longer shows
-    for detail in ('Beam: in-process (DirectRunner in_memory)', 'Component ImageTrainer is running.', 'step 100/100',
-                   'Using Any for unsupported type', 'Model pushed as version 1', 'pushed: version 1'):
+    for detail in ('Beam: in-process (DirectRunner in_memory)',
+                   'Component ImageTrainer is running.', 'step 100/100',
+                   'Using Any for unsupported type', 'Model pushed as version 1',
+                   'pushed: version 1'):
         assert detail in log, detail
 
     rerun, lines = _run(runner_command(data, out, '--steps', '100'))

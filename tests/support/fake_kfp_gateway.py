@@ -38,7 +38,7 @@ def _internal(message: str) -> KfpError:
 
 def route(handler, method: str, path: str, query, body):
     state, arg = handler.state, lambda key: query.get(key, [''])[0]
-    multi, stamp = state.multi_user, time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    stamp = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     pipeline_path = re.fullmatch(r'/pipelines/([^/]+)(/versions)?', path)
     experiment_path = re.fullmatch(r'/experiments/([^/]+)', path)
     run_path = re.fullmatch(r'/recurringruns/([^/]+)', path)

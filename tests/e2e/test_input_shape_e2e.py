@@ -1,9 +1,10 @@
 """End-to-end: a user's own image folders, run without any shape setting (marked e2e).
 
-Three classes cut from real photos (tests/photo_folders.py): PNG and JPEG, 28x28 (most),
+Three classes cut from real photos (tests/support/photo_folders.py): PNG and JPEG, 28x28 (most),
 32x32 and 40x40, a few RGB among grayscale. The real pipeline with the smoke config (trained
-longer, with a bar on overall accuracy) and an inferred schema must train at the most common size with 3 channels, record it on the Model,
-say so in the summary, and serve images of every size and mode.
+longer, with a bar on overall accuracy) and an inferred schema must train at the most common
+size with 3 channels, record it on the Model, say so in the summary, and serve images of every
+size and mode.
 """
 import dataclasses
 import json

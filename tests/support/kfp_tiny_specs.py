@@ -1,5 +1,6 @@
 """Tiny hand-written PipelineJobs for the launcher's rules tests: tasks that run
-tests/kfp_task_probe.py (or any short command), in the shapes TFX 1.16 compiles (schema 2.1.0).
+tests/support/kfp_task_probe.py (or any short command), in the shapes TFX 1.16 compiles (schema
+2.1.0).
 
     job = build(root, {'A': probe(record_dir, outputs={'out': EXAMPLES}),
                        'B': probe(record_dir, inputs={'examples': ('A', 'out')})})
@@ -12,7 +13,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 EXAMPLES = 'title: tfx.Examples\ntype: object\n'
-PROBE = ['python', 'tests/kfp_task_probe.py']
+PROBE = ['python', 'tests/support/kfp_task_probe.py']
 
 
 def probe(record_dir: str, name: str = '', written: Optional[dict] = None, **task) -> dict:

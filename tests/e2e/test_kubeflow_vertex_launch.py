@@ -1,6 +1,7 @@
 """End-to-end: the compiled Kubeflow spec, task by task, as Vertex AI runs it
-(tests/kfp_launcher.py, mode 'vertex'): the preCacheCheck hook before each task that has one, typed inputs with their
-metadata as the producer wrote it, outputs and the executor output file in the bucket.
+(tests/support/kfp_launcher.py, mode 'vertex'): the preCacheCheck hook before each task that has
+one, typed inputs with their metadata as the producer wrote it, outputs and the executor output file
+in the bucket.
 
 One run (open-source KFP's three runs are test_kubeflow_open_source_retrain.py): the hook
 fingerprints the input, and the same entry point that copes with KFP's untyped inputs trains,

@@ -4,7 +4,6 @@ The pushed version is checked with TensorFlow's own `saved_model_cli` (show, and
 serialized tf.Example and with raw PNG bytes), its predictions against in-process ones, the
 report against its sections, and a rerun where only the Pusher misses the cache.
 """
-import dataclasses
 import glob
 import os
 import re
@@ -14,34 +13,23 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from tfx import v1 as tfx
 
-import runner
 from components.common import versions
-from pipeline import beam_mode
-from pipeline import config as config_lib
-from pipeline import pipeline as pipeline_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import page
-
-from helpers import REPO_ROOT, copy_digits
 
 pytestmark = pytest.mark.e2e
 CLI = os.path.join(os.path.dirname(sys.executable), 'saved_model_cli')
 
 
 @pytest.fixture(scope='module')
-def run(tmp_path_factory):
-    base = tmp_path_factory.mktemp('serving')
-    data = copy_digits(str(base / 'data'), classes=('0', '1', '2'), per_class=30)
-    argv = ['--local', '--config', 'smoke', '--data', data, '--output', str(base / 'out'),
-            '--schema', config_lib.DIGITS_SCHEMA]
-    result = subprocess.run([sys.executable, 'runner.py', *argv], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    cfg, _ = runner.build_configs(runner.build_parser().parse_args(argv))
-    return cfg, result.stdout, data
+def run(served_digits):
+    """The shared smoke run (conftest.py, served_digits): `runner.py --local --config smoke` on 3
+    classes x 30 digits; what a test reads of the output after later runs was recorded then."""
+    shared = served_digits
+    assert shared.first_run.returncode == 0, shared.first_run.stderr[-3000:]
+    return shared.cfg, shared.first_run.stdout, shared.data, shared
 
 
 def _pngs(data, per_class=2):
@@ -56,9 +44,9 @@ def _cli(*args):
 
 
 def test_push_is_integer_version_one_recorded_on_the_artifact(run):
-    cfg, stdout, _ = run
-    assert os.listdir(cfg.serving_dir) == ['1']
-    pushed = summary_lib.read_latest_run(cfg.metadata_path, cfg.name).outputs['PushedModel'][0]
+    cfg, stdout, _, shared = run
+    assert shared.served_after_first == ['1']
+    pushed = shared.first.outputs['PushedModel'][0]
     assert summary_lib.custom_property(pushed, 'pushed_version') == '1'
     assert summary_lib.custom_property(pushed, 'pushed_destination') == os.path.join(
         cfg.serving_dir, '1')
@@ -66,7 +54,7 @@ def test_push_is_integer_version_one_recorded_on_the_artifact(run):
 
 
 def test_saved_model_cli_show_lists_both_signatures(run):
-    cfg, _, _ = run
+    cfg, _, _, _ = run
     shown = _cli('show', '--dir', os.path.join(cfg.serving_dir, '1'), '--all')
     for signature, input_name in (('serving_default', 'examples'), ('predict_images', 'images')):
         block = shown.split(f"signature_def['{signature}']")[1].split('signature_def[')[0]
@@ -76,7 +64,7 @@ def test_saved_model_cli_show_lists_both_signatures(run):
 
 
 def test_saved_model_cli_run_with_examples_and_raw_bytes_equals_in_process(run, tmp_path):
-    cfg, _, data = run
+    cfg, _, data, _ = run
     version_dir = os.path.join(cfg.serving_dir, '1')
     pngs = _pngs(data)
     # serving_default: saved_model_cli builds the tf.Examples itself from the feature literals.
@@ -109,15 +97,16 @@ def test_saved_model_cli_run_with_examples_and_raw_bytes_equals_in_process(run, 
 
 
 def test_report_is_written_printed_and_has_every_section(run):
-    cfg, stdout, _ = run
+    cfg, stdout, _, shared = run
     path = os.path.join(os.path.abspath(cfg.output_dir), page.REPORT_FILE)
     assert f'Report: {path}' in stdout
-    with open(path, encoding='utf-8') as handle:
-        text = handle.read()
+    # The report and its pictures' sizes as the run left them (later runs rewrite report.html).
+    assert shared.report_path == path
+    text = shared.report_text
     for section in page.SECTIONS:
         assert f'<h2 id="{section.lower()}">{section}</h2>' in text
     for picture in re.findall(r'<img src="([^"]+)"', text):
-        assert os.path.getsize(os.path.join(os.path.dirname(path), picture)) > 1000
+        assert shared.report_picture_sizes[picture] > 1000
     assert {'data_classes.png', 'training_curves.png', 'confusion_matrix.png'} <= {
         os.path.basename(src) for src in re.findall(r'<img src="([^"]+)"', text)}
     assert not re.search(r'(src|href)="(https?:)?//', text)  # opens offline
@@ -130,19 +119,16 @@ def test_report_is_written_printed_and_has_every_section(run):
 
 
 def test_rerun_where_only_the_pusher_misses_the_cache_makes_no_new_version(run):
-    cfg, _, _ = run
-    # The Beam args runner.py chose for the first run (they are part of every Beam stage's cache
-    # key), and only the Pusher's setting changed.
-    beam_args = beam_mode.resolve(cfg.beam_args, cfg.ingest.data_dir,
-                                  (config_lib.SETUP_FILE_ARG,))[0]
-    changed = dataclasses.replace(cfg, push=config_lib.PushConfig(keep_versions=3),
-                                  beam_args=beam_args)
-    tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(changed))
-    summary = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
+    _, _, _, shared = run
+    # conftest.py reran the pipeline with the Beam args runner.py chose for the first run (they
+    # are part of every Beam stage's cache key), and only the Pusher's setting changed
+    # (keep_versions=3).
+    summary = shared.pusher_rerun
     states = {n: s for n, s in summary.states.items() if n != 'Resolver'}
     assert states.pop('Pusher') == 'COMPLETE'
     assert set(states.values()) == {'CACHED'}, states
-    assert os.listdir(cfg.serving_dir) == ['1']  # the stock Pusher made a second copy here
+    # the stock Pusher made a second copy here
+    assert shared.served_after_pusher_rerun == ['1']
     pushed = summary.outputs['PushedModel'][0]
     assert summary_lib.custom_property(pushed, 'pushed_version') == '1'
     assert summary_lib.custom_property(pushed, versions.REUSED_PROPERTY) == 1

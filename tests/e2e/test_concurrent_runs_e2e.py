@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import REPO_ROOT, copy_digits, runner_command
+from helpers import REPO_ROOT, copy_digits, run_command, runner_command
 
 pytestmark = pytest.mark.e2e
 
@@ -28,13 +28,12 @@ def test_a_second_run_waits_and_each_summary_names_its_own_run_and_version(tmp_p
         time.sleep(0.05)
     holder = f'run {open(lock).read().split()[1]} (pid {first.pid})'
 
-    busy = subprocess.run(command('40', '--no-wait'), cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=120)
+    # The two later runs in the warm interpreter (helpers.run_command); the first is a fresh one.
+    busy = run_command(command('40', '--no-wait'), timeout=120)
     assert busy.returncode == 2 and busy.stdout == ''
     assert busy.stderr.startswith(f'error: {out} is in use by {holder}')
 
-    second = subprocess.run(command('40'), cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=900)
+    second = run_command(command('40'))
     first_out, first_err = first.communicate(timeout=900)
     assert first.returncode == 0 and second.returncode == 0, first_err + second.stderr
     assert second.stdout.splitlines()[0] == (f'{out} is in use by {holder}; waiting for it to '

@@ -11,12 +11,11 @@ import glob
 import io
 import json
 import os
-import subprocess
 
 from PIL import Image
 import pytest
 
-from helpers import REPO_ROOT, copy_digits, run_log, runner_command
+from helpers import copy_digits, run_command, run_log, runner_command
 from ingest_helpers import bomb_png
 
 pytestmark = pytest.mark.e2e
@@ -36,9 +35,8 @@ def test_a_hostile_landing_folder_completes_with_the_bad_files_quarantined(tmp_p
     with open(os.path.join(data, '2', 'photo.webp'), 'wb') as handle:
         handle.write(buffer.getvalue())
     out = str(tmp_path / 'out')
-    result = subprocess.run(runner_command(data, out, '--config', 'smoke',
-                                           '--max-rejected-fraction', '0.05'),
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    result = run_command(runner_command(data, out, '--config', 'smoke',
+                                        '--max-rejected-fraction', '0.05'))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert 'Traceback' not in result.stdout and 'Traceback' not in result.stderr
     log = run_log(result.stdout)

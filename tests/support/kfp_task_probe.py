@@ -1,6 +1,6 @@
 """A task for tests/pipeline/test_kfp_launcher_rules.py: records what the launcher handed it.
 
-    python tests/kfp_task_probe.py EXECUTOR_INPUT_JSON RECORD_FILE [WRITTEN_JSON]
+    python tests/support/kfp_task_probe.py EXECUTOR_INPUT_JSON RECORD_FILE [WRITTEN_JSON]
 
 Saves the ExecutorInput it got to RECORD_FILE (and any ExecutorOutput already in its output file,
 as TFX's run_executor reads a hook's parameters there), writes a file into each output artifact's

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from helpers import DIGITS, REPO_ROOT, runner_command
+from helpers import DIGITS, run_command, runner_command
 
 pytestmark = pytest.mark.e2e
 
@@ -37,8 +37,7 @@ def _land(base: str, span: int, counts: dict) -> None:
 
 
 def _run(*argv) -> subprocess.CompletedProcess:
-    return subprocess.run(list(argv), cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=900)
+    return run_command(list(argv))
 
 
 def _served(out: str) -> list:

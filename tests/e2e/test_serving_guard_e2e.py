@@ -6,16 +6,10 @@ is evaluated without comparing it to the served one, is not pushed, the served f
 same versions with the same bytes, the run exits 0 and its summary says why nothing was pushed.
 """
 import os
-import subprocess
-import sys
 
 import pytest
 
-from pipeline import config as config_lib
-from pipeline import summary as summary_lib
 from pipeline import summary_text
-
-from helpers import REPO_ROOT, copy_digits, run_pipeline, smoke_sample_config
 
 pytestmark = pytest.mark.e2e
 
@@ -23,45 +17,34 @@ SERVED = "['0', '1', '2']"
 OTHER = "['3', '4', '5', '6']"
 
 
-def _snapshot(folder):
-    return {os.path.relpath(os.path.join(root, f), folder):
-            open(os.path.join(root, f), 'rb').read()
-            for root, _, files in os.walk(folder) for f in files}
-
-
 @pytest.fixture(scope='module')
-def guarded(tmp_path_factory):
-    base = tmp_path_factory.mktemp('guard')
-    cfg = smoke_sample_config(str(base))
-    first = run_pipeline(cfg)
-    served = _snapshot(cfg.serving_dir)
-    other = copy_digits(str(base / 'other'), classes=('3', '4', '5', '6'), per_class=30)
-    result = subprocess.run(
-        [sys.executable, 'runner.py', '--local', '--config', 'smoke', '--data', other,
-         '--output', cfg.output_dir, '--schema', config_lib.DIGITS_SCHEMA],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
-    second = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
-    return cfg, first, served, result, second
+def guarded(served_digits):
+    """The shared smoke run (conftest.py, served_digits), then `runner.py --config smoke` on four
+    other digit classes into the same output, and what the serving folder held before and after
+    it (recorded then: a later test retrains into the shared output)."""
+    shared = served_digits
+    return shared, shared.first, shared.guard_run, shared.guarded
 
 
 def test_the_digits_were_served_first(guarded):
-    cfg, first, served, _, _ = guarded
+    shared, first, _, _ = guarded
     assert first.outputs['PushedModel'][0].custom_properties['pushed'].int_value == 1
-    assert sorted(os.listdir(cfg.serving_dir)) == ['1'] and '1/saved_model.pb' in served
+    assert shared.served_after_first == ['1']
+    assert '1/saved_model.pb' in shared.served_files_after_first
 
 
 def test_the_other_label_set_is_not_pushed_and_the_served_folder_is_unchanged(guarded):
-    cfg, _, served, result, second = guarded
+    shared, _, result, second = guarded
     assert result.returncode == 0, result.stderr[-3000:]
     assert second.states['Pusher'] == 'COMPLETE'
     [pushed] = second.outputs['PushedModel']
     assert pushed.custom_properties['pushed'].int_value == 0
-    assert sorted(os.listdir(cfg.serving_dir)) == ['1']  # no hidden staging folder either
-    assert _snapshot(cfg.serving_dir) == served
+    assert shared.served_after_guard == ['1']  # no hidden staging folder either
+    assert shared.served_files_after_guard == shared.served_files_before_guard
 
 
 def test_the_summary_says_why_nothing_was_pushed(guarded):
-    _, _, _, result, second = guarded
+    _, _, result, second = guarded
     reason = f'served model predicts classes {SERVED}; this model predicts {OTHER}'
     expected = f'  pushed: no ({reason}; use another --output)'
     assert expected in result.stdout.splitlines()
@@ -71,7 +54,7 @@ def test_the_summary_says_why_nothing_was_pushed(guarded):
 
 
 def test_the_two_models_were_never_compared(guarded):
-    _, _, _, _, second = guarded
+    _, _, _, second = guarded
     baseline = second.baseline_model()
     assert baseline.custom_properties['served_version'].int_value == 1
     assert OTHER in baseline.custom_properties['incompatible_reason'].string_value

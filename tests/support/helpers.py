@@ -3,7 +3,7 @@ import os
 import shutil
 import sys
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIGITS = os.path.join(REPO_ROOT, 'data', 'digits')
 
 
@@ -112,3 +112,13 @@ def write_digit_examples(path, classes, per_class, offset=0, size=8):
         for example in examples:
             writer.write(example.SerializeToString())
     return examples
+
+
+def run_command(command: list, timeout: float = 900):
+    """subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+    for a `[sys.executable, 'runner.py', ...]` command, in a child of the warm interpreter
+    (warm_python.py: TFX imported once per session) instead of a fresh one. Not for tests of
+    what the console shows while TF starts (tests/e2e/test_console_e2e.py starts fresh ones)."""
+    import warm_python
+    assert command[0] == sys.executable, command
+    return warm_python.run_captured(command[1:], REPO_ROOT, timeout)

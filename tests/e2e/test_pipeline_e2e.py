@@ -17,18 +17,16 @@ from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
-from helpers import copy_digits, run_pipeline, smoke_sample_config
+from helpers import copy_digits, run_pipeline
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope='module')
-def first_and_second_run(tmp_path_factory):
-    base = tmp_path_factory.mktemp('e2e')
-    cfg = smoke_sample_config(str(base))
-    first = run_pipeline(cfg)
-    second = run_pipeline(cfg)
-    return cfg, first, second
+def first_and_second_run(served_digits):
+    """The shared smoke run on 3 classes x 30 digits (conftest.py, served_digits: runner.py
+    --config smoke, the curated digits schema) and the same pipeline run again."""
+    return served_digits.cfg, served_digits.first, served_digits.second
 
 
 def _only(summary, type_name):
@@ -56,7 +54,8 @@ def test_examples_have_both_splits_with_the_configured_shards(first_and_second_r
         shards = glob.glob(os.path.join(examples.uri, f'Split-{split}', '*.gz'))
         assert len(shards) == cfg.ingest.num_shards
     found = examples.custom_properties['num_found'].int_value
-    written = sum(examples.custom_properties[f'num_written_{s}'].int_value for s in ('train', 'eval'))
+    written = sum(examples.custom_properties[f'num_written_{s}'].int_value
+                  for s in ('train', 'eval'))
     assert found == written == 90
 
 
@@ -142,7 +141,8 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
     copy_digits(cfg.ingest.data_dir, classes=('0', '1', '2'), per_class=40)  # 10 new per class
 
     # New data: new ingestion and training (warm-started from production), evaluated against it.
-    third = run_pipeline(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, warm_start=True)))
+    third = run_pipeline(dataclasses.replace(
+        cfg, train=dataclasses.replace(cfg.train, warm_start=True)))
     assert third.states['ImageExampleGen'] == third.states['ImageTrainer'] == 'COMPLETE'
     trained = third.trained_model()
     assert trained.custom_properties['warm_start_version'].double_value == int(production)

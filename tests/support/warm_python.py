@@ -1,0 +1,183 @@
+"""A warm `python`: one interpreter that has imported TFX, TF, Beam and the pipeline once and
+forks a child per command, instead of a fresh interpreter per command.
+
+Why: a fresh interpreter spends 5-15 s importing TFX before it does anything. The KFP launcher
+stand-in starts one per task (`python -m pipeline.kfp_entrypoint ...`, 10-30 per scenario), and
+the scenario tests start `python runner.py ...` once per scheduled day. The child is a process
+of its own as those commands are: its own argv, working directory, environment (replaced by the
+one given), stdin from /dev/null, stdout and stderr into the given files, and an exit status
+(an uncaught exception: its traceback and status 1, as `python` ends; SystemExit as `python`).
+Only the imports are shared, made before any command ran: the server does nothing else, so no
+thread and no TF runtime exists when it forks, and every child runs the command's own code
+afresh (runpy, as `python -m` and `python FILE` do). What a child cannot show is what happens
+while those modules are imported: a test of that (TF's start-up lines on the console, import
+order) starts a fresh interpreter. The server runs one command at a time.
+
+    code = warm_python.run(['-m', 'pipeline.kfp_entrypoint', ...], cwd, env, log_file, 900)
+    result = warm_python.run_captured(['runner.py', '--local', ...], cwd, timeout=900)
+
+Commands other than `-m MODULE` or `SCRIPT.py` are not taken: run() returns None and
+run_captured() starts a fresh interpreter. WARM_PYTHON=0 in the environment turns it off
+everywhere (every command then starts a fresh interpreter). Test support only.
+"""
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+from typing import Dict, List, Optional
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# What the server imports before it forks: the task entry point, the local runner and the
+# executors (TFX, TF, Beam, TFDV, TFMA), each imported by tasks and runs in any case.
+PRELOAD = ('pipeline.kfp_entrypoint', 'pipeline.local', 'pipeline.kubeflow', 'runner',
+           'components.ingest.executor', 'components.trainer.executor',
+           'components.evaluate.executor', 'components.drift.executor',
+           'tfx.components.statistics_gen.executor',
+           'tfx.components.example_validator.executor')
+
+_server: Optional[subprocess.Popen] = None
+
+
+def enabled() -> bool:
+    return os.environ.get('WARM_PYTHON', '1') != '0'
+
+
+def run(argv: List[str], cwd: str, env: Dict[str, str], log_file: str,
+        timeout: float) -> Optional[int]:
+    """Runs `python *argv` in a child of the warm server, stdout and stderr appended to log_file;
+    its exit status (negative: killed by that signal, as subprocess reports it), or None if argv
+    is not a form it takes."""
+    if not takes(argv):
+        return None
+    return _request(argv, cwd, env, log_file, log_file, timeout)
+
+
+def run_captured(argv: List[str], cwd: str, timeout: float,
+                 env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    """subprocess.run([sys.executable, *argv], cwd=cwd, capture_output=True, text=True,
+    timeout=timeout, env=env), in a child of the warm server when it takes argv."""
+    command = [sys.executable, *argv]
+    if not takes(argv):
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix='warm-python-') as folder:
+        out, err = os.path.join(folder, 'stdout'), os.path.join(folder, 'stderr')
+        code = _request(argv, cwd, dict(os.environ if env is None else env), out, err, timeout)
+        with open(out, errors='replace') as stdout, open(err, errors='replace') as stderr:
+            return subprocess.CompletedProcess(command, code, stdout.read(), stderr.read())
+
+
+def takes(argv: List[str]) -> bool:
+    """`-m MODULE ...` or `SCRIPT.py ...`, unless WARM_PYTHON=0."""
+    return enabled() and bool(argv) and (argv[0] == '-m' and len(argv) > 1
+                                         or argv[0].endswith('.py'))
+
+
+def _request(argv, cwd, env, stdout, stderr, timeout) -> int:
+    server = _start()
+    server.stdin.write(json.dumps({'argv': argv, 'cwd': cwd, 'env': env, 'stdout': stdout,
+                                   'stderr': stderr}) + '\n')
+    server.stdin.flush()
+    pid = int(json.loads(server.stdout.readline())['pid'])
+    ready, _, _ = select.select([server.stdout], [], [], timeout)
+    if not ready:  # as subprocess.run(timeout=) does: the command is killed, the caller fails
+        os.kill(pid, signal.SIGKILL)
+        server.stdout.readline()
+        raise subprocess.TimeoutExpired(argv, timeout)
+    return int(json.loads(server.stdout.readline())['status'])
+
+
+def _start() -> subprocess.Popen:
+    global _server
+    if _server is None or _server.poll() is not None:
+        env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2')
+        _server = subprocess.Popen([sys.executable, os.path.abspath(__file__)], cwd=REPO,
+                                   env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True)
+        atexit.register(_stop, _server)
+    return _server
+
+
+def _stop(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        server.stdin.close()
+        server.wait(timeout=30)
+
+
+# --- the server -----------------------------------------------------------------------------
+def _child(request: dict) -> None:
+    """In the forked child: become `python *argv` in cwd with env, output to the log; never
+    returns."""
+    import runpy
+    import traceback
+    status = 1
+    try:
+        os.chdir(request['cwd'])
+        os.environ.clear()
+        os.environ.update(request['env'])
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        for fd, key in ((1, 'stdout'), (2, 'stderr')):
+            if fd == 2 and request['stderr'] == request['stdout']:
+                os.dup2(1, 2)  # one file, one offset: as stderr=subprocess.STDOUT
+                continue
+            output = os.open(request[key], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.dup2(output, fd)
+            os.close(output)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        argv = request['argv']
+        try:
+            if argv[0] == '-m':
+                sys.argv = [argv[1]] + argv[2:]  # runpy sets argv[0] to the module's file
+                sys.path[0] = request['cwd']  # `python -m`: the working directory first
+                runpy.run_module(argv[1], run_name='__main__', alter_sys=True)
+            else:
+                sys.argv = list(argv)
+                sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+                runpy.run_path(argv[0], run_name='__main__')
+            status = 0
+        except SystemExit as done:
+            code = done.code
+            if code is None:
+                status = 0
+            elif isinstance(code, int):
+                status = code
+            else:
+                print(code, file=sys.stderr)
+                status = 1
+        except BaseException:  # as the interpreter: any uncaught one ends it, status 1
+            traceback.print_exc()
+        atexit._run_exitfuncs()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(status)
+
+
+def _serve() -> None:
+    import importlib
+    sys.path[0] = REPO  # not tests/, where this file is: the modules as a task imports them
+    for module in PRELOAD:
+        importlib.import_module(module)
+    requests, replies = sys.stdin, sys.stdout
+    for line in requests:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _child(request)
+        replies.write(json.dumps({'pid': pid}) + '\n')
+        replies.flush()
+        _, wait_status = os.waitpid(pid, 0)
+        replies.write(json.dumps({'status': os.waitstatus_to_exitcode(wait_status)}) + '\n')
+        replies.flush()
+
+
+if __name__ == '__main__':
+    _serve()
