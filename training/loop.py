@@ -196,7 +196,7 @@ def _freeze_for(steps, options, step) -> None:
     freeze_epochs = options.params.freeze_epochs
     if not freeze_epochs:
         return
-    if not options.steps_per_epoch:  # planned by job.plan_epochs; a fixed length has no epochs
+    if not options.steps_per_epoch:  # planned by plan.plan_epochs; a fixed length has no epochs
         raise ValueError('freeze_epochs needs training by epochs, not a fixed train_steps')
     frozen = stopping.epoch_of(step, options.steps_per_epoch) <= freeze_epochs
     if frozen != steps.frozen:

@@ -62,7 +62,7 @@ class TrainParams:
     # The length: train_steps > 0 is exactly that many optimizer updates (no early stopping,
     # and train_epochs does not apply); 0 = up to train_epochs passes over the train split,
     # stopping early when the held-out slice's accuracy stops improving; train_epochs 0 = from
-    # the data (AUTO_* above, training/job.py auto_epochs).
+    # the data (AUTO_* above, training/plan.py auto_epochs).
     train_epochs: float = _param(
         0.0, 'most passes over the train split; early stopping still applies', '--epochs',
         metavar='N',

@@ -39,7 +39,7 @@ from tfx.utils import path_utils
 from components.common import image_shape, inputs, properties, stable_paths, versions, window
 from components.trainer import unchanged
 from launch import local, tfjob
-from training import job as job_lib
+from training import job as job_lib, plan
 from training import loop
 from training.params import TrainParams
 
@@ -125,9 +125,9 @@ class Executor(base_executor.BaseExecutor):
         params = TrainParams.from_properties(props)
         shape = resolve_input(source, spec, params)
         image = shape.shape if shape else (0, 0, 0)  # a table has no image shape
-        steps, epochs = job_lib.resolve_train_steps(props, num_train), 0.0
+        steps, epochs = plan.resolve_train_steps(props, num_train), 0.0
         if not params.train_steps:  # the job plans the length (and warm-up) from the data
-            epochs = params.train_epochs or job_lib.AUTO_EPOCHS
+            epochs = params.train_epochs or plan.AUTO_EPOCHS
         # The served model's weights, from the serving folder the run pushes to.
         warm_from, warm_version = warm_start_source(
             (props.get('serving_dir') or '') if params.warm_start else '')
@@ -138,7 +138,7 @@ class Executor(base_executor.BaseExecutor):
                 source.get_string_custom_property(properties.CLASS_NAMES))),
             image_shape=image,
             input_statement=shape.statement if shape else '',
-            cache_decoded=job_lib.fits_in_cache(num_train, image, spec),
+            cache_decoded=plan.fits_in_cache(num_train, image, spec),
             warm_start_from=warm_from, warm_start_version=warm_version,
             input_spec=spec, epochs=epochs, held_out_percent=params.validation_percent,
             options=loop.LoopOptions(params, train_steps=steps))

@@ -22,7 +22,7 @@ from components.evaluate import checks
 from components.gate import anomalies as anomalies_lib
 from pipeline import summary_text
 from pipeline.summary import custom_property
-from training import job as job_lib
+from training import plan
 
 Artifact = metadata_store_pb2.Artifact
 # Written by the stock StatisticsGen and ExampleValidator in each Split-<name> folder.
@@ -198,7 +198,7 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
         if recorded('steps_run') is not None:  # what the trainer did
             rows.append(('steps', f'{int(recorded("steps_run"))} updates'))
         else:  # what was asked: with epochs, the most the trainer could take
-            steps = job_lib.resolve_train_steps(properties, num_train)
+            steps = plan.resolve_train_steps(properties, num_train)
             length = f'{epochs:g} epochs' if epochs > 0 else 'epochs from the data'
             rows.append(('steps', (f'up to {steps} updates ({length} over about '
                                    f'{num_train} train examples)') if by_epochs

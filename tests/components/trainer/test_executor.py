@@ -8,7 +8,7 @@ from tfx.types import artifact_utils, standard_artifacts
 
 from components.common import features
 from components.trainer import executor
-from training import job as job_lib
+from training import plan
 from training.params import TrainParams
 from helpers import DIGITS
 import photo_folders
@@ -77,7 +77,7 @@ def test_do_trains_exports_and_records_how(tmp_path):
     assert any(name.startswith('events.out.tfevents') for name in os.listdir(model_run.uri))
     # 2 epochs of 60 examples at 16 x 2 per update: 1 update each (the remainder is dropped).
     assert metrics['steps_run'] == 2 and metrics['epochs_run'] == 2.0
-    # 20% of 60 examples is too few to rank epochs (under job.MIN_HELD_OUT): they are trained
+    # 20% of 60 examples is too few to rank epochs (under plan.MIN_HELD_OUT): they are trained
     # on, and the reason says so.
     from training import data
     held_in, held_out = data.count_split(os.path.join(examples.uri, 'Split-train', '*'), 20)
@@ -124,12 +124,11 @@ def test_checkpoint_folder_is_stable_per_training_and_differs_otherwise(tmp_path
     (100, 0.0, 1000, 100), (100, 3.0, 1000, 100), (0, 1.0, 1000, 31), (0, 0.5, 10, 1)])
 def test_train_steps_come_from_steps_or_epochs(steps, epochs, examples, expected):
     props = _properties(train_steps=steps, train_epochs=epochs)  # 32 examples per update
-    assert job_lib.resolve_train_steps(props, examples) == expected
+    assert plan.resolve_train_steps(props, examples) == expected
 
 
 def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypatch):
-    from training import job as job_lib
-    monkeypatch.setattr(job_lib, 'MIN_HELD_OUT', 20)  # 30 held out of 60 may then rank epochs
+    monkeypatch.setattr(plan, 'MIN_HELD_OUT', 20)  # 30 held out of 60 may then rank epochs
     examples = _examples(tmp_path)
     model = standard_artifacts.Model()
     model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '4')

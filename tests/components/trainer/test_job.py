@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from components.common import features, inputs
-from training import job as job_lib
+from training import job as job_lib, plan
 from training import loop
 
 from helpers import DIGITS, write_digit_examples
@@ -96,17 +96,17 @@ def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp
     (189, 200),       # 189 photos are 2 updates per epoch: 400 updates need 200 epochs
     (469, 58)])       # a 469-row table: 7 updates per epoch
 def test_training_length_from_the_data(held_in, epochs):
-    assert job_lib.auto_epochs(held_in, 64) == epochs
+    assert plan.auto_epochs(held_in, 64) == epochs
 
 
 def test_cache_rule_keeps_small_splits_only():
-    assert job_lib.fits_in_cache(1797, (8, 8, 1))
-    assert not job_lib.fits_in_cache(10_000_000, (224, 224, 3))
-    assert not job_lib.fits_in_cache(0, (8, 8, 1))  # unknown size: do not cache
+    assert plan.fits_in_cache(1797, (8, 8, 1))
+    assert not plan.fits_in_cache(10_000_000, (224, 224, 3))
+    assert not plan.fits_in_cache(0, (8, 8, 1))  # unknown size: do not cache
     # A table has no image shape; its rows are cached as records.
     table = inputs.InputSpec(kind='tabular', numeric=(('a', 0.0, 1.0),), categorical=('b',))
-    assert job_lib.fits_in_cache(100_000, (0, 0, 0), table)
-    assert not job_lib.fits_in_cache(100_000_000, (0, 0, 0), table)
+    assert plan.fits_in_cache(100_000, (0, 0, 0), table)
+    assert not plan.fits_in_cache(100_000_000, (0, 0, 0), table)
 
 
 def test_augmented_training_exports_a_serving_graph_without_randomness(tmp_path):
