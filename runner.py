@@ -14,7 +14,6 @@ one pipeline factory.
 """
 import argparse
 import dataclasses
-import os
 import shlex
 import sys
 import typing
@@ -218,14 +217,6 @@ def build_configs(args):
     return presets.from_flags(args.config, args.config_file, given, args.no_cache), kubeflow
 
 
-def score_config(args):
-    """The ScoreConfig of --score, --version and --top-k (pipeline/scoring.py)."""
-    given = {'version': args.version, 'top_k': args.top_k}
-    return config_lib.ScoreConfig(
-        input_dir=args.score if config_lib.is_uri(args.score) else os.path.abspath(args.score),
-        **{name: value for name, value in given.items() if value is not None})
-
-
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -238,7 +229,7 @@ def main(argv=None) -> int:
         return rollback.main(args.rollback, args.output, args.config_file, not args.no_wait)
     try:
         config, kubeflow = build_configs(args)
-        score = args.score and score_config(args)
+        score = args.score and presets.score_config(args.score, args.version, args.top_k)
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
@@ -250,31 +241,8 @@ def main(argv=None) -> int:
     if kubeflow is None:  # heavy imports after flag parsing: --help and errors answer at once
         from pipeline import local
         return local.run(config, wait=not args.no_wait)
-    from pipeline import kubeflow as kubeflow_lib
     from pipeline import kubeflow_schedule
-    try:
-        # The credentials are read before the compile, so a missing token fails at once.
-        client = kubeflow.endpoint and kubeflow_schedule.connect(kubeflow)
-        if score:  # the scoring pipeline, under a name (and schedule) of its own
-            from pipeline import kubeflow_score
-            job_file, config = kubeflow_score.compile_for(config, kubeflow, score, args.output)
-        else:
-            job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
-    except ValueError as error:  # settings only the compile can check (e.g. --trainer-workers)
-        print(f'error: {error}', file=sys.stderr)
-        return 2
-    except kubeflow_schedule.SchedulingError as error:  # the API server is unreachable
-        print(f'error: {error}', file=sys.stderr)
-        return 1
-    print(f'Compiled {job_file}')
-    if kubeflow.endpoint:
-        try:
-            run = kubeflow_schedule.schedule(client, job_file, config, kubeflow)
-        except kubeflow_schedule.SchedulingError as error:
-            print(f'error: {error}', file=sys.stderr)
-            return 1
-        print(f'Scheduled "{kubeflow.schedule}": recurring run {run.recurring_run_id}')
-    return 0
+    return kubeflow_schedule.run(config, kubeflow, score, args.output)
 
 
 if __name__ == '__main__':

@@ -9,7 +9,9 @@ import re
 from typing import Optional, Tuple
 
 from components.ingest import csv_records, image_formats
-from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig
+# Re-exported: the [kubeflow] settings and the retraining tables live in modules of their own.
+from pipeline.config_kubeflow import KubeflowConfig, check_kubeflow_root  # noqa: F401
+from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig, _check
 from training.params import NAMED_MODELS, TrainParams  # noqa: F401 (NAMED_MODELS: re-exported)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,16 +28,8 @@ SOURCE_DEFAULTS = {
 }
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
-# The most epochs a default run trains for (early stopping usually ends it sooner).
 SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
 PIPELINE_NAME = r'[a-z0-9][a-z0-9-]{0,127}'   # Kubeflow Pipelines' pipelineNamePattern
-# A Kubernetes namespace (RFC 1123 label), as a Kubeflow profile names one.
-NAMESPACE = r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?'
-
-
-def _check(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 def is_uri(path: str) -> bool:
@@ -203,104 +197,6 @@ class PipelineConfig:
     @property
     def serving_dir(self) -> str:
         return os.path.join(_absolute(self.output_dir), 'serving')
-
-
-@dataclasses.dataclass(frozen=True)
-class KubeflowConfig:
-    """How the pipeline is compiled for, and scheduled on, Kubeflow Pipelines
-    (pipeline/kubeflow.py).
-
-    The pipeline itself is the same PipelineConfig; its output_dir is then the run root on storage
-    the cluster reads (gs://...): TFX artifacts go under <output_dir>/pipeline_root, pushed models
-    under <output_dir>/serving, as locally.
-    """
-    image: str
-    output_file: str = 'pipeline.json'
-    # Where the Dockerfile puts this checkout in the image: paths inside the checkout (the
-    # embedded data and schema, setup.py in the Beam args) are rewritten to this folder.
-    image_workdir: str = '/pipeline'
-    trainer_cpu: float = 4.0           # cores requested and limited for the trainer's task
-    trainer_memory_gb: float = 16.0
-    trainer_gpus: int = 0
-    gpu_type: str = 'nvidia.com/gpu'   # Kubernetes resource name (Vertex AI: e.g. NVIDIA_TESLA_T4)
-    # > 1: the trainer's task creates a TFJob of this many workers (Kubeflow Training Operator),
-    # each with the trainer's cpu/memory/gpus, and waits for it (launch/tfjob.py).
-    trainer_workers: int = 1
-    # The Kubernetes service account of those worker pods (e.g. one bound to a cloud identity
-    # that can write the gs:// pipeline root); '' = the namespace's default.
-    trainer_service_account: str = ''
-    # Open-source KFP does not run TFX's pre-cache-check hook that fingerprints the input files,
-    # so a cached ingestion task would never see new images there: it is compiled uncached.
-    cache_ingestion: bool = False
-    # Scheduling (only with an endpoint): KFP API URL, cron expression, experiment name.
-    endpoint: Optional[str] = None
-    schedule: Optional[str] = None
-    experiment: str = 'Default'
-    # A full Kubeflow install runs KFP in multi-user mode: the pipeline, experiment and recurring
-    # run belong to a profile namespace, and every call needs a user identity. At most one of:
-    # a token file (re-read for every call, as projected tokens rotate), the name of an
-    # environment variable holding a token, or the pod's projected service-account token.
-    namespace: Optional[str] = None
-    token_file: Optional[str] = None
-    token_env: Optional[str] = None
-    service_account_token: bool = False
-
-    def __post_init__(self):
-        _check(bool(self.image) and ' ' not in self.image, f'image must be set, got {self.image!r}')
-        _check(self.image_workdir.startswith('/'),
-               f'image_workdir must be absolute, got {self.image_workdir!r}')
-        _check(self.trainer_cpu > 0, f'trainer_cpu must be > 0, got {self.trainer_cpu}')
-        _check(self.trainer_memory_gb > 0,
-               f'trainer_memory_gb must be > 0, got {self.trainer_memory_gb}')
-        _check(self.trainer_gpus >= 0, f'trainer_gpus must be >= 0, got {self.trainer_gpus}')
-        _check(self.trainer_workers >= 1,
-               f'trainer_workers must be >= 1, got {self.trainer_workers}')
-        # Kubernetes ValidateServiceAccountName: a DNS-1123 subdomain.
-        _check(not self.trainer_service_account or (
-            len(self.trainer_service_account) <= 253 and re.fullmatch(
-                r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*',
-                self.trainer_service_account)), 'trainer_service_account must be a Kubernetes '
-               f'name (lower case, digits, "-", "."), got {self.trainer_service_account!r}')
-        _check((self.endpoint is None) == (self.schedule is None),
-               'endpoint and schedule go together')
-        if self.schedule is not None:
-            # KFP parses cron with robfig/cron v1: seconds first. It takes five fields too, as
-            # "sec min hour day month", so a usual five-field cron would run at the wrong times.
-            _check(len(self.schedule.split()) == 6 or self.schedule.startswith('@'),
-                   'schedule must be a six-field cron expression "sec min hour day month '
-                   f'weekday" or a descriptor such as @daily or "@every 6h", got {self.schedule!r}')
-        _check(bool(self.experiment), 'experiment must not be empty')
-        _check(self.namespace is None or re.fullmatch(NAMESPACE, self.namespace) is not None,
-               f'namespace must be a Kubernetes namespace name, got {self.namespace!r}')
-        _check(self.token_env is None
-               or re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', self.token_env) is not None,
-               'token_env must name an environment variable (the token itself stays out of '
-               f'flags and files), got {self.token_env!r}')
-        _check(sum((bool(self.token_file), bool(self.token_env),
-                    self.service_account_token)) <= 1,
-               'token_file, token_env and service_account_token are alternatives: give one')
-        _check(self.endpoint is not None or not (
-            self.namespace or self.token_file or self.token_env or self.service_account_token),
-               'namespace and credentials are for scheduling: they need an endpoint')
-
-
-def check_kubeflow_root(root: str, name: str = '--pipeline-root') -> None:
-    """Refuses a Kubeflow pipeline root the image cannot write: only gs://BUCKET[/...] works.
-
-    Open-source KFP takes only gs://, s3://, minio:// or mem:// roots (backend/src/v2/objectstore/
-    config.go ParseBucketPathToConfig) and, without one, uses minio://mlpipeline/v2/artifacts
-    (config/env.go), ignoring the spec's defaultPipelineRoot. But every task reads and writes its
-    artifacts at their URIs itself (TFX), and the image's TensorFlow and Beam reach gs:// only:
-    no S3 file system, no tensorflow-io; minio:// and mem:// are KFP's own names. So gs://.
-    runner.py --kubeflow calls this (presets.kubeflow_from_flags, where the root is resolved from
-    the flags and the config file; name says where it came from); kubeflow.compile_pipeline does
-    not, so that the tests can run a compiled spec on local folders (no bucket is reachable here).
-    """
-    _check(re.match(r'gs://[^/?]+', root) is not None,
-           f'{name} must be gs://BUCKET[/PATH], got {root!r}: open-source KFP stores '
-           'artifacts only under gs://, s3://, minio:// or mem:// (objectstore/config.go), and '
-           "the image's TensorFlow and Beam write only gs:// (no S3 file system, no "
-           'tensorflow-io)')
 
 
 def default_config(**overrides) -> PipelineConfig:

@@ -2,6 +2,7 @@
 
     client = connect(kubeflow)  -> kfp.Client with the namespace and credentials configured
     schedule(client, job_file, config, kubeflow)  -> the recurring run
+    run(config, kubeflow, score, output)  -> runner.py --kubeflow: compile, schedule; exit code
 
 Against open-source KFP's API server (tests/support/fake_kfp_server.py transcribes it), in
 single-user mode or in multi-user mode, as a full Kubeflow install runs it: there every call needs a
@@ -10,6 +11,7 @@ user identity (a bearer token here) and a namespace the user may use (its Kubefl
 import hashlib
 import json
 import os
+import sys
 from typing import Tuple
 
 import urllib3
@@ -144,3 +146,34 @@ def schedule(client, job_file: str, config: config_lib.PipelineConfig,
     except _UNREACHABLE as error:
         raise SchedulingError(f'{step}: no answer from the KFP API: {error}') from None
     return created
+
+
+def run(config, kubeflow, score=None, output=None) -> int:
+    """runner.py --kubeflow: compile the pipeline (or, given a ScoreConfig, the scoring pipeline
+    under a name of its own; `output` is --output, whether given), then schedule it when an
+    endpoint is set. Prints what it did; 0, 1 (the API server refused or is unreachable) or 2
+    (settings only the compile can check)."""
+    from pipeline import kubeflow as kubeflow_lib
+    from pipeline import kubeflow_score
+    try:
+        # The credentials are read before the compile, so a missing token fails at once.
+        client = kubeflow.endpoint and connect(kubeflow)
+        if score:
+            job_file, config = kubeflow_score.compile_for(config, kubeflow, score, output)
+        else:
+            job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+    except ValueError as error:  # e.g. --trainer-workers
+        print(f'error: {error}', file=sys.stderr)
+        return 2
+    except SchedulingError as error:
+        print(f'error: {error}', file=sys.stderr)
+        return 1
+    print(f'Compiled {job_file}')
+    if kubeflow.endpoint:
+        try:
+            recurring = schedule(client, job_file, config, kubeflow)
+        except SchedulingError as error:
+            print(f'error: {error}', file=sys.stderr)
+            return 1
+        print(f'Scheduled "{kubeflow.schedule}": recurring run {recurring.recurring_run_id}')
+    return 0

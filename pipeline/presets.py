@@ -12,8 +12,8 @@ from typing import Any, Dict, Optional, Tuple
 
 from pipeline import config_file as config_file_lib
 from pipeline.config import (SOURCE_DEFAULTS, IngestConfig, KubeflowConfig, PipelineConfig,
-                             _absolute, _check, check_kubeflow_root, default_config, is_uri,
-                             smoke_config)
+                             ScoreConfig, _absolute, _check, check_kubeflow_root, default_config,
+                             is_uri, smoke_config)
 from training.params import TrainParams
 
 CONFIG_NAMES = ('default', 'smoke')
@@ -159,3 +159,11 @@ def kubeflow_from_flags(config_file: Optional[str], given: Dict[str, Any],
     check_kubeflow_root(root, names['pipeline_root'])
     fields['output_file'] = output_file or 'pipeline.json'
     return root, config_file_lib.make(KubeflowConfig, fields, names)
+
+
+def score_config(input_dir: str, version: Optional[int], top_k: Optional[int]):
+    """The ScoreConfig of runner.py --score DIR, --version and --top-k (pipeline/scoring.py):
+    a local folder made absolute, a URI as given, flags not given left to the defaults."""
+    given = {'version': version, 'top_k': top_k}
+    return ScoreConfig(input_dir=input_dir if is_uri(input_dir) else os.path.abspath(input_dir),
+                       **{name: value for name, value in given.items() if value is not None})

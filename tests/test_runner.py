@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import runner
-from pipeline import config
+from pipeline import config, presets
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -268,9 +268,10 @@ def test_score_is_a_mode_of_its_own(flags, message, capsys):
 
 def test_score_flags_make_a_score_config(tmp_path):
     args = runner.build_parser().parse_args(['--score', 'new', '--version', '3', '--top-k', '2'])
-    assert runner.score_config(args) == config.ScoreConfig(os.path.abspath('new'), 3, 2)
+    score = presets.score_config(args.score, args.version, args.top_k)
+    assert score == config.ScoreConfig(os.path.abspath('new'), 3, 2)
     args = runner.build_parser().parse_args(['--kubeflow', '--score', 'gs://b/new'])
-    assert runner.score_config(args).input_dir == 'gs://b/new'
+    assert presets.score_config(args.score, None, None).input_dir == 'gs://b/new'
 
 
 def test_score_without_a_serving_folder_is_one_line(tmp_path):

@@ -8,7 +8,7 @@ import re
 from components.common import versions
 from pipeline import summary as summary_lib
 from pipeline.config import EvalConfig
-from pipeline.report import page
+from pipeline.report import sections
 from ml_metadata.proto import metadata_store_pb2
 
 import saved_models
@@ -33,7 +33,7 @@ def test_every_check_is_listed_with_value_threshold_and_outcome(tmp_path):
         outputs={'ModelBlessing': [blessing.mlmd_artifact],
                  'ModelEvaluation': [evaluation.mlmd_artifact], 'PushedModel': [pushed]})
 
-    section = page._blessing_section(summary, None)
+    section = sections.blessing_section(summary, None)
     assert ('<b>Not blessed</b>: label_name=c: sparse_categorical_accuracy 0.8000 &lt; 0.90'
             in section)
     assert 'Nothing was served yet' in section
@@ -42,6 +42,6 @@ def test_every_check_is_listed_with_value_threshold_and_outcome(tmp_path):
         ['sparse_categorical_accuracy', 'label_name=a', '1.0000', '&gt;= 0.90', 'pass'],
         ['sparse_categorical_accuracy', 'label_name=b', '1.0000', '&gt;= 0.90', 'pass'],
         ['sparse_categorical_accuracy', 'label_name=c', '0.8000', '&gt;= 0.90', 'FAIL']]
-    assert page._push_section(summary) == (
+    assert sections.push_section(summary) == (
         '<p class="no"><b>Not pushed</b>: not blessed: label_name=c: '
         'sparse_categorical_accuracy 0.8000 &lt; 0.90.</p>')

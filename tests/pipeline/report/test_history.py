@@ -106,7 +106,7 @@ def test_no_run_yet_says_so(tmp_path):
 
 def test_the_anomalies_section_reads_the_validators_artifact_not_the_drift_check(tmp_path):
     from tensorflow_metadata.proto.v0 import anomalies_pb2
-    from pipeline.report import page
+    from pipeline.report import sections
     validator = _artifact(3)
     validator.uri = str(tmp_path / 'validator')
     validator.properties['split_names'].string_value = '["train"]'
@@ -115,4 +115,4 @@ def test_the_anomalies_section_reads_the_validators_artifact_not_the_drift_check
         anomalies_pb2.Anomalies().SerializeToString())
     drift = _artifact(9, drift_text='drift: label L\u221e 0.63 > 0.30')  # newer, no files
     summary = RunSummary(run_id='r', states={}, outputs={'ExampleAnomalies': [validator, drift]})
-    assert page._anomalies_section(summary) == '<p>train: <span class="yes">none</span></p>'
+    assert sections.anomalies_section(summary) == '<p>train: <span class="yes">none</span></p>'
