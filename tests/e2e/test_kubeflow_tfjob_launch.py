@@ -2,7 +2,7 @@
 would (kfp_launcher.py), with the trainer's task talking to a local fake Kubernetes API server
 (fake_k8s_server.py) whose fake operator runs the TFJob's two Worker pods as local processes.
 
-What this adds to tests/components/trainer/test_tfjob.py: the `tfjob` property as the compiled
+What this adds to tests/launch/test_tfjob.py: the `tfjob` property as the compiled
 spec carries it (a JSON string parameter through the KFP executor input), the task's own
 process creating the job, and the chief's export flowing on to evaluation and the push.
 """
