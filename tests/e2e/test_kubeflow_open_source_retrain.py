@@ -2,14 +2,15 @@
 (tests/support/kfp_launcher.py, mode 'oss': untyped id-named inputs with ML Metadata's converted
 metadata, the executor-logs output, inputs copied into each pod, KFP's cache, no hook).
 
-Three scheduled runs on a span layout, with one ML Metadata and cache: the first ingests span-1,
-trains, evaluates without a baseline and pushes version 1; the second, on unchanged input,
-compares with the served model, trains nothing and makes no new version (ImportSchemaGen comes
-from the cache); then a span-2 folder arrives and the third ingests it, trains and pushes
-version 2, trained and evaluated on the window of spans 1 and 2 (span 1 referenced, not converted
-again; the unchanged rerun's ingestion hard-linked run 1's shards). Without the hook, the span
-and the input fingerprint are resolved by ingestion itself (components/ingest/executor.py), and
-the skip is the trainer's (components/trainer/unchanged.py).
+Three scheduled runs on a span layout, with one ML Metadata and cache: spans 1 and 2 have
+landed, and the first run ingests both, trains on them, evaluates without a baseline and pushes
+version 1; the second, on unchanged input, compares with the served model, trains nothing and
+makes no new version (ImportSchemaGen comes from the cache); then a span-3 folder arrives and the
+third ingests it, trains and pushes version 2, trained and evaluated on the window of spans 1-3
+(spans 1 and 2 referenced, not converted again; the unchanged rerun's ingestion hard-linked run
+1's shards). Without the hook, the span and the input fingerprint are resolved by ingestion
+itself (components/ingest/executor.py), and the skip is the trainer's
+(components/trainer/unchanged.py).
 """
 import glob
 import json
