@@ -18,6 +18,7 @@ from components.ingest.component import ImageExampleGen
 from components.trainer import executor
 from training import job as job_lib
 from components.trainer.component import ImageTrainer
+from training.params import TrainParams
 from ingest_helpers import ingest_do
 
 ROOT = 'gs://bucket/out/pipeline_root'
@@ -119,8 +120,9 @@ def test_an_execution_compiled_without_the_pipeline_root_is_refused(
         ImageExampleGen(input_base=str(tmp_path))
     with pytest.raises(ValueError, match='pipeline_root is required'):
         ImageTrainer(examples=Channel(type=standard_artifacts.Examples),
-                     model_builder='models.resnet.build_model', global_batch_size=8,
-                     learning_rate=1e-3, train_steps=5)
+                     params=TrainParams(model_builder='models.resnet.build_model',
+                                        global_batch_size=8, learning_rate=1e-3, train_steps=5),
+                     pipeline_root='')
 
 
 def _quarantine_in(examples_uri):
