@@ -121,7 +121,8 @@ def test_an_execution_compiled_without_the_pipeline_root_is_refused(
     with pytest.raises(ValueError, match='pipeline_root is required'):
         ImageTrainer(examples=Channel(type=standard_artifacts.Examples),
                      params=TrainParams(model_builder='models.resnet.build_model',
-                                        global_batch_size=8, learning_rate=1e-3, train_steps=5),
+                                        global_batch_size=8, learning_rate=1e-3, train_steps=5,
+                                        warmup_steps=0),
                      pipeline_root='')
 
 
