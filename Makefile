@@ -28,8 +28,13 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 
+# Two pytest-xdist workers, as many as CI's cores; a file (and the e2e files sharing one run) is
+# one group on one worker, the long groups first (tests/conftest.py). TEST_WORKERS=0 runs in
+# this process, one by one.
+TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+	  $(PYTEST_ARGS)
 
 # Unit and executor tests only (no end-to-end pipeline runs, no multi-process training).
 test-fast: install

@@ -33,7 +33,7 @@ setup(
     extras_require={
         # scikit-learn only regenerates the embedded data (data/make_digits.py); TFX pulls it
         # in anyway. ruff: `make test` lints before the tests (ruff.toml).
-        'dev': ['pytest', 'scikit-learn', 'ruff'],
+        'dev': ['pytest', 'pytest-xdist', 'scikit-learn', 'ruff'],
         # Compiling for and scheduling on Kubeflow Pipelines; the image installs it too. The
         # kubernetes client (also a kfp dependency) creates the trainer's TFJob.
         'kubeflow': ['kfp==2.13.0', 'kfp-pipeline-spec==0.6.0', 'kubernetes'],

@@ -1,5 +1,6 @@
 """Shared fixtures: small image folders built from the embedded digits; absl's log level and
-TensorFlow's global seed kept from leaking between tests."""
+TensorFlow's global seed kept from leaking between tests; the groups `make test` runs in
+parallel by."""
 import logging
 import os
 import sys
@@ -7,6 +8,29 @@ import sys
 import pytest
 
 from helpers import DIGITS, copy_digits
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """Groups for `make test`'s two pytest-xdist workers (--dist loadgroup: a group runs in one
+    worker). Each file is a group, so a run a file's tests share (a module-scoped fixture) is
+    made once; every test of the session run `served_digits` (tests/e2e/conftest.py) is in one
+    group, so that run is made once too. Without xdist the marks do nothing.
+
+    Under xdist the groups that run pipelines or train in processes (marked e2e or slow) come
+    first, in their own order: the many short files then fill both workers to the end, instead
+    of one long scenario running alone at the end (hence --no-loadscope-reorder, the Makefile)."""
+    groups, heavy = {}, set()
+    for item in items:
+        shared = 'served_digits' in getattr(item, 'fixturenames', ())
+        groups[item] = 'served_digits' if shared else os.path.relpath(str(item.path), ROOT)
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
+        if item.get_closest_marker('e2e') or item.get_closest_marker('slow'):
+            heavy.add(groups[item])
+    if os.environ.get('PYTEST_XDIST_WORKER'):  # every worker collects, and sorts alike
+        items.sort(key=lambda item: groups[item] not in heavy)  # stable: file order kept
 
 
 @pytest.fixture
