@@ -17,7 +17,8 @@ from typing import Tuple
 import urllib3
 
 from pipeline import config as config_lib
-from pipeline.kubeflow import write_pipeline_spec
+from pipeline import kubeflow_score
+from pipeline.kubeflow import compile_pipeline, write_pipeline_spec
 
 
 def _name_filter(name: str) -> str:
@@ -153,15 +154,13 @@ def run(config, kubeflow, score=None, output=None) -> int:
     under a name of its own; `output` is --output, whether given), then schedule it when an
     endpoint is set. Prints what it did; 0, 1 (the API server refused or is unreachable) or 2
     (settings only the compile can check)."""
-    from pipeline import kubeflow as kubeflow_lib
-    from pipeline import kubeflow_score
     try:
         # The credentials are read before the compile, so a missing token fails at once.
         client = kubeflow.endpoint and connect(kubeflow)
         if score:
             job_file, config = kubeflow_score.compile_for(config, kubeflow, score, output)
         else:
-            job_file = kubeflow_lib.compile_pipeline(config, kubeflow)
+            job_file = compile_pipeline(config, kubeflow)
     except ValueError as error:  # e.g. --trainer-workers
         print(f'error: {error}', file=sys.stderr)
         return 2
