@@ -10,6 +10,7 @@ import pytest
 from helpers import DIGITS, copy_digits
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+_ABSL_LEVEL = logging.getLogger('absl').level   # before any test ran (_process_state_restored)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
@@ -48,18 +49,18 @@ def png_bytes():
 
 @pytest.fixture(autouse=True)
 def _process_state_restored():
-    """Each test starts with the absl logger's level as the session had it. TensorFlow's
+    """After each test, the absl logger's level is put back to the session's start. TensorFlow's
     autotrackable._trackable_children (run by every SavedModel export) sets absl's verbosity to
     FATAL and back to what get_verbosity() returned: the root logger's effective WARNING, now
     set explicitly. Left so, a later test's caplog.at_level('INFO') no longer sees absl INFO
-    lines (production sets INFO explicitly first: pipeline/logs.py, launch/worker.py).
+    lines (production sets INFO explicitly first: pipeline/logs.py, launch/worker.py). The level
+    is the session's, not the test's start: a module or session fixture (an e2e run, an export)
+    runs before this fixture and would otherwise be "restored" to.
 
-    And each starts with no global TensorFlow seed, as a fresh process does: a test that trains
-    sets one (training/job.py seeds the run), and with it tf.data's seeded shuffles take another
-    order, so an in-process stream no longer matches the same stream in a fresh process."""
-    logger = logging.getLogger('absl')
-    level = logger.level
+    And there is no global TensorFlow seed after each test, as in a fresh process: a test that
+    trains sets one (training/job.py seeds the run), and with it tf.data's seeded shuffles take
+    another order, so an in-process stream no longer matches the same stream in a fresh process."""
     yield
-    logger.setLevel(level)
+    logging.getLogger('absl').setLevel(_ABSL_LEVEL)
     if 'tensorflow' in sys.modules:  # only tests that loaded it can have set a seed
         sys.modules['tensorflow'].random.set_seed(None)
