@@ -122,3 +122,17 @@ def run_command(command: list, timeout: float = 900):
     import warm_python
     assert command[0] == sys.executable, command
     return warm_python.run_captured(command[1:], REPO_ROOT, timeout)
+
+
+def runner_cli(*args, timeout: float = 60):
+    """`python runner.py ARGS` in a fresh interpreter, output captured: for what answers before
+    TFX is imported (--help, flag errors), where a fresh process is quick."""
+    import subprocess
+    return subprocess.run([sys.executable, 'runner.py', *args], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def runner_configs(*flags):
+    """(PipelineConfig, KubeflowConfig or None) that runner.py builds from these flags."""
+    import runner
+    return runner.build_configs(runner.build_parser().parse_args(list(flags)))
