@@ -19,6 +19,7 @@ this process's listeners (the console).
 """
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -33,12 +34,34 @@ from launch import sequence, worker
 _TAIL_LINES = 20   # of a failed worker's log, in the error
 
 
-def free_ports(count: int) -> List[int]:
-    """Ports free on 127.0.0.1 now (held open together, so they differ)."""
-    sockets = [socket.socket() for _ in range(count)]
+def ephemeral_low() -> int:
+    """The lowest port the kernel hands out by itself (bind to port 0, outgoing connections)."""
     try:
-        for sock in sockets:
-            sock.bind(('127.0.0.1', 0))
+        with open('/proc/sys/net/ipv4/ip_local_port_range') as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def free_ports(count: int) -> List[int]:
+    """Distinct ports free on 127.0.0.1 now, below the kernel's ephemeral range. The workers bind
+    them seconds later (after importing TF); an ephemeral port could meanwhile go to any socket
+    on the machine (a Beam worker, another training's connections), and the worker then fails
+    with "Could not start gRPC server". Only an explicit bind takes a port below that range."""
+    low = ephemeral_low()
+    choose = random.SystemRandom().randrange
+    sockets, tries = [], 100 * count
+    try:
+        while len(sockets) < count:
+            tries -= 1
+            if tries < 0:
+                raise RuntimeError(f'no {count} free ports below {low} on 127.0.0.1')
+            sock = socket.socket()
+            try:
+                sock.bind(('127.0.0.1', choose(max(1024, low // 2), low)))
+                sockets.append(sock)  # held open, so the next pick differs
+            except OSError:  # in use
+                sock.close()
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:

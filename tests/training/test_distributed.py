@@ -13,19 +13,20 @@ import subprocess
 import sys
 
 import numpy as np
-import portpicker
 import pytest
 
+from launch import local
+
+from helpers import REPO_ROOT
+
 pytestmark = pytest.mark.slow
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))))
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'distributed_worker.py')
 TOLERANCE = 1e-5
 
 
 def _train(tmp_path, name, *args, env=None):
     out = str(tmp_path / f'{name}.npz')
-    subprocess.run([sys.executable, WORKER, *args, '--out', out], cwd=REPO, check=True,
+    subprocess.run([sys.executable, WORKER, *args, '--out', out], cwd=REPO_ROOT, check=True,
                    env={**os.environ, **(env or {})}, capture_output=True, timeout=300)
     with open(out + '.json') as handle:
         info = json.load(handle)
@@ -81,14 +82,14 @@ def test_mixed_float16_overflow_is_skipped_on_two_replicas(tmp_path):
 
 def _two_workers(tmp_path, *args):
     """Runs the worker as a two-process cluster on 127.0.0.1; each one's (weights, info)."""
-    ports = [portpicker.pick_unused_port() for _ in range(2)]
+    ports = local.free_ports(2)  # as the launcher picks them: below the ephemeral range
     cluster = {'worker': [f'127.0.0.1:{p}' for p in ports]}
     processes = []
     for index in range(2):
         tf_config = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
         out = str(tmp_path / f'worker{index}.npz')
         processes.append((out, subprocess.Popen(
-            [sys.executable, WORKER, *args, '--out', out], cwd=REPO,
+            [sys.executable, WORKER, *args, '--out', out], cwd=REPO_ROOT,
             env={**os.environ, 'TF_CONFIG': tf_config},
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
     results = []

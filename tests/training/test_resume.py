@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import DIGITS
+from helpers import DIGITS, REPO_ROOT
 
 pytestmark = pytest.mark.slow
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'resume_worker.py')
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(WORKER))))
 
 
 def _write_split(path, per_class, offset):
@@ -30,7 +29,7 @@ def _write_split(path, per_class, offset):
 
 
 def _start(data, out, checkpoints):
-    return subprocess.Popen([sys.executable, WORKER, data, out, checkpoints], cwd=REPO,
+    return subprocess.Popen([sys.executable, WORKER, data, out, checkpoints], cwd=REPO_ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
