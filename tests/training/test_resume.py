@@ -33,6 +33,11 @@ def _start(data, out, checkpoints):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
+def _latest_step(checkpoints):
+    latest = tf.train.latest_checkpoint(checkpoints)
+    return int(latest.rsplit('-', 1)[1]) if latest else 0
+
+
 def _weights(model_dir):
     loaded = tf.saved_model.load(model_dir)
     return {v.name: v.numpy() for v in loaded.variables}
@@ -51,14 +56,17 @@ def test_killed_training_resumes_from_its_checkpoint_and_ends_like_an_uninterrup
     checkpoints = str(tmp_path / 'ckpt')
     first = _start(data, str(tmp_path / 'killed'), checkpoints)
     deadline = time.time() + 240
-    while not os.path.exists(os.path.join(checkpoints, 'ckpt-40.index')):
+    # Wait on the checkpoint state file, not on ckpt-40.index: the manager writes the index
+    # before it atomically updates the state file, so a kill between the two leaves the state
+    # naming the previous checkpoint (seen in CI as a resume from step 20).
+    while _latest_step(checkpoints) < 40:
         assert first.poll() is None and time.time() < deadline, 'no checkpoint appeared'
         time.sleep(0.05)
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert first.returncode == -signal.SIGKILL
     assert not os.path.exists(tmp_path / 'killed' / 'model')  # nothing half-exported
-    saved_step = int(tf.train.latest_checkpoint(checkpoints).rsplit('-', 1)[1])
+    saved_step = _latest_step(checkpoints)
     assert 40 <= saved_step < 150
 
     second = _start(data, str(tmp_path / 'killed'), checkpoints)
