@@ -7,6 +7,8 @@ c 8 of 10 (two of its images are as bright as b's). Overall accuracy is 28/30 = 
 import json
 import re
 
+import tensorflow_model_analysis as tfma
+
 from components.common import properties
 from components.evaluate import checks
 from components.evaluate import executor
@@ -28,6 +30,12 @@ def _reasons(blessing):
     return json.loads(blessing.get_string_custom_property(properties.BLESSING_REASONS))
 
 
+def _intervals(evaluation):
+    """How many of the saved metric values carry a confidence interval."""
+    return sum(item.HasField('confidence_interval') for metrics in tfma.load_metrics(
+        evaluation.uri) for item in metrics.metric_keys_and_values)
+
+
 def test_one_class_below_the_bar_is_blessed_by_default(tmp_path):
     blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9))
     assert blessing.get_int_custom_property('blessed') == 1
@@ -37,6 +45,7 @@ def test_one_class_below_the_bar_is_blessed_by_default(tmp_path):
     assert (overall.slice, overall.kind, overall.threshold, overall.passed) == (
         'overall', 'value', '>= 0.90', True)
     assert round(overall.value, 4) == 0.9333
+    assert _intervals(evaluation) == 0  # nothing served: no change to judge, no jackknife
 
 
 def test_one_class_below_the_opt_in_class_bar_is_not_blessed_and_says_which(tmp_path):
@@ -58,6 +67,7 @@ def test_a_regression_beyond_noise_against_the_served_model_names_the_version(tm
     blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.5),
                                     baseline=served, centers=(0.3, 0.95, 0.9))
     assert blessing.get_int_custom_property('blessed') == 0
+    assert _intervals(evaluation) > 0
     assert (tmp_path / 'blessing' / 'NOT_BLESSED').is_file()
     [reason] = _reasons(blessing)
     match = re.fullmatch(r'sparse_categorical_accuracy change vs served version 7 -0\.3333, '

@@ -36,3 +36,17 @@ def test_without_an_interval_the_point_value_decides():
         False, 'sparse_categorical_accuracy change vs served version 1 -0.0098 < 0.00 '
                '(no confidence interval computed)')
     assert noise.judge(noise.Change(-0.0098, float('nan'), float('nan')), 0.01, 1)[0]
+
+
+def test_without_intervals_switches_off_the_jackknife_and_keeps_the_rest():
+    from google.protobuf import json_format
+    import tensorflow_model_analysis as tfma
+    from pipeline import pipeline
+    from pipeline.config import EvalConfig
+    given = pipeline.make_eval_config(EvalConfig(min_accuracy=0.7))
+    assert given.options.compute_confidence_intervals.value
+    result = json_format.Parse(noise.without_intervals(json_format.MessageToJson(given)),
+                               tfma.EvalConfig())
+    assert not result.options.compute_confidence_intervals.value
+    result.options.compute_confidence_intervals.value = True
+    assert result == given
