@@ -14,11 +14,10 @@ import glob
 import os
 import re
 import signal
-import subprocess
 
 import pytest
 
-from helpers import REPO_ROOT, copy_digits, run_log, runner_command, stop_group_when
+from helpers import copy_digits, run_command, run_log, runner_command, stop_group_when
 
 pytestmark = pytest.mark.e2e
 STEPS = 400
@@ -51,8 +50,7 @@ def stopped_twice(tmp_path_factory):
     killed = stop_group_when(command, lambda: _checkpoint_step(out) > from_step,
                              signal.SIGKILL)
     served_after_kill = os.path.exists(os.path.join(out, 'serving'))
-    finished = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True,
-                              timeout=600)
+    finished = run_command(command, timeout=600)  # the warm interpreter: no signal to send
     return dict(out=out, interrupted=interrupted, killed=killed, finished=finished,
                 served=(served_after_interrupt, served_after_kill))
 
