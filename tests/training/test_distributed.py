@@ -17,17 +17,19 @@ import pytest
 
 from launch import local
 
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, run_command
 
 pytestmark = pytest.mark.slow
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'distributed_worker.py')
 TOLERANCE = 1e-5
 
 
-def _train(tmp_path, name, *args, env=None):
+def _train(tmp_path, name, *args):
     out = str(tmp_path / f'{name}.npz')
-    subprocess.run([sys.executable, WORKER, *args, '--out', out], cwd=REPO_ROOT, check=True,
-                   env={**os.environ, **(env or {})}, capture_output=True, timeout=300)
+    # A child of the warm interpreter (TensorFlow imported, its runtime not yet started, so the
+    # worker still sets its logical devices first), as a fresh `python` would run it.
+    done = run_command([sys.executable, WORKER, *args, '--out', out], timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
     with open(out + '.json') as handle:
         info = json.load(handle)
     weights = np.load(out)

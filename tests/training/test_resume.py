@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import DIGITS, REPO_ROOT
+from helpers import DIGITS, REPO_ROOT, run_command
 
 pytestmark = pytest.mark.slow
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'resume_worker.py')
@@ -49,9 +49,10 @@ def test_killed_training_resumes_from_its_checkpoint_and_ends_like_an_uninterrup
     _write_split(os.path.join(data, 'train', 'part.gz'), per_class=40, offset=0)
     _write_split(os.path.join(data, 'eval', 'part.gz'), per_class=10, offset=40)
 
-    straight = _start(data, str(tmp_path / 'straight'), str(tmp_path / 'ckpt_straight'))
-    _, log = straight.communicate(timeout=300)
-    assert straight.returncode == 0, log[-2000:]
+    # The two runs that are not killed: children of the warm interpreter (helpers.run_command).
+    straight = run_command([sys.executable, WORKER, data, str(tmp_path / 'straight'),
+                            str(tmp_path / 'ckpt_straight')], timeout=300)
+    assert straight.returncode == 0, straight.stderr[-2000:]
 
     checkpoints = str(tmp_path / 'ckpt')
     first = _start(data, str(tmp_path / 'killed'), checkpoints)
@@ -69,8 +70,9 @@ def test_killed_training_resumes_from_its_checkpoint_and_ends_like_an_uninterrup
     saved_step = _latest_step(checkpoints)
     assert 40 <= saved_step < 150
 
-    second = _start(data, str(tmp_path / 'killed'), checkpoints)
-    _, log = second.communicate(timeout=300)
+    second = run_command([sys.executable, WORKER, data, str(tmp_path / 'killed'), checkpoints],
+                         timeout=300)
+    log = second.stderr
     assert second.returncode == 0, log[-2000:]
     assert f'Resuming from checkpoint {checkpoints}/ckpt-{saved_step} at step {saved_step}' in log
     assert 'step 150/150' in log
