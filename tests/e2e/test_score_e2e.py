@@ -11,14 +11,13 @@ console summary, in every prediction row and in summary.json.
 import csv
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 import runner
 import saved_models
-from helpers import REPO_ROOT
+from helpers import run_command
 
 pytestmark = pytest.mark.e2e
 
@@ -38,9 +37,8 @@ def scored(tmp_path_factory):
     for name, value in IMAGES.items():
         (folder / name).write_bytes(saved_models.png(value))
     (folder / 'cut.png').write_bytes(saved_models.png(0.5)[:50])   # truncated PNG
-    result = subprocess.run([sys.executable, 'runner.py', '--score', str(folder),
-                             '--output', str(out)], cwd=REPO_ROOT, capture_output=True,
-                            text=True, timeout=600)
+    result = run_command([sys.executable, 'runner.py', '--score', str(folder),
+                          '--output', str(out)], timeout=600)
     return out, folder, result
 
 
