@@ -1,9 +1,7 @@
-"""Unit tests of the report's readers, pictures and page on small artifacts written here.
-
-The statistics and anomalies are real TFDV protos in the files the stock components write; the
-events are real TensorBoard event files; RunSummaries are built here as `pipeline.summary` reads
-them from ML Metadata. The whole-pipeline report is checked in test_report_e2e.py (two runs into
-one output) and tests/e2e/test_serving_e2e.py.
+"""Unit tests of the report's page on RunSummaries built here as `pipeline.summary` reads them
+from ML Metadata, over small artifacts (tests/support/py). The readers and
+pictures: test_readers.py. The whole-pipeline report is checked in test_report_e2e.py (two runs
+into one output) and tests/e2e/test_serving_e2e.py.
 """
 import json
 import os
@@ -11,101 +9,11 @@ import re
 
 import numpy as np
 from PIL import Image
-import tensorflow as tf
-from ml_metadata.proto import metadata_store_pb2
-from tensorflow_metadata.proto.v0 import anomalies_pb2, statistics_pb2
 
 from components.common import inputs
 from pipeline import summary as summary_lib
 from pipeline.report import page, plots, readers
-
-
-def _artifact(uri, splits=('train', 'eval'), artifact_id=1, **custom):
-    artifact = metadata_store_pb2.Artifact(uri=str(uri), id=artifact_id)
-    artifact.properties['split_names'].string_value = json.dumps(list(splits))
-    for key, value in custom.items():
-        if isinstance(value, int):
-            artifact.custom_properties[key].int_value = value
-        elif isinstance(value, float):
-            artifact.custom_properties[key].double_value = value
-        else:
-            artifact.custom_properties[key].string_value = value
-    return artifact
-
-
-def _write_statistics(uri, counts_by_split, image_sizes=True):
-    for split, counts in counts_by_split.items():
-        stats = statistics_pb2.DatasetFeatureStatisticsList()
-        dataset = stats.datasets.add(num_examples=sum(counts.values()))
-        label = dataset.features.add()
-        label.path.step.append('label_name')
-        for name, count in counts.items():
-            label.string_stats.rank_histogram.buckets.add(label=name, sample_count=count)
-        if image_sizes:
-            height = dataset.features.add()
-            height.path.step.append('image/height')
-            height.num_stats.min, height.num_stats.max = 8, 12
-        else:  # a table: numeric columns, no image features
-            column = dataset.features.add()
-            column.path.step.append('alcohol')
-            column.num_stats.min, column.num_stats.max = 11.0, 14.8
-        os.makedirs(os.path.join(uri, f'Split-{split}'))
-        with open(os.path.join(uri, f'Split-{split}', 'FeatureStats.pb'), 'wb') as handle:
-            handle.write(stats.SerializeToString())
-    return _artifact(uri, splits=tuple(counts_by_split))
-
-
-def _write_anomalies(uri, anomalous_split):
-    for split in ('train', 'eval'):
-        found = anomalies_pb2.Anomalies()
-        if split == anomalous_split:
-            found.anomaly_info['label_name'].short_description = 'Unexpected string values'
-            found.anomaly_info['label_name'].description = 'Examples contain value "x".'
-        os.makedirs(os.path.join(uri, f'Split-{split}'))
-        with open(os.path.join(uri, f'Split-{split}', 'SchemaDiff.pb'), 'wb') as handle:
-            handle.write(found.SerializeToString())
-    return _artifact(uri)
-
-
-def test_data_summary_counts_classes_per_split_from_statistics(tmp_path):
-    stats = _write_statistics(str(tmp_path / 'stats'), {'train': {'b': 5, 'a': 7},
-                                                        'eval': {'a': 2, 'b': 1}})
-    summary = readers.data_summary(stats)
-    assert summary['train'].class_counts == {'a': 7, 'b': 5}
-    assert summary['eval'].num_examples == 3
-    assert summary['train'].image_sizes == {'height': (8, 12)}
-
-
-def test_anomalies_are_text_per_split_and_empty_when_clean(tmp_path):
-    found = readers.anomalies_by_split(_write_anomalies(str(tmp_path / 'anomalies'), 'eval'))
-    assert found['train'] == ''
-    assert 'label_name: Unexpected string values' in found['eval']
-
-
-def test_training_curves_come_from_tensorboard_events(tmp_path):
-    writer = tf.summary.create_file_writer(str(tmp_path / 'run'))
-    with writer.as_default():
-        for step in (10, 20, 30):
-            tf.summary.scalar('train/loss', 1.0 / step, step=step)
-        tf.summary.scalar('eval/accuracy', 0.75, step=30)
-    writer.flush()
-    curves = readers.training_curves(_artifact(tmp_path / 'run'))
-    assert [s for s, _ in curves['train/loss']] == [10, 20, 30]
-    np.testing.assert_allclose([v for _, v in curves['train/loss']], [0.1, 0.05, 1 / 30],
-                               rtol=1e-6)
-    assert curves['eval/accuracy'] == [(30, 0.75)]
-
-
-def test_pictures_are_png_files_of_a_readable_size(tmp_path):
-    names = [
-        plots.class_counts({'train': {'a': 3, 'b': 4}, 'eval': {'a': 1}}, str(tmp_path)),
-        plots.training_curves({'train/loss': [(1, 2.0), (2, 1.0)], 'eval/loss': [(2, 1.5)],
-                               'train/accuracy': [(1, 0.5), (2, 0.7)]}, str(tmp_path)),
-        plots.confusion_matrix(np.array([[3.0, 1.0], [0.0, 4.0]]), ['a', 'b'], str(tmp_path)),
-    ]
-    for name in names:
-        with Image.open(tmp_path / name) as image:
-            assert image.format == 'PNG' and image.size[0] >= 300 and image.size[1] >= 250
+from report_inputs import artifact, write_anomalies, write_statistics
 
 
 def _headings(text):
@@ -124,9 +32,9 @@ def _trainer_properties(**overrides):
 
 
 def test_a_run_stopped_by_the_gate_reports_only_the_stages_that_ran(tmp_path):
-    stats = _write_statistics(str(tmp_path / 'stats'), {'train': {'a': 3}, 'eval': {'a': 1}})
-    anomalies = _write_anomalies(str(tmp_path / 'anomalies'), 'train')
-    examples = _artifact(tmp_path / 'examples', class_names=json.dumps(['a']))
+    stats = write_statistics(str(tmp_path / 'stats'), {'train': {'a': 3}, 'eval': {'a': 1}})
+    anomalies = write_anomalies(str(tmp_path / 'anomalies'), 'train')
+    examples = artifact(tmp_path / 'examples', class_names=json.dumps(['a']))
     summary = summary_lib.RunSummary(
         run_id='r1', states={'StatisticsGen': 'COMPLETE', 'AnomalyGate': 'FAILED'},
         outputs={'Examples': [examples], 'ExampleStatistics': [stats],
@@ -140,12 +48,12 @@ def test_a_run_stopped_by_the_gate_reports_only_the_stages_that_ran(tmp_path):
 
 
 def test_settings_section_states_how_the_model_was_trained(tmp_path):
-    model = _artifact(tmp_path / 'model', artifact_id=5, mixed_precision='mixed_bfloat16',
+    model = artifact(tmp_path / 'model', artifact_id=5, mixed_precision='mixed_bfloat16',
                       num_replicas=2.0, num_workers=2.0, input_height=28.0, input_width=32.0,
                       input_channels=3.0,
                       input_statement='trained at 28x32x3; 85% of images 28x32, 15% resized',
                       warm_start_version=-1.0)
-    examples = _artifact(tmp_path / 'examples', num_written_train=1000)
+    examples = artifact(tmp_path / 'examples', num_written_train=1000)
     summary = summary_lib.RunSummary(
         run_id='r1', states={'ImageTrainer': 'COMPLETE'},
         outputs={'Model': [model], 'Examples': [examples]},
@@ -171,7 +79,7 @@ def test_settings_section_states_how_the_model_was_trained(tmp_path):
 
 def test_settings_say_how_long_training_ran_and_why_it_stopped(tmp_path):
     reason = "ran the maximum of 20 epochs (best 0.9000 at epoch 18); restored epoch 18's weights"
-    model = _artifact(tmp_path / 'model', steps_run=400.0, epochs_run=20.0,
+    model = artifact(tmp_path / 'model', steps_run=400.0, epochs_run=20.0,
                       held_out_examples=130.0, stop_reason=reason)
     rows = dict(readers.training_settings(
         _trainer_properties(train_epochs=20.0, patience=3, validation_percent=10,
@@ -183,7 +91,7 @@ def test_settings_say_how_long_training_ran_and_why_it_stopped(tmp_path):
 
 
 def test_settings_fall_back_to_the_execution_when_the_model_records_no_shape(tmp_path):
-    model = _artifact(tmp_path / 'model', mixed_precision='float32')  # no input_*, no replicas
+    model = artifact(tmp_path / 'model', mixed_precision='float32')  # no input_*, no replicas
     rows = dict(readers.training_settings(
         _trainer_properties(train_steps=400, train_epochs=0.0, accumulation_steps=1), model,
         None))
@@ -193,11 +101,11 @@ def test_settings_fall_back_to_the_execution_when_the_model_records_no_shape(tmp
 
 
 def test_a_csv_run_has_no_image_size_table_and_its_input_is_a_table(tmp_path):
-    stats = _write_statistics(str(tmp_path / 'stats'), {'train': {'1': 40, '2': 50},
+    stats = write_statistics(str(tmp_path / 'stats'), {'train': {'1': 40, '2': 50},
                                                         'eval': {'1': 9, '2': 11}},
                               image_sizes=False)
     spec = inputs.InputSpec(kind='tabular', numeric=(('alcohol', 13.0, 0.8), ('ash', 2.4, 0.3)))
-    examples = _artifact(tmp_path / 'examples', class_names=json.dumps(['1', '2']),
+    examples = artifact(tmp_path / 'examples', class_names=json.dumps(['1', '2']),
                          input_spec=spec.to_json(), num_written_train=90)
     summary = summary_lib.RunSummary(
         run_id='csv', states={'StatisticsGen': 'COMPLETE', 'ImageTrainer': 'FAILED'},
@@ -214,8 +122,8 @@ def test_a_csv_run_has_no_image_size_table_and_its_input_is_a_table(tmp_path):
 
 def test_each_run_keeps_its_report_and_report_html_is_the_newest(tmp_path):
     out = str(tmp_path / 'out')
-    first_stats = _write_statistics(str(tmp_path / 's1'), {'train': {'a': 3}, 'eval': {'a': 1}})
-    second_stats = _write_statistics(str(tmp_path / 's2'), {'train': {'a': 9, 'b': 8},
+    first_stats = write_statistics(str(tmp_path / 's1'), {'train': {'a': 3}, 'eval': {'a': 1}})
+    second_stats = write_statistics(str(tmp_path / 's2'), {'train': {'a': 9, 'b': 8},
                                                             'eval': {'a': 2, 'b': 2}})
     for run_id, stats in (('2026-12-02T14:20:40.1', first_stats),
                           ('2026-12-02T14:25:03.7', second_stats)):
@@ -264,9 +172,9 @@ def test_a_cached_rerun_names_the_baseline_and_what_is_served_now(tmp_path):
     for version in ('1', '2'):
         os.makedirs(serving / version)
         (serving / version / 'saved_model.pb').write_bytes(b'graph')
-    baseline = _artifact(tmp_path / 'baseline', artifact_id=7, served_version=1,
+    baseline = artifact(tmp_path / 'baseline', artifact_id=7, served_version=1,
                          served_path=str(serving / '1'))
-    pushed = _artifact(tmp_path / 'pushed', artifact_id=10, pushed=1, pushed_version='2')
+    pushed = artifact(tmp_path / 'pushed', artifact_id=10, pushed=1, pushed_version='2')
     nodes = ('ServedModelBaseline', 'Pusher')
     summary = summary_lib.RunSummary(
         run_id='r2', states={n: 'CACHED' for n in nodes},
@@ -293,7 +201,7 @@ def test_confusion_matrix_grows_with_classes_and_shortens_very_long_names(tmp_pa
 
 def test_settings_say_why_auto_chose_the_policy(tmp_path):
     reason = 'auto on a CPU without bfloat16 instructions'
-    model = _artifact(tmp_path / 'model', mixed_precision='float32', precision_reason=reason)
+    model = artifact(tmp_path / 'model', mixed_precision='float32', precision_reason=reason)
     summary = summary_lib.RunSummary(
         run_id='r1', states={'ImageTrainer': 'COMPLETE'}, outputs={'Model': [model]},
         execution_properties={'ImageTrainer': _trainer_properties()})
@@ -303,10 +211,10 @@ def test_settings_say_why_auto_chose_the_policy(tmp_path):
 
 
 def test_the_drift_section_lists_every_value_and_anomalies_stay_the_validators(tmp_path):
-    stats = _write_statistics(str(tmp_path / 'stats'), {'train': {'a': 3}, 'eval': {'a': 1}})
-    anomalies = _write_anomalies(str(tmp_path / 'anomalies'), None)
+    stats = write_statistics(str(tmp_path / 'stats'), {'train': {'a': 3}, 'eval': {'a': 1}})
+    anomalies = write_anomalies(str(tmp_path / 'anomalies'), None)
     # DriftCheck's output: the same artifact type, written after the validator's (higher id).
-    drift = _artifact(tmp_path / 'drift', splits=(), artifact_id=9,
+    drift = artifact(tmp_path / 'drift', splits=(), artifact_id=9,
                       drift_text='drift: label L∞ 0.59 > 0.30 vs the data of served version 1',
                       drift_values=json.dumps([
                           {'feature': 'label', 'measure': 'L-infinity', 'value': 0.59,
