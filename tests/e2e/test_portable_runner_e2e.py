@@ -3,11 +3,9 @@ take: PortableRunner with an embedded job server and LOOPBACK workers (this proc
 SDK harness). Given --beam-args are used as they are, so every Beam stage (ingestion,
 statistics, TFMA) goes through the Runner API and the Fn API instead of the DirectRunner.
 """
-import subprocess
-
 import pytest
 
-from helpers import REPO_ROOT, copy_digits, run_log, runner_command
+from helpers import copy_digits, run_command, run_log, runner_command
 
 pytestmark = pytest.mark.e2e
 
@@ -16,9 +14,8 @@ PORTABLE = '--runner=PortableRunner --job_endpoint=embed --environment_type=LOOP
 
 def test_the_pipeline_runs_and_pushes_on_the_portable_runner(tmp_path):
     data, out = copy_digits(str(tmp_path / 'data')), str(tmp_path / 'out')
-    result = subprocess.run(runner_command(data, out, '--config', 'smoke',
-                                           f'--beam-args={PORTABLE}'),
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    result = run_command(runner_command(data, out, '--config', 'smoke',
+                                        f'--beam-args={PORTABLE}'))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f'  beam: as given: {PORTABLE}' in result.stdout.splitlines()
     assert '  examples: train 80, eval 10, rejected 0 of 90 records' in result.stdout
