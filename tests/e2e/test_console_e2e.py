@@ -78,7 +78,8 @@ def test_a_failed_ingestion_names_the_stage_and_the_reason_and_nothing_after_it(
                 head = image.read(20)
             with open(path, 'wb') as image:
                 image.write(head)
-    result, lines = _run(runner_command(data, str(tmp_path / 'out'), '--config', 'smoke'))
+    result = run_command(runner_command(data, str(tmp_path / 'out'), '--config', 'smoke'))
+    lines = result.stdout.splitlines()
     assert result.returncode == 1 and result.stderr == '', result.stderr[-3000:]
     assert lines[1].split()[:2] == ['ImageExampleGen', 'failed'], result.stdout
     summary = result.stdout[result.stdout.index('\nRun '):]
