@@ -11,7 +11,7 @@ from sklearn.datasets import load_sample_images
 from components.common import features
 from training import augment, data
 
-from helpers import DIGITS
+from helpers import DIGITS, run_command
 
 SHAPE = (24, 24, 3)
 
@@ -154,34 +154,15 @@ def test_unknown_mode_is_refused():
     assert augment.describe('light', True) == 'light + flip'
 
 
-_REPLICAS = '''
-import sys
-import numpy as np
-import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from training import data
-strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
-dataset = data.train_dataset(sys.argv[1], 4, (24, 24, 3), seed=3, augment='standard', flip=True,
-                             skip_examples=int(sys.argv[2]))
-batches = []
-for images, _ in iter(strategy.experimental_distribute_dataset(dataset)):
-    batches.append(np.concatenate([t.numpy() for t in strategy.experimental_local_results(images)]))
-    if len(batches) == 5:
-        break
-np.save(sys.argv[3], np.stack(batches))
-'''
-
-
 def test_two_replicas_split_the_same_augmented_global_batches(pattern, tmp_path):
-    # Logical CPU devices must be set before TensorFlow starts: a fresh process.
-    import subprocess
+    # Logical CPU devices must be set before TensorFlow's runtime starts: a process of its own
+    # (a child of the warm interpreter, which imported TensorFlow but started no runtime).
     import sys
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'replicas_worker.py')
     for skip in (0, 8):
         out = str(tmp_path / f'replicas{skip}.npy')
-        subprocess.run([sys.executable, '-c', _REPLICAS, pattern, str(skip), out], check=True,
-                       cwd=os.path.dirname(os.path.dirname(DIGITS)), capture_output=True,
-                       timeout=300)
+        done = run_command([sys.executable, worker, pattern, str(skip), out], timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
         one = np.stack([b[0] for b in _stream(pattern, 5, augment='standard', flip=True,
                                               skip_examples=skip)])
         np.testing.assert_array_equal(np.load(out), one)
