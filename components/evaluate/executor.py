@@ -95,10 +95,13 @@ class Executor(stock_executor.Executor):
         spans = window_examples(input_dict[specs.EXAMPLES_KEY])
         logging.info('Evaluating on the eval splits of %d span folder(s): %s', len(spans),
                      [a.uri for a in spans])
-        # The intervals serve the no-regression rule alone (noise.py): none without a baseline.
-        config = exec_properties.get(specs.EVAL_CONFIG_KEY)
-        changed = ({specs.MODULE_PATH_KEY: served_model.MODULE} if in_place else
-                   {specs.EVAL_CONFIG_KEY: noise.without_intervals(config)} if config else {})
+        changed = {}
+        if in_place:
+            changed[specs.MODULE_PATH_KEY] = served_model.MODULE
+        elif exec_properties.get(specs.EVAL_CONFIG_KEY):
+            # The intervals serve the no-regression rule alone (noise.py): none without a baseline.
+            changed[specs.EVAL_CONFIG_KEY] = noise.without_intervals(
+                exec_properties[specs.EVAL_CONFIG_KEY])
         super().Do(dict(input_dict, **{specs.BASELINE_MODEL_KEY: in_place,
                                        specs.EXAMPLES_KEY: spans}), output_dict,
                    dict(exec_properties, **changed))
