@@ -10,7 +10,8 @@ from typing import Optional, Tuple
 
 from components.ingest import csv_records, image_formats
 # Re-exported: the [kubeflow] settings and the retraining tables live in modules of their own.
-from pipeline.config_kubeflow import KubeflowConfig, check_kubeflow_root  # noqa: F401
+from pipeline.config_kubeflow import (  # noqa: F401
+    SCORE_SPEC_FILE, KubeflowConfig, check_kubeflow_root, spec_file)
 from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig, _check
 from training.params import NAMED_MODELS, TrainParams  # noqa: F401 (NAMED_MODELS: re-exported)
 

@@ -13,6 +13,9 @@ from pipeline.config_retraining import _check
 
 # A Kubernetes namespace (RFC 1123 label), as a Kubeflow profile names one.
 NAMESPACE = r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?'
+# The scoring pipeline's spec without --output (pipeline/kubeflow_score.py): never the training
+# pipeline's file.
+SCORE_SPEC_FILE = 'score_pipeline.json'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,3 +114,9 @@ def check_kubeflow_root(root: str, name: str = '--pipeline-root') -> None:
            'artifacts only under gs://, s3://, minio:// or mem:// (objectstore/config.go), and '
            "the image's TensorFlow and Beam write only gs:// (no S3 file system, no "
            'tensorflow-io)')
+
+
+def spec_file(kubeflow: KubeflowConfig, score: bool, output: Optional[str]) -> str:
+    """Where `runner.py --kubeflow` writes the spec: output_file, or for the scoring pipeline
+    (score) output_file only when --output was given, else SCORE_SPEC_FILE."""
+    return kubeflow.output_file if output or not score else SCORE_SPEC_FILE

@@ -17,8 +17,7 @@ from typing import Tuple
 import urllib3
 
 from pipeline import config as config_lib
-from pipeline import kubeflow_score
-from pipeline.kubeflow import compile_pipeline, write_pipeline_spec
+from pipeline import logs
 
 
 def _name_filter(name: str) -> str:
@@ -115,6 +114,7 @@ def schedule(client, job_file: str, config: config_lib.PipelineConfig,
     namespace (a recurring run to its experiment's); kfp.Client defaults it to the pod's own.
     SchedulingError with the server's message when it refuses a step.
     """
+    from pipeline.kubeflow import write_pipeline_spec  # TFX: imported by run() in its log block
     import kfp_server_api
     namespace = kubeflow.namespace or client.get_user_namespace() or None
     step = 'asking whether it runs in multi-user mode'
@@ -154,20 +154,30 @@ def run(config, kubeflow, score=None, output=None) -> int:
     under a name of its own; `output` is --output, whether given), then schedule it when an
     endpoint is set. Prints what it did; 0, 1 (the API server refused or is unreachable) or 2
     (settings only the compile can check)."""
+    # TFX's INFO lines and TensorFlow's start-up lines (on import and compile) go to a log
+    # beside the spec, one per compile, so the pipeline modules are imported in here; the console
+    # keeps what this says.
+    spec = config_lib.spec_file(kubeflow, bool(score), output)
+    log_file = os.path.splitext(os.path.abspath(spec))[0] + '.log'
+    os.makedirs(os.path.dirname(log_file), exist_ok=True)
+    open(log_file, 'w').close()
     try:
-        # The credentials are read before the compile, so a missing token fails at once.
-        client = kubeflow.endpoint and connect(kubeflow)
-        if score:
-            job_file, config = kubeflow_score.compile_for(config, kubeflow, score, output)
-        else:
-            job_file = compile_pipeline(config, kubeflow)
+        with logs.to_file(log_file, logs.is_verbose()):
+            from pipeline import kubeflow_score
+            from pipeline.kubeflow import compile_pipeline
+            # The credentials are read before the compile, so a missing token fails at once.
+            client = kubeflow.endpoint and connect(kubeflow)
+            if score:
+                job_file, config = kubeflow_score.compile_for(config, kubeflow, score, output)
+            else:
+                job_file = compile_pipeline(config, kubeflow)
     except ValueError as error:  # e.g. --trainer-workers
         print(f'error: {error}', file=sys.stderr)
         return 2
     except SchedulingError as error:
         print(f'error: {error}', file=sys.stderr)
         return 1
-    print(f'Compiled {job_file}')
+    print(f'Compiled {job_file}; log: {log_file}')
     if kubeflow.endpoint:
         try:
             recurring = schedule(client, job_file, config, kubeflow)

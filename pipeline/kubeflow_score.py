@@ -25,7 +25,7 @@ from pipeline import config as config_lib
 from pipeline import kubeflow
 from pipeline import scoring
 
-DEFAULT_FILE = 'score_pipeline.json'
+DEFAULT_FILE = config_lib.SCORE_SPEC_FILE
 
 
 def build_job(config: config_lib.PipelineConfig, kubeflow_config: config_lib.KubeflowConfig,
@@ -62,7 +62,7 @@ def compile_for(config: config_lib.PipelineConfig, kubeflow_config: config_lib.K
     """runner.py --kubeflow --score: (the compiled file, the config to schedule it with). The
     file defaults to DEFAULT_FILE, not the training pipeline's; the config is named
     `<name>-score`, so scheduling it never replaces the training pipeline's recurring run."""
-    if not output:
-        kubeflow_config = dataclasses.replace(kubeflow_config, output_file=DEFAULT_FILE)
+    kubeflow_config = dataclasses.replace(
+        kubeflow_config, output_file=config_lib.spec_file(kubeflow_config, True, output))
     return (compile_pipeline(config, kubeflow_config, score),
             dataclasses.replace(config, name=config.name + scoring.SUFFIX))

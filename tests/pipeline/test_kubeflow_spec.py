@@ -35,13 +35,27 @@ EXPECTED_DAG = {
 
 
 @pytest.fixture(scope='module')
-def job(tmp_path_factory):
+def compiled(tmp_path_factory):
     output = str(tmp_path_factory.mktemp('kfp') / 'pipeline.json')
     result = run_command(
         [sys.executable, 'runner.py', '--kubeflow', '--image', IMAGE, '--pipeline-root', ROOT,
          '--output', output, '--beam-args', BEAM, '--trainer-cpu', '8', '--trainer-memory', '30',
          '--trainer-gpus', '2'], timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    return output, result
+
+
+def test_the_compile_prints_one_line_and_logs_the_rest_beside_the_spec(compiled):
+    output, result = compiled
+    log = output[:-len('.json')] + '.log'
+    assert result.stdout == f'Compiled {output}; log: {log}\n' and result.stderr == ''
+    with open(log) as handle:
+        assert ' I ' in handle.read()  # TFX's INFO lines of the compile
+
+
+@pytest.fixture(scope='module')
+def job(compiled):
+    output, _ = compiled
     assert not os.path.exists(os.path.join(REPO, 'gs:'))  # the URI was never used as a path
     with open(output) as handle:
         text = handle.read()
