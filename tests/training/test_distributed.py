@@ -1,7 +1,8 @@
 """Equivalence of the training maths across replicas, accumulation and workers (marked slow).
 
-Every case runs distributed_worker.py in a fresh process (logical CPU devices must be set
-before TensorFlow starts) for 10 SGD-with-momentum updates under a warm-up + cosine schedule,
+Every case runs distributed_worker.py in a process of its own (logical CPU devices must be set
+before TensorFlow's runtime starts; a child of the warm interpreter, or a fresh one for the two
+workers that run side by side) for 10 SGD-with-momentum updates under a warm-up + cosine schedule,
 from the same initial weights over the same data, and compares the final float32 weights with
 one replica at the same examples-per-update (32). The usual mistakes each break this: a loss
 divided by the per-replica batch, a schedule advancing per micro-batch, gradients summed but
