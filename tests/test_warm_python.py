@@ -1,7 +1,10 @@
 """The warm interpreter (tests/support/warm_python.py) ends a command as a fresh `python` would:
-its exit status, its output, its own working directory and environment, and a fresh process."""
+its exit status, its output, its own working directory and environment, a fresh process, and
+(start()) a session of its own that a signal to its group ends."""
 import os
+import signal
 import sys
+import time
 
 import warm_python
 
@@ -45,3 +48,41 @@ def test_each_command_is_a_new_process_and_other_forms_start_a_fresh_interpreter
     assert not warm_python.takes(['-c', 'pass'])
     fresh = warm_python.run_captured(['-c', 'import sys; sys.exit(4)'], str(tmp_path), 60)
     assert fresh.returncode == 4 and fresh.args == [sys.executable, '-c', 'import sys; sys.exit(4)']
+
+
+SLEEPER = '''import os, sys, time
+print('started', flush=True)
+try:
+    time.sleep(300)
+except KeyboardInterrupt:
+    print('interrupted', flush=True)
+    sys.exit(130)
+'''
+
+
+def _started(tmp_path, name, new_session=True):
+    """A SLEEPER child (start()) once it has printed that it started."""
+    script = tmp_path / 'sleeper.py'
+    script.write_text(SLEEPER)
+    out = tmp_path / f'{name}.out'
+    child = warm_python.start([str(script)], str(tmp_path), dict(os.environ), str(out),
+                              str(tmp_path / f'{name}.err'), new_session=new_session)
+    deadline = time.time() + 120
+    while 'started' not in (out.read_text() if out.exists() else ''):
+        assert child.poll() is None and time.time() < deadline, 'the child never started'
+        time.sleep(0.05)
+    assert child.poll() is None
+    return child, out
+
+
+def test_a_started_child_has_its_own_session_and_ends_as_its_group_is_signalled(tmp_path):
+    child, out = _started(tmp_path, 'interrupted')
+    assert os.getsid(child.pid) == child.pid != os.getsid(0)  # killpg reaches it alone
+    os.killpg(child.pid, signal.SIGINT)  # Ctrl-C: KeyboardInterrupt, as in `python`
+    assert child.wait(timeout=60) == 130 and out.read_text() == 'started\ninterrupted\n'
+    killed, _ = _started(tmp_path, 'killed')
+    os.killpg(killed.pid, signal.SIGKILL)
+    assert killed.wait(timeout=60) == -signal.SIGKILL
+    fresh = warm_python.start(['-c', 'import sys; sys.exit(5)'], str(tmp_path), dict(os.environ),
+                              os.devnull, os.devnull)  # a form the server does not take
+    assert fresh.wait(timeout=60) == 5

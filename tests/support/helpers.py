@@ -64,30 +64,34 @@ def runner_command(data: str, out: str, *flags: str, digits_schema: bool = True)
 
 
 def stop_group_when(command: list, ready, sig) -> tuple:
-    """Starts command (cwd REPO_ROOT) in a process group of its own, sends the group sig once
+    """Starts command (`[sys.executable, ...]`, cwd REPO_ROOT) in a session and process group of
+    its own, in a child of the warm interpreter (warm_python.start), sends the group sig once
     ready() is true, and checks that nothing of the group is left alive; returns the ended
-    process, its stdout and stderr. SIGINT reaches it as a terminal's Ctrl-C does: a test
-    session started in the background by a non-interactive shell (`make test &`) ignores
-    SIGINT, and a child would inherit that."""
-    import signal
+    process (its returncode), its stdout and stderr. SIGINT reaches it as a terminal's Ctrl-C
+    does (KeyboardInterrupt in Python), whatever this test session ignores."""
     import subprocess
+    import tempfile
     import time
-    process = subprocess.Popen(command, cwd=REPO_ROOT, start_new_session=True, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.time() + 300
-    while not ready():
-        assert process.poll() is None, process.communicate()
-        assert time.time() < deadline, 'not ready within 300 s'
-        time.sleep(0.05)
-    os.killpg(process.pid, sig)
-    stdout, stderr = process.communicate(timeout=120)
+    import warm_python
+    with tempfile.TemporaryDirectory(prefix='stopped-') as folder:
+        out, err = os.path.join(folder, 'stdout'), os.path.join(folder, 'stderr')
+        child = warm_python.start(command[1:], REPO_ROOT, dict(os.environ), out, err,
+                                  new_session=True)
+        deadline = time.time() + 300
+        while not ready():
+            assert child.poll() is None, open(out).read() + open(err).read()
+            assert time.time() < deadline, 'not ready within 300 s'
+            time.sleep(0.05)
+        os.killpg(child.pid, sig)
+        code = child.wait(timeout=120)
+        with open(out, errors='replace') as stdout, open(err, errors='replace') as stderr:
+            process = subprocess.CompletedProcess(command, code, stdout.read(), stderr.read())
     # Zombies excluded: a killed child has ended, only its reaping by init may be pending.
-    listed = subprocess.run(['ps', '-s', str(process.pid), '-o', 'stat=,args='],
+    listed = subprocess.run(['ps', '-s', str(child.pid), '-o', 'stat=,args='],
                             capture_output=True, text=True).stdout.splitlines()
     alive = [line for line in listed if not line.lstrip().startswith('Z')]
     assert alive == [], f'processes of the run are still alive: {alive}'
-    return process, stdout, stderr
+    return process, process.stdout, process.stderr
 
 
 def run_log(console: str) -> str:

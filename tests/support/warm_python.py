@@ -6,7 +6,8 @@ stand-in starts one per task (`python -m pipeline.kfp_entrypoint ...`, 10-30 per
 the scenario tests start `python runner.py ...` once per scheduled day. The child is a process
 of its own as those commands are: its own argv, working directory, environment (replaced by the
 one given), stdin from /dev/null, stdout and stderr into the given files, and an exit status
-(an uncaught exception: its traceback and status 1, as `python` ends; SystemExit as `python`).
+(an uncaught exception: its traceback and status 1, as `python` ends; SystemExit as `python`;
+SIGINT raises KeyboardInterrupt, as in `python`).
 Only the imports are shared, made before any command ran: the server does nothing else, so no
 thread and no TF runtime exists when it forks, and every child runs the command's own code
 afresh (runpy, as `python -m` and `python FILE` do). What a child cannot show is what happens
@@ -15,6 +16,8 @@ order) starts a fresh interpreter. The server runs one command at a time.
 
     code = warm_python.run(['-m', 'pipeline.kfp_entrypoint', ...], cwd, env, log_file, 900)
     result = warm_python.run_captured(['runner.py', '--local', ...], cwd, timeout=900)
+    child = warm_python.start(['runner.py', ...], cwd, env, out, err, new_session=True)
+    ... os.killpg(child.pid, signal.SIGINT); child.wait(120)
 
 Commands other than `-m MODULE` or `SCRIPT.py` are not taken: run() returns None and
 run_captured() starts a fresh interpreter. WARM_PYTHON=0 in the environment turns it off
@@ -78,17 +81,73 @@ def takes(argv: List[str]) -> bool:
 
 
 def _request(argv, cwd, env, stdout, stderr, timeout) -> int:
+    return start(argv, cwd, env, stdout, stderr).wait(timeout)
+
+
+class Child:
+    """A command running in a child of the warm server (start()); until it is waited for, the
+    server runs nothing else."""
+
+    def __init__(self, argv, pid: int, server: subprocess.Popen):
+        self.argv, self.pid, self._server, self.returncode = argv, pid, server, None
+
+    def poll(self) -> Optional[int]:
+        """Its exit status once it has ended, else None (without waiting)."""
+        if self.returncode is None and select.select([self._server.stdout], [], [], 0)[0]:
+            self.returncode = int(json.loads(self._server.stdout.readline())['status'])
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        """Its exit status (negative: killed by that signal, as subprocess reports it); past
+        timeout it is killed and TimeoutExpired raised, as subprocess.run(timeout=) does."""
+        if self.returncode is None:
+            if not select.select([self._server.stdout], [], [], timeout)[0]:
+                os.kill(self.pid, signal.SIGKILL)
+                self._server.stdout.readline()
+                raise subprocess.TimeoutExpired(self.argv, timeout)
+            self.poll()
+        return self.returncode
+
+
+class _Fresh(Child):
+    """start() in a fresh interpreter: the same poll() and wait() over a Popen."""
+
+    def __init__(self, argv, cwd, env, stdout, stderr, new_session):
+        with open(stdout, 'a') as out, open(stderr, 'a') as err:
+            self._process = subprocess.Popen(
+                [sys.executable, *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                stderr=err, start_new_session=new_session,
+                # SIGINT as a terminal delivers it, whatever this process ignores.
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        super().__init__(argv, self._process.pid, None)
+
+    def poll(self) -> Optional[int]:
+        self.returncode = self._process.poll()
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        try:
+            self.returncode = self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+            raise
+        return self.returncode
+
+
+def start(argv: List[str], cwd: str, env: Dict[str, str], stdout: str, stderr: str,
+          new_session: bool = False) -> Child:
+    """Starts `python *argv` in a child of the warm server (a fresh interpreter for a form
+    takes() refuses), stdout and stderr appended to those files, and returns at once.
+    new_session: the child starts a session (and process group) of its own, as
+    Popen(start_new_session=True) does, so a test can signal the whole group."""
+    if not takes(argv):
+        return _Fresh(argv, cwd, env, stdout, stderr, new_session)
     server = _start()
     server.stdin.write(json.dumps({'argv': argv, 'cwd': cwd, 'env': env, 'stdout': stdout,
-                                   'stderr': stderr}) + '\n')
+                                   'stderr': stderr, 'new_session': new_session}) + '\n')
     server.stdin.flush()
-    pid = int(json.loads(server.stdout.readline())['pid'])
-    ready, _, _ = select.select([server.stdout], [], [], timeout)
-    if not ready:  # as subprocess.run(timeout=) does: the command is killed, the caller fails
-        os.kill(pid, signal.SIGKILL)
-        server.stdout.readline()
-        raise subprocess.TimeoutExpired(argv, timeout)
-    return int(json.loads(server.stdout.readline())['status'])
+    return Child(argv, int(json.loads(server.stdout.readline())['pid']), server)
 
 
 def _start() -> subprocess.Popen:
@@ -116,6 +175,8 @@ def _child(request: dict) -> None:
     import traceback
     status = 1
     try:
+        if request.get('new_session'):
+            os.setsid()
         os.chdir(request['cwd'])
         os.environ.clear()
         os.environ.update(request['env'])

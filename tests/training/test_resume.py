@@ -2,7 +2,6 @@
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -11,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import DIGITS, REPO_ROOT, run_command
+import warm_python
 
 pytestmark = pytest.mark.slow
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'resume_worker.py')
@@ -26,11 +26,6 @@ def _write_split(path, per_class, offset):
                 with open(os.path.join(DIGITS, name, file_name), 'rb') as handle:
                     example = features.make_example(handle.read(), label, name, 8, 8, file_name)
                 writer.write(example.SerializeToString())
-
-
-def _start(data, out, checkpoints):
-    return subprocess.Popen([sys.executable, WORKER, data, out, checkpoints], cwd=REPO_ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def _latest_step(checkpoints):
@@ -49,13 +44,15 @@ def test_killed_training_resumes_from_its_checkpoint_and_ends_like_an_uninterrup
     _write_split(os.path.join(data, 'train', 'part.gz'), per_class=40, offset=0)
     _write_split(os.path.join(data, 'eval', 'part.gz'), per_class=10, offset=40)
 
-    # The two runs that are not killed: children of the warm interpreter (helpers.run_command).
+    # Each run a child of the warm interpreter (TensorFlow imported, no runtime started), as a
+    # fresh `python` would run it.
     straight = run_command([sys.executable, WORKER, data, str(tmp_path / 'straight'),
                             str(tmp_path / 'ckpt_straight')], timeout=300)
     assert straight.returncode == 0, straight.stderr[-2000:]
 
     checkpoints = str(tmp_path / 'ckpt')
-    first = _start(data, str(tmp_path / 'killed'), checkpoints)
+    first = warm_python.start([WORKER, data, str(tmp_path / 'killed'), checkpoints], REPO_ROOT,
+                              dict(os.environ), os.devnull, str(tmp_path / 'killed.log'))
     deadline = time.time() + 240
     # Wait on the checkpoint state file, not on ckpt-40.index: the manager writes the index
     # before it atomically updates the state file, so a kill between the two leaves the state
@@ -63,9 +60,8 @@ def test_killed_training_resumes_from_its_checkpoint_and_ends_like_an_uninterrup
     while _latest_step(checkpoints) < 40:
         assert first.poll() is None and time.time() < deadline, 'no checkpoint appeared'
         time.sleep(0.05)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-    assert first.returncode == -signal.SIGKILL
+    os.kill(first.pid, signal.SIGKILL)
+    assert first.wait(timeout=60) == -signal.SIGKILL
     assert not os.path.exists(tmp_path / 'killed' / 'model')  # nothing half-exported
     saved_step = _latest_step(checkpoints)
     assert 40 <= saved_step < 150
