@@ -10,7 +10,8 @@ docs/scaling.md, "Beam mode"); INPUT_BYTES_THRESHOLD is where multi-processing s
 The input's size is the bytes of its files: what ingestion decodes and what the statistics and
 the evaluation then scale with. It is read from the folder before the run (one stat per file).
 An input that cannot be listed here (a URI, a path that only exists in a container) keeps
-multi-processing, the mode that does not degrade with size. Given --beam-args always win.
+multi-processing, the mode that does not degrade with size. Given --beam-args always win; the
+project's setup file is added to them only when they name no dependency flag (resolve).
 """
 import os
 from typing import Optional, Tuple
@@ -21,6 +22,8 @@ MULTI_PROCESSING = ('--direct_running_mode=multi_processing', '--direct_num_work
 # 1.86x faster at 96 MB and 1.22x at 192 MB; by the two modes' growth, multi-processing catches
 # up at about 250-300 MB.
 INPUT_BYTES_THRESHOLD = 256 * 2 ** 20
+_DEPENDENCY_OPTIONS = ('extra_packages', 'setup_file', 'requirements_file',
+                       'worker_harness_container_image', 'sdk_container_image')
 
 
 def input_size(data_dir: str) -> Optional[Tuple[int, int]]:
@@ -64,10 +67,25 @@ def choose(data_dir: str, cores: Optional[int] = None,
                               f'{_megabytes(threshold)}')
 
 
+def carries_dependencies(beam_args: Tuple[str, ...]) -> bool:
+    """Whether the args name how Beam's workers get their code: the flags TFX looks for before it
+    packages itself (tfx/utils/dependency_utils.py make_beam_dependency_flags), read as it reads
+    them (Beam's PipelineOptions, so `--extra_package` and two-token forms count too)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    options = PipelineOptions(flags=list(beam_args)).get_all_options()
+    return any(options.get(name) for name in _DEPENDENCY_OPTIONS)
+
+
 def resolve(beam_args: Tuple[str, ...], data_dir: str,
             extra: Tuple[str, ...] = ()) -> Tuple[Tuple[str, ...], str]:
-    """The Beam args a run uses and why: the given ones, else choose()'s plus `extra`."""
+    """The Beam args a run uses and why: choose()'s plus `extra` (the project's setup file), or
+    the given ones, plus `extra` only when they name no dependency of their own. Without any,
+    TFX copies its whole install (about 50 MB) to a temporary folder and builds a package of it
+    in every Beam stage, and never deletes that folder; and a remote runner's workers need this
+    project's code (the ingestion and scoring DoFns) in any case."""
     if beam_args:
-        return tuple(beam_args), 'as given: ' + ' '.join(beam_args)
+        added = () if carries_dependencies(beam_args) else tuple(extra)
+        reason = 'as given: ' + ' '.join(beam_args)
+        return tuple(beam_args) + added, reason + (f' (+ {" ".join(added)})' if added else '')
     chosen, reason = choose(data_dir)
     return chosen + tuple(extra), reason

@@ -14,7 +14,7 @@ from components.ingest.checks import IngestionError
 from components.ingest.component import ImageExampleGen, uses_spans
 from pipeline import summary as summary_lib
 
-from helpers import copy_digits
+from helpers import IN_PROCESS_BEAM, copy_digits
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +26,7 @@ def _run(data, out, window=1):
                                     pipeline_root=os.path.join(out, 'root'))], enable_cache=True,
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             os.path.join(out, 'metadata.sqlite')),
-        beam_pipeline_args=['--direct_running_mode=in_memory'])
+        beam_pipeline_args=IN_PROCESS_BEAM)
     tfx.orchestration.LocalDagRunner().run(pipeline)
     summary = summary_lib.read_latest_run(os.path.join(out, 'metadata.sqlite'), 'spans')
     (examples,) = summary.outputs['Examples']

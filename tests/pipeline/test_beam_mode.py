@@ -50,8 +50,16 @@ def test_unknown_size_keeps_multi_processing():
 def test_given_args_win_and_chosen_ones_get_the_extras(tmp_path):
     _write(tmp_path / 'a', 'x.png', 10)
     given = ('--runner=PortableRunner', '--job_endpoint=embed')
+    # Naming no dependency of their own, given args get the extras too (TFX would package
+    # itself into a temporary folder per Beam stage otherwise), and the reason says so.
     assert beam_mode.resolve(given, str(tmp_path), ('--setup_file=s.py',)) == (
-        given, 'as given: --runner=PortableRunner --job_endpoint=embed')
+        given + ('--setup_file=s.py',),
+        'as given: --runner=PortableRunner --job_endpoint=embed (+ --setup_file=s.py)')
+    for own in (('--setup_file', 'mine.py'), ('--extra_package=dep.tar.gz',),
+                ('--requirements_file=r.txt',), ('--sdk_container_image=img',)):
+        assert beam_mode.carries_dependencies(given + own)
+        assert beam_mode.resolve(given + own, str(tmp_path), ('--setup_file=s.py',)) == (
+            given + own, 'as given: ' + ' '.join(given + own))
     args, _ = beam_mode.resolve((), str(tmp_path), ('--setup_file=s.py',))
     assert args == beam_mode.IN_PROCESS + ('--setup_file=s.py',)
 

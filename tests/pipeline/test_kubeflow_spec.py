@@ -119,7 +119,9 @@ def test_every_task_runs_our_entry_point_in_our_image_with_the_beam_args(spec):
         args = list(container.args)
         assert args[:6] == ['--executor_class_path', args[1], '--json_serialized_invocation_args',
                             '{{$}}', '--json_serialized_inputs_spec_args', args[5]]
-        assert args[6:] == BEAM.split(), name
+        # Given args naming no dependency get the project's setup file, as the image sees it:
+        # Dataflow's workers need this code (pipeline/beam_mode.py resolve).
+        assert args[6:] == BEAM.split() + ['--setup_file=/pipeline/setup.py'], name
         # The declared inputs, from which the entry point types what open-source KFP hands
         # over untyped: every input artifact of the task, with its TFX type.
         declared = _inputs_spec(spec, name, args[5])

@@ -5,6 +5,11 @@ import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIGITS = os.path.join(REPO_ROOT, 'data', 'digits')
+# Beam args of a Beam executor run in a test's own process: in-process, as local runs on small
+# inputs choose, with the project's setup file, as every run has it (pipeline/beam_mode.py);
+# without a dependency flag TFX would build a package of itself in a temporary folder first.
+IN_PROCESS_BEAM = ['--direct_running_mode=in_memory', '--direct_num_workers=1',
+                   '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')]
 
 
 def digit_png(name: str, file_name: str, size: int = 8) -> bytes:

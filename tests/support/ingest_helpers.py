@@ -12,6 +12,7 @@ from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
 from components.ingest import executor
+from helpers import IN_PROCESS_BEAM
 
 
 def ingest_do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*', properties=None,
@@ -28,7 +29,7 @@ def ingest_do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*',
         'train_percent': 60, 'num_shards': 2, 'max_rejected_fraction': max_rejected_fraction,
         'pipeline_root': output_uri, **extra}
     context = base_beam_executor.BaseBeamExecutor.Context(
-        beam_pipeline_args=['--direct_running_mode=in_memory', '--setup_file=setup.py'])
+        beam_pipeline_args=IN_PROCESS_BEAM)
     executor.Executor(context).Do({}, {'examples': [examples]}, exec_properties)
     if properties is not None:
         properties.update(exec_properties)

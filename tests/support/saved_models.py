@@ -27,6 +27,7 @@ from components.common import features
 from components.evaluate import executor as evaluate_executor
 from training import export
 from pipeline import pipeline as pipeline_lib
+from helpers import IN_PROCESS_BEAM
 
 
 def brightness_model(image_shape: Sequence[int], centers: Sequence[float]) -> keras.Model:
@@ -108,7 +109,7 @@ def evaluate(tmp_path, config, class_names, brightness_by_class, centers, baseli
     evaluation, blessing = standard_artifacts.ModelEvaluation(), standard_artifacts.ModelBlessing()
     evaluation.uri, blessing.uri = str(tmp_path / 'evaluation'), str(tmp_path / 'blessing')
     context = base_beam_executor.BaseBeamExecutor.Context(
-        beam_pipeline_args=['--direct_running_mode=in_memory', '--direct_num_workers=1'])
+        beam_pipeline_args=IN_PROCESS_BEAM)
     evaluate_executor.Executor(context).Do(
         dict({specs.EXAMPLES_KEY: [examples], specs.MODEL_KEY: [model],
               specs.BASELINE_MODEL_KEY: [baseline]}, **({'drift': [drift]} if drift else {})),

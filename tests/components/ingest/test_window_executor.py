@@ -14,7 +14,7 @@ from tfx.utils import proto_utils
 from components.common import window
 from components.ingest import executor
 
-from helpers import copy_digits
+from helpers import IN_PROCESS_BEAM, copy_digits
 from ingest_helpers import ingest_do
 
 
@@ -42,7 +42,7 @@ def _do(data, root, run, window_size=2, **extra):
                   'train_percent': 60, 'num_shards': 1, 'max_rejected_fraction': 0.01,
                   'pipeline_root': root, 'window': window_size, **extra}
     context = base_beam_executor.BaseBeamExecutor.Context(
-        beam_pipeline_args=['--direct_running_mode=in_memory'])
+        beam_pipeline_args=IN_PROCESS_BEAM)
     executor.Executor(context).Do({}, {'examples': [examples]}, properties)
     return examples
 

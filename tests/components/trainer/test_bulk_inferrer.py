@@ -21,6 +21,7 @@ import saved_models
 from components.common import features
 from components.score import predictions
 from training import export
+from helpers import IN_PROCESS_BEAM
 
 CLASSES = ('dark', 'bright')
 BRIGHTNESS = {'dark': [0.05, 0.2, 0.3], 'bright': [0.7, 0.95]}
@@ -41,7 +42,7 @@ def _infer(artifacts, signature):
     result = standard_artifacts.InferenceResult()
     result.uri = str(root / f'result-{signature}')
     context = base_beam_executor.BaseBeamExecutor.Context(
-        beam_pipeline_args=['--direct_running_mode=in_memory', '--direct_num_workers=1'])
+        beam_pipeline_args=IN_PROCESS_BEAM)
     bulk_inferrer_executor.Executor(context).Do(
         {specs.EXAMPLES_KEY: [examples], specs.MODEL_KEY: [model]},
         {specs.INFERENCE_RESULT_KEY: [result]},

@@ -10,6 +10,7 @@ from tfx.types import standard_artifacts
 from components.trainer import executor
 from training import plan
 import photo_folders
+from helpers import IN_PROCESS_BEAM
 import trainer_inputs as inputs
 
 
@@ -130,7 +131,7 @@ def _ingested_photos(tmp_path):
     input_config = example_gen_pb2.Input(splits=[
         example_gen_pb2.Input.Split(name='images', pattern='*/*')])
     ingest_executor.Executor(base_beam_executor.BaseBeamExecutor.Context(
-        beam_pipeline_args=['--direct_running_mode=in_memory'])).Do(
+        beam_pipeline_args=IN_PROCESS_BEAM)).Do(
         {}, {'examples': [examples]}, {
             'input_base': str(tmp_path / 'photos'), 'train_percent': 70, 'num_shards': 1,
             'input_config': proto_utils.proto_to_json(input_config),
