@@ -1,43 +1,86 @@
-"""End-to-end: a user's own image folders, run without any shape setting (marked e2e).
+"""End-to-end: a user's own landing folder, run with flags alone and no shape setting (e2e).
 
 Three classes cut from real photos (tests/support/photo_folders.py): PNG and JPEG, 28x28 (most),
-32x32 and 40x40, a few RGB among grayscale. The real pipeline with the smoke config (trained
-longer, with a bar on overall accuracy) and an inferred schema must train at the most common
-size with 3 channels, record it on the Model, say so in the summary, and serve images of every
-size and mode.
+32x32 and 40x40, a few RGB among grayscale. Into them land one hostile file of each kind (issue
+21): a FIFO named pipe.png, a 30000x30000 PNG decompression bomb, a photo named with the bytes
+b'\\xff\\xfe.png' and a lossless WebP. One `runner.py --local` run (the smoke config trained
+longer, with a bar on overall accuracy, an inferred schema) must:
+- complete within the rejected fraction the flag allows: the FIFO and the bomb quarantined with
+  their reasons, the WebP converted and counted, nothing hanging (a timeout fails the test), and
+  the non-UTF-8 name read (the local runner's driver fingerprints the input; tf.io.gfile could
+  not list it);
+- train at the most common size with 3 channels, record it on the Model and say so in the
+  summary, and serve images of every size and mode.
 """
-import dataclasses
+import glob
+import io
 import json
 import os
 
+from PIL import Image
 import pytest
 import tensorflow as tf
 
-from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
 import photo_folders
-from helpers import run_pipeline
+from helpers import run_command, run_log, runner_command
+from ingest_helpers import bomb_png
 
 pytestmark = pytest.mark.e2e
 MIN_ACCURACY = 0.8
 
 
+def _land_hostile_files(data: str, written: dict) -> None:
+    """One of each kind, among the photos (found 94 = 90 photos + 4, written 92)."""
+    os.mkfifo(os.path.join(data, 'flower', 'pipe.png'))
+    with open(os.path.join(data, 'roofs', 'bomb.png'), 'wb') as handle:
+        handle.write(bomb_png())
+    png = next(path for path, info in sorted(written.items())
+               if path.startswith('sky/') and info['format'] == 'PNG')
+    with open(os.path.join(data, png), 'rb') as source, open(
+            os.path.join(os.fsencode(data), b'sky', b'\xff\xfe.png'), 'wb') as handle:
+        handle.write(source.read())
+    buffer = io.BytesIO()
+    Image.open(os.path.join(data, 'roofs', '000.png')).save(buffer, 'WEBP', lossless=True)
+    with open(os.path.join(data, 'roofs', 'photo.webp'), 'wb') as handle:
+        handle.write(buffer.getvalue())
+
+
 @pytest.fixture(scope='module')
 def run(tmp_path_factory):
+    import runner
     base = tmp_path_factory.mktemp('shape_e2e')
-    written = photo_folders.make_folders(str(base / 'data'), per_class=30)
-    cfg = config_lib.smoke_config(str(base / 'data'), str(base / 'out'), schema_path=None)
-    assert cfg.train.image_size is None and cfg.train.channels is None  # nothing configured
+    data, out = str(base / 'data'), str(base / 'out')
+    written = photo_folders.make_folders(data, per_class=30)
+    _land_hostile_files(data, written)
     # A real bar on overall accuracy (the smoke config has none), met by training long enough.
-    cfg = dataclasses.replace(cfg, eval=config_lib.EvalConfig(min_accuracy=MIN_ACCURACY),
-                              train=dataclasses.replace(cfg.train, train_steps=150))
-    return cfg, written, run_pipeline(cfg)
+    flags = ('--config', 'smoke', '--steps', '150', '--min-accuracy', str(MIN_ACCURACY),
+             '--max-rejected-fraction', '0.05')
+    argv = runner_command(data, out, *flags, digits_schema=False)
+    cfg, _ = runner.build_configs(runner.build_parser().parse_args(argv[2:]))
+    assert cfg.train.image_size is None and cfg.train.channels is None  # nothing configured
+    result = run_command(argv)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return cfg, written, result, summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
+
+
+def test_the_hostile_files_are_quarantined_or_converted_and_the_run_completes(run):
+    cfg, _, result, _ = run
+    assert 'Traceback' not in result.stdout and 'Traceback' not in result.stderr
+    log = run_log(result.stdout)
+    assert 'found 94, written 92' in log and 'converted 1 to PNG' in log
+    assert 'Converted roofs/photo.webp from WEBP' in log
+    [quarantine] = glob.glob(os.path.join(cfg.output_dir, '**', 'Quarantine', 'quarantine.jsonl'),
+                             recursive=True)
+    with open(quarantine) as handle:
+        reasons = {os.path.basename(e['source']): e['reason'] for e in map(json.loads, handle)}
+    assert reasons == {'pipe.png': 'not_a_file', 'bomb.png': 'too_large'}
 
 
 def test_the_model_records_the_most_common_size_and_three_channels(run):
-    _, written, summary = run
+    _, _, _, summary = run
     assert set(summary.states.values()) == {'COMPLETE'}, summary.states
     (examples,) = summary.outputs['Examples']
     sizes = json.loads(summary_lib.custom_property(examples, 'image_sizes'))
@@ -55,7 +98,7 @@ def test_the_model_records_the_most_common_size_and_three_channels(run):
 
 
 def test_the_pushed_model_is_blessed_and_serves_every_size_and_mode(run):
-    cfg, written, summary = run
+    cfg, written, _, summary = run
     (blessing,) = summary.outputs['ModelBlessing']
     assert summary_lib.custom_property(blessing, 'blessed') == 1
     assert summary_lib.custom_property(summary.trained_model(), 'eval_accuracy') >= MIN_ACCURACY
