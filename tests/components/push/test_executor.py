@@ -114,9 +114,10 @@ def _snapshot(folder):
             for root, _, files in os.walk(folder) for f in files}
 
 
-def _real(tmp_path, tag, class_names, blessed=True, image_shape=(8, 8, 1), reasons=None):
+def _real(tmp_path, tag, class_names, blessed=True, image_shape=(8, 8, 1), reasons=None,
+          centers=None):
     """Pusher inputs around a real exported model (tests/support/saved_models.py)."""
-    model = saved_models.exported_model(tmp_path / f'model-{tag}', class_names,
+    model = saved_models.exported_model(tmp_path / f'model-{tag}', class_names, centers,
                                         image_shape=image_shape)
     blessing = standard_artifacts.ModelBlessing()
     blessing.uri = str(tmp_path / f'blessing-{tag}')
@@ -156,8 +157,9 @@ def test_a_model_with_another_input_is_not_pushed_even_with_the_same_classes(tmp
 def test_a_compatible_model_is_pushed_as_the_next_version(tmp_path):
     serving = tmp_path / 'serving'
     _push(push_executor.Executor, _real(tmp_path, 'one', ['a', 'b']), serving, tmp_path / 'p1')
-    pushed = _push(push_executor.Executor, _real(tmp_path, 'two', ['a', 'b']), serving,
-                   tmp_path / 'p2')
+    # Another model (other weights) for the same classes and input.
+    pushed = _push(push_executor.Executor, _real(tmp_path, 'two', ['a', 'b'], centers=(0.2, 0.8)),
+                   serving, tmp_path / 'p2')
     assert pushed.get_string_custom_property('pushed_version') == '2'
     assert not pushed.has_custom_property(versions.NOT_PUSHED_REASON_PROPERTY)
 
