@@ -1,11 +1,15 @@
 """End-to-end console: `runner.py --local` shows a line per stage and the summary, the run's log
-keeps the rest, and a failed stage is named with its reason (e2e).
+keeps the rest, and a failed stage is named with its reason (e2e). Two runs into one output: the
+second waits for the first (or, with --no-wait, exits 2 naming it), and each summary reports its
+own run and pushed version (the run lock, pipeline/runlock.py).
 
-The default run uses the default Beam settings (worker processes): their relayed logs, TFX's
-INFO chatter and TensorFlow's start-up lines are what used to flood the console.
+The default run takes every default but --steps: TFX's INFO chatter, TensorFlow's start-up lines
+and Beam's logs are what used to flood the console.
 """
 import os
+import re
 import subprocess
+import time
 
 import pytest
 
@@ -20,11 +24,6 @@ NOISE = ('Worker:', 'Using Any for unsupported type', 'cuDNN', 'cuBLAS', 'Traceb
          'Assets written', 'Component ', 'MetadataStore', ' I ', ' W ')
 
 
-def _run(command):
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
-    return result, result.stdout.splitlines()
-
-
 def _assert_quiet(result, lines, state):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stderr == ''
@@ -35,9 +34,32 @@ def _assert_quiet(result, lines, state):
         assert noise not in result.stdout, noise
 
 
-def test_a_default_run_prints_a_line_per_stage_and_the_summary_and_logs_the_rest(tmp_path):
-    data, out = copy_digits(str(tmp_path / 'data')), str(tmp_path / 'out')
-    first, lines = _run(runner_command(data, out, '--steps', '100'))
+@pytest.fixture(scope='module')
+def two_runs(tmp_path_factory):
+    """A default run in a fresh interpreter (TensorFlow's start-up lines are among what it must
+    keep off the console) into a new output; while it holds the output, the same command with
+    --no-wait, then with another step count (another model), which waits for it."""
+    base = tmp_path_factory.mktemp('console')
+    data, out = copy_digits(str(base / 'data')), str(base / 'out')
+    first = subprocess.Popen(runner_command(data, out, '--steps', '100'), cwd=REPO_ROOT,
+                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lock = os.path.join(out, 'run.lock')
+    while not (os.path.exists(lock) and open(lock).read()):  # the first run holds the output
+        assert first.poll() is None, first.communicate()
+        time.sleep(0.05)
+    holder = f'run {open(lock).read().split()[1]} (pid {first.pid})'
+    # The later runs in the warm interpreter (helpers.run_command).
+    busy = run_command(runner_command(data, out, '--steps', '40', '--no-wait'), timeout=120)
+    second = run_command(runner_command(data, out, '--steps', '40'))
+    stdout, stderr = first.communicate(timeout=900)
+    pid, first = first.pid, subprocess.CompletedProcess(first.args, first.returncode, stdout,
+                                                        stderr)
+    return data, out, first, (holder, pid), busy, second
+
+
+def test_a_default_run_prints_a_line_per_stage_and_the_summary_and_logs_the_rest(two_runs):
+    _, out, first, _, _, _ = two_runs
+    lines = first.stdout.splitlines()
     _assert_quiet(first, lines, 'complete')
     assert lines[0].startswith('Run ') and '; log: ' + os.path.join(out, 'logs') in lines[0]
     assert [line for line in lines if line.startswith('ImageExampleGen')][0].endswith(
@@ -58,15 +80,39 @@ def test_a_default_run_prints_a_line_per_stage_and_the_summary_and_logs_the_rest
                    'pushed: version 1'):
         assert detail in log, detail
 
-    # The rerun in the warm interpreter: TensorFlow's start-up lines were checked on the first.
+
+def test_a_second_run_waits_and_each_summary_names_its_own_run_and_version(two_runs):
+    """Two runs into one output: the second waits for the first (with --no-wait it exits 2
+    naming it), and each summary reports its own run and pushed version."""
+    _, out, first, (holder, pid), busy, second = two_runs
+    assert busy.returncode == 2 and busy.stdout == ''
+    assert busy.stderr.startswith(f'error: {out} is in use by {holder}')
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert second.stdout.splitlines()[0] == (f'{out} is in use by {holder}; waiting for it to '
+                                             'finish')
+    runs = []
+    for stdout, version in ((first.stdout, 1), (second.stdout, 2)):
+        header = re.search(r'^Run (\S+)\n', stdout, re.MULTILINE)  # "Run <id>", not "Run <id>;"
+        runs.append(header[1])
+        summary = stdout[header.start():]
+        assert f'pushed: version {version} at {os.path.join(out, "serving", str(version))}' \
+            in summary, summary
+    assert runs[0] != runs[1] and holder == f'run {runs[0]} (pid {pid})'
+    assert sorted(os.listdir(os.path.join(out, 'serving'))) == ['1', '2']
+
+
+def test_the_same_command_again_is_cached_and_every_run_keeps_its_log(two_runs):
+    data, out, first, _, _, _ = two_runs
+    # In the warm interpreter: TensorFlow's start-up lines were checked on the first run.
     rerun = run_command(runner_command(data, out, '--steps', '100'))
     lines = rerun.stdout.splitlines()
     _assert_quiet(rerun, lines, 'cached')
-    # One log per run, each with its JSON summary beside it (pipeline/notify.py).
+    # One log per run, each with its JSON summary beside it (pipeline/notify.py); the run that
+    # found the output busy started none.
     logs = os.listdir(os.path.join(out, 'logs'))
-    assert run_log(rerun.stdout) != log
+    assert run_log(rerun.stdout) != run_log(first.stdout)
     assert sorted(name.split('.', 2)[-1] for name in logs) == [
-        'log', 'log', 'summary.json', 'summary.json'], logs
+        'log'] * 3 + ['summary.json'] * 3, logs
 
 
 def test_a_failed_ingestion_names_the_stage_and_the_reason_and_nothing_after_it(tmp_path):
