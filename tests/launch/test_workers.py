@@ -1,7 +1,7 @@
 """Local multi-worker training (launch/local.py): the job crosses the process
 boundary intact, each worker gets its own TF_CONFIG, and a failing worker fails the run with
 its own error and leaves no process behind. Real training by 2 workers is in
-tests/e2e/test_workers_e2e.py."""
+tests/e2e/test_input_shape_e2e.py."""
 import dataclasses
 import json
 import os

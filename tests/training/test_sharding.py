@@ -4,7 +4,7 @@ files, and a resumed worker skips its share of what the whole stream consumed.
 
 `input_ops.auto_shard_dataset` is what tf.distribute applies to each worker's dataset (with its
 worker index), so calling it here shows what worker i reads without starting a cluster; the
-e2e test (tests/e2e/test_workers_e2e.py) runs FILE sharding on two real workers, on 28x28 images
+e2e test (tests/e2e/test_input_shape_e2e.py) runs FILE sharding on two real workers, on 28x28 images
 with the default (light) augmentation.
 """
 from types import SimpleNamespace
