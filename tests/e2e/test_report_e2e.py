@@ -4,6 +4,12 @@ The second run is the same command, so every step is cached. Checks what only a 
 the training settings read back from ML Metadata (the trainer's execution properties and what it
 recorded on the Model), one report per run with its own pictures, report.html being the newest,
 and the cached rerun naming its baseline and the version served now.
+
+Both run on Beam's portable path, the one Flink, Spark and Dataflow take: PortableRunner with an
+embedded job server and LOOPBACK workers (the run's process runs the SDK harness). Given
+--beam-args are used as they are (the project's setup file added, as they name no dependency),
+so every Beam stage (ingestion, statistics, TFMA) goes through the Runner API and the Fn API
+instead of the DirectRunner, and the first run still pushes.
 """
 import glob
 import http.server
@@ -17,12 +23,14 @@ import threading
 from PIL import Image
 import pytest
 
+from pipeline.config import SETUP_FILE_ARG
 from pipeline.report import page
 
-from helpers import copy_digits, run_command
+from helpers import copy_digits, run_command, run_log
 
 pytestmark = pytest.mark.e2e
 LONG = 'class_with_a_rather_long_name_{}'
+PORTABLE = '--runner=PortableRunner --job_endpoint=embed --environment_type=LOOPBACK'
 
 
 def _run(data, out, *flags, code=0, said=None):
@@ -58,6 +66,24 @@ def _rows(text):
     return dict(re.findall(r'<tr><td>([^<]+)</td><td>([^<]+)</td></tr>', text))
 
 
+def _assert_ran_on_the_portable_runner(console):
+    lines = console.splitlines()
+    assert f'  beam: as given: {PORTABLE} (+ {SETUP_FILE_ARG})' in lines
+    [examples] = [line for line in lines if line.startswith('  examples: ')]
+    train, evaluated = map(int, re.fullmatch(
+        r'  examples: train (\d+), eval (\d+), rejected 0 of 80 records.*', examples).groups())
+    assert train + evaluated == 80 and 'pushed: version 1 at' in console
+    log = run_log(console)
+    # The portable runner's job service really ran the three Beam stages (ingestion,
+    # statistics, TFMA): each is a submitted job that reached DONE.
+    assert "Running job 'job-" in log
+    assert log.count('Completed job in') >= 3 and log.count('Job state changed to DONE') >= 3
+    # With a dependency flag among the args, TFX never packages itself into a temporary folder
+    # (it did in every Beam stage, leaving each folder behind).
+    assert 'Attempting to infer TFX Python dependency' not in log
+    assert log.count('Nonempty beam arg setup_file already includes dependency') >= 3
+
+
 def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     data = copy_digits(str(tmp_path / 'digits'), classes=('0', '1', '2', '3'), per_class=20)
     for digit in '0123':
@@ -65,10 +91,11 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     out = str(tmp_path / 'out')
     said = []
     # A failing --on-finish command: one line, the run's exit code (0) stays.
-    first = _run(data, out, '--on-finish', f'{sys.executable} -c "raise SystemExit(5)"',
-                 said=said)
+    first = _run(data, out, f'--beam-args={PORTABLE}',
+                 '--on-finish', f'{sys.executable} -c "raise SystemExit(5)"', said=said)
     assert len(first) == 1
     assert 'notification failed: on-finish command exited with status 5: ' in said[0]
+    _assert_ran_on_the_portable_runner(said[0])
     first_pictures = os.path.join(out, page.REPORTS_DIR, first[0][:-len('.html')])
     stamps = {n: os.stat(os.path.join(first_pictures, n)).st_mtime_ns
               for n in os.listdir(first_pictures)}
@@ -79,7 +106,7 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f'http://127.0.0.1:{server.server_address[1]}/'
     try:  # unchanged: every step cached, a new run id
-        both = _run(data, out, '--notify', url, said=said)
+        both = _run(data, out, f'--beam-args={PORTABLE}', '--notify', url, said=said)
     finally:
         server.shutdown()
         server.server_close()
