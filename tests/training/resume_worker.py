@@ -1,9 +1,10 @@
 """Subprocess body for the resume tests: one deterministic training job, slowed down a little.
 
-    python resume_worker.py DATA_DIR OUT_DIR CHECKPOINT_DIR
+    python resume_worker.py DATA_DIR OUT_DIR CHECKPOINT_DIR [--unhurried]
 
 Op determinism is on, so two runs from the same checkpoint produce the same weights. Each batch
-is delayed by a few milliseconds so the test can SIGKILL the process between checkpoints.
+is delayed by a few milliseconds so the test can SIGKILL the process between checkpoints; the
+uninterrupted run it is compared with (--unhurried) takes the same batches undelayed.
 """
 import os
 import sys
@@ -30,7 +31,8 @@ def main():
         shape = dataset.element_spec[0].shape
         return dataset.map(lambda images, labels: (
             tf.ensure_shape(tf.py_function(pause, [images], tf.float32), shape), labels))
-    data.train_dataset = slowed
+    if '--unhurried' not in sys.argv:
+        data.train_dataset = slowed
 
     job = job_lib.TrainJob(
         train_pattern=os.path.join(data_dir, 'train', '*'),

@@ -47,7 +47,7 @@ def test_killed_training_resumes_from_its_checkpoint_and_ends_like_an_uninterrup
     # Each run a child of the warm interpreter (TensorFlow imported, no runtime started), as a
     # fresh `python` would run it.
     straight = run_command([sys.executable, WORKER, data, str(tmp_path / 'straight'),
-                            str(tmp_path / 'ckpt_straight')], timeout=300)
+                            str(tmp_path / 'ckpt_straight'), '--unhurried'], timeout=300)
     assert straight.returncode == 0, straight.stderr[-2000:]
 
     checkpoints = str(tmp_path / 'ckpt')
