@@ -4,7 +4,8 @@
 
 Op determinism is on, so two runs from the same checkpoint produce the same weights. Each batch
 is delayed by a few milliseconds so the test can SIGKILL the process between checkpoints; the
-uninterrupted run it is compared with (--unhurried) takes the same batches undelayed.
+runs nobody kills (--unhurried: the uninterrupted one and the one that resumes) take the same
+batches undelayed.
 """
 import os
 import sys

@@ -66,8 +66,8 @@ def test_killed_training_resumes_from_its_checkpoint_and_ends_like_an_uninterrup
     saved_step = _latest_step(checkpoints)
     assert 40 <= saved_step < 150
 
-    second = run_command([sys.executable, WORKER, data, str(tmp_path / 'killed'), checkpoints],
-                         timeout=300)
+    second = run_command([sys.executable, WORKER, data, str(tmp_path / 'killed'), checkpoints,
+                          '--unhurried'], timeout=300)
     log = second.stderr
     assert second.returncode == 0, log[-2000:]
     assert f'Resuming from checkpoint {checkpoints}/ckpt-{saved_step} at step {saved_step}' in log
