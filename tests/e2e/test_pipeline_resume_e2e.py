@@ -1,12 +1,12 @@
 """End-to-end stops during training, and the same command run again (e2e).
 
-One output, one command (`runner.py --local --steps 400`), three runs:
+One output, one command (`runner.py --local --steps 300`), three runs:
   1. Ctrl-C (SIGINT to the process group, as a terminal sends it) once the first checkpoint is
      complete: one line says where it stopped, exit code 130, nothing left running or served;
   2. the same command resumes from that checkpoint; SIGKILL to the whole group once it has
      saved a later one, as a crash would: nothing served;
   3. the same command serves the finished stages from the cache, resumes the trainer from the
-     last checkpoint (saying so in the log), finishes the 400 steps and pushes version 1.
+     last checkpoint (saying so in the log), finishes the 300 steps and pushes version 1.
 The two stops were two scenarios of their own before (each with a full run after it); one run
 to the end after both shows the same.
 """
@@ -20,7 +20,7 @@ import pytest
 from helpers import copy_digits, run_command, run_log, runner_command, stop_group_when
 
 pytestmark = pytest.mark.e2e
-STEPS = 400
+STEPS = 300  # checkpoints every 100: one for each stop, and steps after the second
 
 
 def _checkpoint_step(out: str) -> int:
