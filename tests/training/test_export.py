@@ -48,6 +48,20 @@ def test_raw_image_signature_matches_the_example_signature_and_in_process_model(
     assert names == [CLASSES[i] for i in expected.argmax(axis=1)]
 
 
+def test_the_models_graph_is_stored_once_for_all_signatures_not_once_each(tmp_path):
+    """Every signature calls one traced forward pass (export.py `forward`): the SavedModel holds
+    the model's ops in that function's traces (TF's save traces it once more), however many
+    signatures there are; tracing the model in each signature stored it once per signature."""
+    model = resnet.build_model((8, 8, 1), len(CLASSES))
+    export_dir = export.export_serving_model(model, str(tmp_path / 'm'), (8, 8, 1), CLASSES)
+    convolutions = sum('Conv' in type(layer).__name__ for layer in model.layers)
+    library = saved_model_utils.read_saved_model(export_dir).meta_graphs[0].graph_def.library
+    stored = sum(node.op == 'Conv2D' for function in library.function
+                 for node in function.node_def)
+    signatures = len(tf.saved_model.load(export_dir).signatures)
+    assert convolutions > 0 and signatures == 3
+    assert stored == 2 * convolutions < signatures * convolutions
+
 def test_raw_image_signature_resizes_other_sizes_in_the_graph(tmp_path, png_bytes):
     model = resnet.build_model((4, 4, 1), len(CLASSES))  # the 8x8 digit must be resized to 4x4
     loaded = tf.saved_model.load(
