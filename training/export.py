@@ -54,9 +54,9 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
     height, width, channels = image_shape
     names = tf.constant(list(class_names))
 
-    # The model's forward pass, traced once and shared by every signature: each signature
-    # tracing the model itself would store its graph once per signature, and make the export,
-    # the SavedModel and every load of it (TFMA, TF Serving) that many times larger.
+    # The model's forward pass as one function that every signature calls: a signature that
+    # traced the model itself stored its graph once more per signature (a slower export and a
+    # larger SavedModel; tests/training/test_export.py counts the copies).
     forward = tf.function(lambda model_inputs: model(model_inputs, training=False))
 
     def predict(model_inputs):
