@@ -110,40 +110,60 @@ def test_options_are_validated():
         beam_pipeline.IngestOptions(root='/x', classes=())
 
 
-def _records_per_split(options, out, argv):
+class _Ingest(beam.PTransform):
+    """One ingestion graph (build_ingest) as a composite, so that two share a Beam pipeline."""
+
+    def __init__(self, options, out):
+        super().__init__()
+        self.options, self.out = options, out
+
+    def expand(self, begin):
+        beam_pipeline.build_ingest(begin, self.options, self.out)
+        return beam.pvalue.PDone(begin.pipeline)
+
+
+def _records_per_split(by_source, out, argv):
+    """Runs every source's ingestion in one Beam pipeline (one set of worker processes);
+    returns {source: {(split, shard): sorted records}}."""
     pipeline = beam.Pipeline(argv=argv)
-    beam_pipeline.build_ingest(pipeline, options, out)
+    for source, options in by_source.items():
+        _ = pipeline | source >> _Ingest(options, os.path.join(out, source))
     pipeline.run().wait_until_finish()
-    beam_pipeline.finalize(out, options)
+
     def read(path):
         return sorted(r.numpy() for r in tf.data.TFRecordDataset(path, compression_type='GZIP'))
-    return {(s, shard): read(path) for s in features.SPLITS
-            for shard, path in enumerate(sorted(glob.glob(os.path.join(out, f'Split-{s}', '*'))))}
+    found = {}
+    for source, options in by_source.items():
+        beam_pipeline.finalize(os.path.join(out, source), options)
+        found[source] = {
+            (s, shard): read(path) for s in features.SPLITS for shard, path in enumerate(
+                sorted(glob.glob(os.path.join(out, source, f'Split-{s}', '*'))))}
+    return found
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('source', ['images', 'csv'])
 def test_same_records_per_split_and_shard_in_one_process_or_two_worker_processes(
-        small_images, tmp_path, source):
-    if source == 'images':
-        options = beam_pipeline.IngestOptions(root=small_images, classes=('0', '1', '2'),
-                                              num_shards=3)
-    else:
-        os.makedirs(tmp_path / 'csv')
-        for part in range(2):
-            rows = ['x,c,label'] + [f'{i}.25,{"pq"[i % 2]},{"ab"[i % 3 == 0]}'
-                                    for i in range(part * 100, part * 100 + 100)]
-            (tmp_path / 'csv' / f'part{part}.csv').write_text('\n'.join(rows) + '\n')
-        files = tuple(sorted(glob.glob(str(tmp_path / 'csv' / '*.csv'))))
-        options = beam_pipeline.IngestOptions(
+        small_images, tmp_path):
+    os.makedirs(tmp_path / 'csv')
+    for part in range(2):
+        rows = ['x,c,label'] + [f'{i}.25,{"pq"[i % 2]},{"ab"[i % 3 == 0]}'
+                                for i in range(part * 100, part * 100 + 100)]
+        (tmp_path / 'csv' / f'part{part}.csv').write_text('\n'.join(rows) + '\n')
+    files = tuple(sorted(glob.glob(str(tmp_path / 'csv' / '*.csv'))))
+    by_source = {
+        'images': beam_pipeline.IngestOptions(root=small_images, classes=('0', '1', '2'),
+                                              num_shards=3),
+        'csv': beam_pipeline.IngestOptions(
             root=str(tmp_path / 'csv'), source='csv', csv_files=files, num_shards=3,
-            table=tabular.infer_table(['x', 'c', 'label'], 'label', []))
-    one = _records_per_split(options, str(tmp_path / 'one'), ['--direct_running_mode=in_memory'])
-    two = _records_per_split(options, str(tmp_path / 'two'), [
+            table=tabular.infer_table(['x', 'c', 'label'], 'label', []))}
+    # Both sources in each pipeline: the two worker processes start once, not once a source.
+    one = _records_per_split(by_source, str(tmp_path / 'one'), ['--direct_running_mode=in_memory'])
+    two = _records_per_split(by_source, str(tmp_path / 'two'), [
         '--direct_running_mode=multi_processing', '--direct_num_workers=2'])
-    assert one == two
-    assert sum(len(v) for v in one.values()) == (15 if source == 'images' else 200)
-    assert len(one) == 6  # 3 shards per split
+    for source, total in (('images', 15), ('csv', 200)):
+        assert one[source] == two[source], source
+        assert sum(len(v) for v in one[source].values()) == total
+        assert len(one[source]) == 6  # 3 shards per split
 
 
 def _split_of_sources(out):
