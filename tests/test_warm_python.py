@@ -86,3 +86,30 @@ def test_a_started_child_has_its_own_session_and_ends_as_its_group_is_signalled(
     fresh = warm_python.start(['-c', 'import sys; sys.exit(5)'], str(tmp_path), dict(os.environ),
                               os.devnull, os.devnull)  # a form the server does not take
     assert fresh.wait(timeout=60) == 5
+
+
+MEETING = '''import os, sys, time
+mine, theirs = sys.argv[1:3]
+open(mine, 'w').close()
+deadline = time.time() + 60
+while not os.path.exists(theirs):  # each waits for the other: both must run at once
+    if time.time() > deadline:
+        sys.exit(9)
+    time.sleep(0.01)
+sys.exit(int(sys.argv[3]))
+'''
+
+
+def test_children_run_at_once_and_each_gets_its_own_status(tmp_path):
+    """Two commands that each wait for the other (as a cluster's workers do) both end, and each
+    wait() returns its own child's status, in whichever order they end."""
+    script = tmp_path / 'meeting.py'
+    script.write_text(MEETING)
+    a, b = str(tmp_path / 'a'), str(tmp_path / 'b')
+    first = warm_python.start([str(script), a, b, '3'], str(tmp_path), dict(os.environ),
+                              os.devnull, os.devnull)
+    second = warm_python.start([str(script), b, a, '4'], str(tmp_path), dict(os.environ),
+                               os.devnull, os.devnull)
+    assert first.pid != second.pid
+    assert second.wait(timeout=120) == 4 and first.wait(timeout=120) == 3
+    assert first.poll() == 3 and second.poll() == 4

@@ -12,7 +12,8 @@ Only the imports are shared, made before any command ran: the server does nothin
 thread and no TF runtime exists when it forks, and every child runs the command's own code
 afresh (runpy, as `python -m` and `python FILE` do). What a child cannot show is what happens
 while those modules are imported: a test of that (TF's start-up lines on the console, import
-order) starts a fresh interpreter. The server runs one command at a time.
+order) starts a fresh interpreter. Several commands may run at once (start() returns at once),
+e.g. the workers of one cluster.
 
     code = warm_python.run(['-m', 'pipeline.kfp_entrypoint', ...], cwd, env, log_file, 900)
     result = warm_python.run_captured(['runner.py', '--local', ...], cwd, timeout=900)
@@ -31,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Dict, List, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -87,28 +89,61 @@ def _request(argv, cwd, env, stdout, stderr, timeout) -> int:
 
 
 class Child:
-    """A command running in a child of the warm server (start()); until it is waited for, the
-    server runs nothing else."""
+    """A command running in a child of the warm server (start())."""
 
     def __init__(self, argv, pid: int, server: subprocess.Popen):
         self.argv, self.pid, self._server, self.returncode = argv, pid, server, None
 
     def poll(self) -> Optional[int]:
         """Its exit status once it has ended, else None (without waiting)."""
-        if self.returncode is None and select.select([self._server.stdout], [], [], 0)[0]:
-            self.returncode = int(json.loads(self._server.stdout.readline())['status'])
-        return self.returncode
+        while self.returncode is None and self.pid not in _ended and _readable(0):
+            _read_reply()
+        return self._status()
 
     def wait(self, timeout: float) -> int:
         """Its exit status (negative: killed by that signal, as subprocess reports it); past
         timeout it is killed and TimeoutExpired raised, as subprocess.run(timeout=) does."""
-        if self.returncode is None:
-            if not select.select([self._server.stdout], [], [], timeout)[0]:
+        deadline = time.time() + timeout
+        while self.returncode is None and self.pid not in _ended:
+            if not _readable(max(0.0, deadline - time.time())):
                 os.kill(self.pid, signal.SIGKILL)
-                self._server.stdout.readline()
+                while self.pid not in _ended:
+                    _read_reply()
+                self._status()
                 raise subprocess.TimeoutExpired(self.argv, timeout)
-            self.poll()
+            _read_reply()
+        return self._status()
+
+    def _status(self) -> Optional[int]:
+        if self.returncode is None and self.pid in _ended:
+            self.returncode = _ended.pop(self.pid)
         return self.returncode
+
+
+# The server's replies, one JSON object a line: {"started": pid} after each request (in request
+# order), {"ended": pid, "status": code} when a child ends (in any order). Read unbuffered, as
+# select() sees only what the pipe holds, not what a reader has buffered.
+_pending = b''
+_ended: Dict[int, int] = {}
+
+
+def _readable(timeout: float) -> bool:
+    return b'\n' in _pending or bool(select.select([_server.stdout], [], [], timeout)[0])
+
+
+def _read_reply() -> dict:
+    """The next reply (blocking); an ended child's status is kept in _ended."""
+    global _pending
+    while b'\n' not in _pending:
+        chunk = os.read(_server.stdout.fileno(), 65536)
+        if not chunk:
+            raise RuntimeError('the warm python server ended')
+        _pending += chunk
+    line, _pending = _pending.split(b'\n', 1)
+    reply = json.loads(line)
+    if 'ended' in reply:
+        _ended[int(reply['ended'])] = int(reply['status'])
+    return reply
 
 
 class _Fresh(Child):
@@ -149,7 +184,9 @@ def start(argv: List[str], cwd: str, env: Dict[str, str], stdout: str, stderr: s
     server.stdin.write(json.dumps({'argv': argv, 'cwd': cwd, 'env': env, 'stdout': stdout,
                                    'stderr': stderr, 'new_session': new_session}) + '\n')
     server.stdin.flush()
-    return Child(argv, int(json.loads(server.stdout.readline())['pid']), server)
+    while 'started' not in (reply := _read_reply()):
+        pass  # another child ended meanwhile: kept for its wait()
+    return Child(argv, int(reply['started']), server)
 
 
 def _start() -> subprocess.Popen:
@@ -159,6 +196,7 @@ def _start() -> subprocess.Popen:
         _server = subprocess.Popen([sys.executable, os.path.abspath(__file__)], cwd=REPO,
                                    env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL, text=True)
+        _ended.clear()
         atexit.register(_stop, _server)
     return _server
 
@@ -229,17 +267,33 @@ def _serve() -> None:
     sys.path[0] = REPO  # not tests/, where this file is: the modules as a task imports them
     for module in PRELOAD:
         importlib.import_module(module)
-    requests, replies = sys.stdin, sys.stdout
-    for line in requests:
-        request = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            _child(request)
-        replies.write(json.dumps({'pid': pid}) + '\n')
+    replies, running, requests = sys.stdout, set(), b''
+    open_input = True
+
+    def reply(**fields):
+        replies.write(json.dumps(fields) + '\n')
         replies.flush()
-        _, wait_status = os.waitpid(pid, 0)
-        replies.write(json.dumps({'status': os.waitstatus_to_exitcode(wait_status)}) + '\n')
-        replies.flush()
+
+    while open_input or running:
+        # A new request, or a child's end: whichever comes (children are polled every 50 ms).
+        if open_input and select.select([sys.stdin], [], [], 0.05 if running else None)[0]:
+            chunk = os.read(sys.stdin.fileno(), 65536)
+            open_input = bool(chunk)
+            requests += chunk
+            while b'\n' in requests:
+                line, requests = requests.split(b'\n', 1)
+                pid = os.fork()
+                if pid == 0:
+                    _child(json.loads(line))
+                running.add(pid)
+                reply(started=pid)
+        elif not open_input:
+            time.sleep(0.05)
+        for pid in list(running):
+            done, wait_status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                running.discard(pid)
+                reply(ended=pid, status=os.waitstatus_to_exitcode(wait_status))
 
 
 if __name__ == '__main__':

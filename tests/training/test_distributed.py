@@ -1,8 +1,8 @@
 """Equivalence of the training maths across replicas, accumulation and workers (marked slow).
 
 Every case runs distributed_worker.py in a process of its own (logical CPU devices must be set
-before TensorFlow's runtime starts; a child of the warm interpreter, or a fresh one for the two
-workers that run side by side) for 10 SGD-with-momentum updates under a warm-up + cosine schedule,
+before TensorFlow's runtime starts; a child of the warm interpreter, the two workers of a
+cluster side by side) for 10 SGD-with-momentum updates under a warm-up + cosine schedule,
 from the same initial weights over the same data, and compares the final float32 weights with
 one replica at the same examples-per-update (32). The usual mistakes each break this: a loss
 divided by the per-replica batch, a schedule advancing per micro-batch, gradients summed but
@@ -10,7 +10,6 @@ not averaged, or an update per micro-batch.
 """
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 from launch import local
 
 from helpers import REPO_ROOT, run_command
+import warm_python
 
 pytestmark = pytest.mark.slow
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'distributed_worker.py')
@@ -88,17 +88,15 @@ def _two_workers(tmp_path, *args):
     ports = local.free_ports(2)  # as the launcher picks them: below the ephemeral range
     cluster = {'worker': [f'127.0.0.1:{p}' for p in ports]}
     processes = []
-    for index in range(2):
+    for index in range(2):  # both at once, children of the warm interpreter
         tf_config = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
         out = str(tmp_path / f'worker{index}.npz')
-        processes.append((out, subprocess.Popen(
-            [sys.executable, WORKER, *args, '--out', out], cwd=REPO_ROOT,
-            env={**os.environ, 'TF_CONFIG': tf_config},
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
+        processes.append((out, warm_python.start(
+            [WORKER, *args, '--out', out], REPO_ROOT, {**os.environ, 'TF_CONFIG': tf_config},
+            os.devnull, out + '.log')))
     results = []
     for out, process in processes:
-        _, stderr = process.communicate(timeout=300)
-        assert process.returncode == 0, stderr.decode()[-2000:]
+        assert process.wait(timeout=300) == 0, open(out + '.log').read()[-2000:]
         weights = np.load(out)
         with open(out + '.json') as handle:
             results.append(([weights[f'w{i}'] for i in range(len(weights.files))],
