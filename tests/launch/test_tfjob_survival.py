@@ -3,9 +3,8 @@ the fake Kubernetes cluster (tests/support/fake_k8s_server.py): a same-name job 
 attempt or still terminating, pods that never start, and the task itself being cancelled.
 """
 import dataclasses
+import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -15,6 +14,7 @@ from training import loop
 import fake_k8s_operator
 from helpers import REPO_ROOT, write_digit_examples
 import tfjob_helpers
+import warm_python
 from tfjob_helpers import failing_job as _failing_job, paths as _paths
 
 
@@ -129,21 +129,24 @@ def test_terminating_the_task_deletes_the_job(cluster, tmp_path):
                                     model_builder='models.resnet.build_model'))
     job_file = tmp_path / 'job.json'
     job_file.write_text(worker.job_to_json(job))
-    script = ('import sys\n'
-              'from launch import tfjob, worker\n'
-              'job = worker.job_from_json(open(sys.argv[1]).read())\n'
-              'tfjob.run(job, spec=tfjob.TFJobSpec(workers=2, image="i"), name="train-cancel",'
-              ' serving_dir=sys.argv[2] + "/s", log_dir=sys.argv[2] + "/logs",'
-              ' checkpoint_dir=sys.argv[2] + "/c", poll_seconds=0.2)\n')
-    task = subprocess.Popen([sys.executable, '-c', script, str(job_file), str(tmp_path)],
-                            cwd=REPO_ROOT)
+    script = tmp_path / 'task.py'
+    script.write_text('import sys\n'
+                      'from launch import tfjob, worker\n'
+                      'job = worker.job_from_json(open(sys.argv[1]).read())\n'
+                      'tfjob.run(job, spec=tfjob.TFJobSpec(workers=2, image="i"), '
+                      'name="train-cancel", serving_dir=sys.argv[2] + "/s", '
+                      'log_dir=sys.argv[2] + "/logs", checkpoint_dir=sys.argv[2] + "/c", '
+                      'poll_seconds=0.2)\n')
+    # The task in the warm interpreter, with the environment the cluster fixture set up.
+    task = warm_python.start([str(script), str(job_file), str(tmp_path)], REPO_ROOT,
+                             dict(os.environ), os.devnull, str(tmp_path / 'task.log'))
     deadline = time.time() + 120
     while not any(r['method'] == 'POST' for r in cluster.requests):  # created, now waiting
         assert time.time() < deadline and task.poll() is None, 'the task never waited'
         time.sleep(0.2)
     cluster.wait(lambda: [p['status'].get('phase') for p in cluster.pods.values()] ==
                  ['Running', 'Running'])
-    task.send_signal(signal.SIGTERM)
+    os.kill(task.pid, signal.SIGTERM)
     assert task.wait(timeout=60) != 0
     delete = [r for r in cluster.requests if r['method'] == 'DELETE']
     assert [r['path'].rsplit('/', 1)[-1] for r in delete] == ['train-cancel']

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -17,6 +16,7 @@ from launch import local, worker
 from training import job as job_lib, loop
 
 from helpers import REPO_ROOT, write_digit_examples
+import warm_python
 
 
 def _job(**overrides):
@@ -82,19 +82,21 @@ def test_killing_the_parent_outright_leaves_no_worker(tmp_path):
                                            model_builder='models.resnet.build_model'))
     job_file = tmp_path / 'job.json'
     job_file.write_text(worker.job_to_json(job))
-    script = ('import sys; from launch import local, worker\n'
-              'job = worker.job_from_json(open(sys.argv[1]).read())\n'
-              'local.run(job, sys.argv[2] + "/s", sys.argv[2] + "/logs", sys.argv[2] + "/c", '
-              'num_workers=2)\n')
-    parent = subprocess.Popen([sys.executable, '-c', script, str(job_file), str(tmp_path)],
-                              cwd=REPO_ROOT)
+    script = tmp_path / 'parent.py'
+    script.write_text('import sys; from launch import local, worker\n'
+                      'job = worker.job_from_json(open(sys.argv[1]).read())\n'
+                      'local.run(job, sys.argv[2] + "/s", sys.argv[2] + "/logs", '
+                      'sys.argv[2] + "/c", num_workers=2)\n')
+    # The parent in the warm interpreter (its workers are the launcher's own processes).
+    parent = warm_python.start([str(script), str(job_file), str(tmp_path)], REPO_ROOT,
+                               dict(os.environ), os.devnull, str(tmp_path / 'parent.log'))
     chief_log = tmp_path / 'logs' / 'workers' / 'worker-0.log'
     deadline = time.time() + 240
     while not (chief_log.exists() and 'step 5/100000' in chief_log.read_text()):
         assert time.time() < deadline and parent.poll() is None, 'the workers never trained'
         time.sleep(0.5)
     os.kill(parent.pid, signal.SIGKILL)
-    parent.wait()
+    assert parent.wait(timeout=60) == -signal.SIGKILL
     running = str(tmp_path / 'logs' / 'workers' / 'job.json')
     deadline = time.time() + 30
     while subprocess.run(['pgrep', '-f', running], capture_output=True).stdout:
