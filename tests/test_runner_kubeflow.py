@@ -92,3 +92,15 @@ def test_a_kubeflow_flag_without_kubeflow_is_an_error_naming_it(tmp_path, mode, 
     assert result.stderr.startswith(f'error: {flag[0]} is a Kubeflow setting'), result.stderr
     assert f'it does nothing with {mode[0]}' in result.stderr
     assert not os.path.exists(tmp_path / 'o')
+
+
+def test_a_weights_file_of_the_checkout_is_read_from_the_image(tmp_path):
+    import dataclasses
+    from pipeline import config, kubeflow
+    inside = os.path.join(config.REPO_ROOT, 'models', 'applications.py')  # of the checkout
+    cfg = config.default_config(output_dir=str(tmp_path))
+    cfg = dataclasses.replace(cfg, train=config.TrainConfig(model_weights=inside))
+    assert kubeflow.for_image(cfg, '/pipeline').train.model_weights == (
+        '/pipeline/models/applications.py')
+    assert kubeflow.for_image(dataclasses.replace(cfg, train=config.TrainConfig()),
+                              '/pipeline').train.model_weights is None

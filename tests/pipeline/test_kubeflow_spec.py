@@ -202,18 +202,6 @@ def test_paths_point_into_the_image_and_the_pipeline_root(job, spec):
     assert destination['filesystem']['base_directory'] == ROOT + '/serving'
 
 
-def test_a_weights_file_of_the_checkout_is_read_from_the_image(tmp_path):
-    import dataclasses
-    from pipeline import config, kubeflow
-    inside = os.path.join(REPO, 'models', 'applications.py')  # any file of the checkout
-    cfg = config.default_config(output_dir=str(tmp_path))
-    cfg = dataclasses.replace(cfg, train=config.TrainConfig(model_weights=inside))
-    assert kubeflow.for_image(cfg, '/pipeline').train.model_weights == (
-        '/pipeline/models/applications.py')
-    assert kubeflow.for_image(dataclasses.replace(cfg, train=config.TrainConfig()),
-                              '/pipeline').train.model_weights is None
-
-
 def _compile(output, *flags):
     return run_command(
         [sys.executable, 'runner.py', '--kubeflow', '--image', IMAGE, '--pipeline-root', ROOT,
