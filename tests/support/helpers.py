@@ -3,13 +3,15 @@ import os
 import shutil
 import sys
 
+from pipeline import beam_mode
+from pipeline.config import SETUP_FILE_ARG
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIGITS = os.path.join(REPO_ROOT, 'data', 'digits')
 # Beam args of a Beam executor run in a test's own process: in-process, as local runs on small
 # inputs choose, with the project's setup file, as every run has it (pipeline/beam_mode.py);
 # without a dependency flag TFX would build a package of itself in a temporary folder first.
-IN_PROCESS_BEAM = ['--direct_running_mode=in_memory', '--direct_num_workers=1',
-                   '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')]
+IN_PROCESS_BEAM = [*beam_mode.IN_PROCESS, SETUP_FILE_ARG]
 
 
 def digit_png(name: str, file_name: str, size: int = 8) -> bytes:

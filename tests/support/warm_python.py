@@ -82,8 +82,8 @@ def _request(argv, cwd, env, stdout, stderr, timeout) -> int:
 class Child:
     """A command running in a child of the warm server (start())."""
 
-    def __init__(self, argv, pid: int, server: subprocess.Popen):
-        self.argv, self.pid, self._server, self.returncode = argv, pid, server, None
+    def __init__(self, argv, pid: int):
+        self.argv, self.pid, self.returncode = argv, pid, None
 
     def poll(self) -> Optional[int]:
         """Its exit status once it has ended, else None (without waiting)."""
@@ -147,7 +147,7 @@ class _Fresh(Child):
                 stderr=err, start_new_session=new_session,
                 # SIGINT as a terminal delivers it, whatever this process ignores.
                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        super().__init__(argv, self._process.pid, None)
+        super().__init__(argv, self._process.pid)
 
     def poll(self) -> Optional[int]:
         self.returncode = self._process.poll()
@@ -177,7 +177,7 @@ def start(argv: List[str], cwd: str, env: Dict[str, str], stdout: str, stderr: s
     server.stdin.flush()
     while 'started' not in (reply := _read_reply()):
         pass  # another child ended meanwhile: kept for its wait()
-    return Child(argv, int(reply['started']), server)
+    return Child(argv, int(reply['started']))
 
 
 def _start() -> subprocess.Popen:
