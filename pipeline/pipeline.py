@@ -24,6 +24,7 @@ from tfx.orchestration import pipeline as tfx_pipeline
 
 from components.baseline.component import ServedModelBaseline
 from components.drift.component import DriftCheck
+from components.evaluate import accuracy as accuracy_lib
 from components.evaluate.component import Evaluator
 from components.gate.component import AnomalyGate
 from components.ingest.component import ImageExampleGen
@@ -58,8 +59,9 @@ def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
             slicing_specs=[tfma.SlicingSpec(feature_keys=[features.LABEL_NAME_KEY])],
             threshold=tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(
                 lower_bound={'value': config.min_class_accuracy}))))
-    accuracy = tfma.MetricConfig(class_name='SparseCategoricalAccuracy',
-                                 per_slice_thresholds=thresholds)
+    # TFMA-native (components/evaluate/accuracy.py): Keras' metric, counted without Keras.
+    accuracy = tfma.MetricConfig(class_name=accuracy_lib.SparseCategoricalAccuracy.__name__,
+                                 module=accuracy_lib.__name__, per_slice_thresholds=thresholds)
     options = tfma.Options()
     options.compute_confidence_intervals.value = True
     options.confidence_intervals.method = tfma.ConfidenceIntervalOptions.JACKKNIFE
