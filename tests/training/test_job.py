@@ -148,6 +148,7 @@ def _mobilenet_job(tmp_path, **overrides):
         options=loop.LoopOptions.of(train_steps=2, **params), **fields)
 
 
+@pytest.mark.slow   # a MobileNetV3 training: about 30 s, so its file goes first (conftest.py)
 def test_a_named_architecture_loads_local_weights_warms_up_frozen_and_exports(tmp_path,
                                                                                caplog):
     # One MobileNetV3 training for what two trainings showed before (each is most of its time).
