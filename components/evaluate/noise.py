@@ -25,7 +25,9 @@ from typing import Optional
 from google.protobuf import json_format
 import tensorflow_model_analysis as tfma
 
-METRIC = 'sparse_categorical_accuracy'
+from components.evaluate import accuracy
+
+METRIC = accuracy.NAME   # the blessing's metric (accuracy.py)
 LEVEL = '95%'   # TFMA's intervals (tfma.utils.calculate_confidence_interval, alpha 0.05)
 EPSILON = 1e-10  # an identical model (a rerun) has a change of exactly 0
 
