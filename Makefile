@@ -9,6 +9,10 @@ PIP_FLAGS := --ignore-requires-python --disable-pip-version-check -q -c constrai
 
 .PHONY: install run lint test test-fast bench clean
 
+# SeaweedFS, the S3 server the tests start (tests/support/seaweedfs.py; docs/testing.md "S3"),
+# built from the Go module proxy when missing: minutes cold, seconds from Go's build cache.
+WEED := .tools/weed
+
 install: $(STAMP)
 
 # The stamp depends on the lock and the package metadata, so editing either reinstalls.
@@ -32,16 +36,20 @@ lint: install
 # one group on one worker, the long groups first (tests/conftest.py). TEST_WORKERS=0 runs in
 # this process, one by one.
 TEST_WORKERS ?= 2
-test: lint
+test: lint $(WEED)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 	  $(PYTEST_ARGS)
 
 # Unit and executor tests only (no end-to-end pipeline runs, no multi-process training).
-test-fast: install
+test-fast: install $(WEED)
 	$(BIN)/python -m pytest -q -m 'not e2e and not slow' $(PYTEST_ARGS)
 
+$(WEED): tools/seaweedfs/go.mod tools/seaweedfs/go.sum
+	cd tools/seaweedfs && CGO_ENABLED=0 go build -o ../../$(WEED) \
+	  github.com/seaweedfs/seaweedfs/weed
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache .tools
 
 # Benchmarks print tables of ratios measured side by side; see bench/.
 bench: install

@@ -21,7 +21,11 @@ setup(
         'tfx==1.16.0',
         'tensorflow==2.16.2',
         'keras>=3.6,<3.7',
-        'apache-beam[gcp]==2.59.0',
+        # aws: Beam's S3 file system (boto3) for s3:// and minio:// roots (docs/storage.md).
+        'apache-beam[gcp,aws]==2.59.0',
+        # TensorFlow's s3:// file system (tf.io.gfile, TFRecords, SavedModels); importing it
+        # registers the scheme (components/common/storage.py).
+        'tensorflow-io==0.37.1',
         'tensorflow-data-validation==1.16.1',
         'tensorflow-model-analysis==0.47.1',
         'ml-metadata==1.16.0',

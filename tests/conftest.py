@@ -64,3 +64,39 @@ def _process_state_restored():
     logging.getLogger('absl').setLevel(_ABSL_LEVEL)
     if 'tensorflow' in sys.modules:  # only tests that loaded it can have set a seed
         sys.modules['tensorflow'].random.set_seed(None)
+
+
+@pytest.fixture(scope='session')
+def seaweedfs():
+    """SeaweedFS serving S3 on the loopback for this test process (tests/support/seaweedfs.py)."""
+    import seaweedfs as seaweedfs_lib
+    server = seaweedfs_lib.Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(seaweedfs, monkeypatch):
+    """A bucket of this test's own on the SeaweedFS server, and this process configured for it
+    as a user's would be: the standard AWS variables, then components/common/storage.py (the
+    variables it derives are set here too, so they are undone after the test)."""
+    from components.common import storage
+    for key, value in seaweedfs.env().items():
+        monkeypatch.setenv(key, value)
+    for key, value in storage.tensorflow_variables(os.environ).items():
+        monkeypatch.setenv(key, value)
+    storage.enable()
+    return S3Bucket(seaweedfs, seaweedfs.new_bucket())
+
+
+class S3Bucket:
+    """A test's bucket: `uri(key)` names a path in it; the server's client lists what is there."""
+
+    def __init__(self, server, name: str):
+        self.server, self.name = server, name
+
+    def uri(self, *parts: str) -> str:
+        return '/'.join(('s3:/', self.name) + parts)
+
+    def keys(self, prefix: str = ''):
+        return self.server.keys(self.name, prefix)

@@ -1,0 +1,123 @@
+"""Object stores beside local disk and gs://: S3, MinIO and SeaweedFS, configured in one place.
+
+No TFX imports. Every process of ours that may touch an `s3://` or `minio://` path calls
+`enable_for(...)` with the paths it was given (runner.py's local run, each Kubeflow task, the
+trainer's workers) or, in a process started by one of those, `enable_from_env()`
+(components/__init__.py, so that Beam's worker processes get it by importing our DoFns). It does
+three things, once per process:
+
+1. **Configuration from the standard variables.** `AWS_ENDPOINT_URL`, `AWS_REGION` and the key
+   variables are what boto3 (Beam's S3 file system) reads itself; tensorflow-io's S3 file system
+   reads `S3_ENDPOINT`, `S3_USE_HTTPS`, `S3_VERIFY_SSL` and `AWS_REGION`/`S3_REGION` instead
+   (tensorflow_io/core/filesystems/s3/s3_filesystem.cc GetDefaultClientConfig). The second set
+   is derived from the first and put in this process's environment, which child processes
+   inherit. No value is logged: `describe()` names the endpoint and whether keys are set.
+2. **TensorFlow's `s3://` scheme:** importing tensorflow_io registers it (tf.io.gfile, TFRecord
+   files, SavedModels).
+3. **The exit code.** A process that used tensorflow-io's S3 file system aborts after its last
+   Python line ("pure virtual method called", exit code 134: tensorflow/io #2039, fixed on its
+   main branch but not released): the AWS SDK's client is destroyed by a static destructor that
+   runs after the SDK has shut down. C's `exit()` runs its exit handlers newest first, and
+   those destructors were registered when the library loaded; so a handler registered after
+   the import, glibc's `on_exit` with `_exit` as the function, runs before them and ends the
+   process with the status `exit()` was given. Python has finalised by then: its atexit
+   functions ran and its streams and logs were flushed. Only C++ teardown is skipped, which
+   the operating system does anyway. tests/components/common/test_storage.py checks exit codes
+   0, 3 and an uncaught exception's 1.
+
+`minio://` is Kubeflow Pipelines' name for the S3 API at the cluster's endpoint
+(backend/src/v2/objectstore/config.go): KFP's launcher hands tasks artifact URIs with that scheme.
+`to_s3` maps them; pipeline/kfp_entrypoint.py does so for each task, and maps them back in what
+the task reports to KFP.
+"""
+import ctypes
+import logging
+import os
+from typing import Iterable, Mapping, MutableMapping, Optional
+
+S3 = 's3://'
+MINIO = 'minio://'
+SCHEMES = (S3, MINIO)
+ENDPOINT_VARIABLE = 'AWS_ENDPOINT_URL'
+REGION_VARIABLE = 'AWS_REGION'
+KEY_VARIABLES = ('AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY')
+DEFAULT_REGION = 'us-east-1'   # AWS's default; S3-compatible stores ignore it
+
+_enabled = False
+
+
+def is_object_store(path: str) -> bool:
+    """s3:// or minio://: a store without folders or renames."""
+    return path.startswith(SCHEMES)
+
+
+def to_s3(uri: str) -> str:
+    """minio://BUCKET/KEY as s3://BUCKET/KEY (the same object at the configured endpoint);
+    any other path unchanged."""
+    return S3 + uri[len(MINIO):] if uri.startswith(MINIO) else uri
+
+
+def tensorflow_variables(environ: Mapping[str, str]) -> dict:
+    """What tensorflow-io's S3 file system needs, derived from the standard AWS variables;
+    variables already set win (a user may tune tensorflow-io directly)."""
+    derived = {}
+    endpoint = environ.get(ENDPOINT_VARIABLE, '')
+    if endpoint:
+        derived['S3_ENDPOINT'] = endpoint
+        plain = endpoint.startswith('http://')
+        derived['S3_USE_HTTPS'] = '0' if plain else '1'
+        derived['S3_VERIFY_SSL'] = '0' if plain else '1'
+    region = environ.get(REGION_VARIABLE) or environ.get('AWS_DEFAULT_REGION') or DEFAULT_REGION
+    # AWS_DEFAULT_REGION: boto3's name; tensorflow-io reads AWS_REGION or S3_REGION.
+    derived.update(AWS_REGION=region, S3_REGION=region, AWS_DEFAULT_REGION=region)
+    return {k: v for k, v in derived.items() if k not in environ}
+
+
+def describe(environ: Optional[Mapping[str, str]] = None) -> str:
+    """One line for the log: the endpoint and region, and which keys are set (never their
+    values)."""
+    environ = os.environ if environ is None else environ
+    keys = [k for k in KEY_VARIABLES if environ.get(k)]
+    return (f'S3 endpoint {environ.get(ENDPOINT_VARIABLE) or "AWS default"}, region '
+            f'{environ.get(REGION_VARIABLE) or environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION}'
+            f', keys: {", ".join(keys) if keys else "none (instance or pod identity)"}')
+
+
+def enable(environ: Optional[MutableMapping[str, str]] = None) -> None:
+    """Configures S3 for TensorFlow and Beam in this process (and its children); idempotent."""
+    global _enabled
+    if _enabled:
+        return
+    environ = os.environ if environ is None else environ
+    environ.update(tensorflow_variables(environ))
+    import tensorflow_io  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    # tensorflow-io registers s3:// when its file-system plugins load, which its import does.
+    _skip_cxx_teardown()
+    _enabled = True
+    logging.getLogger(__name__).info('S3 enabled: %s', describe(environ))
+
+
+def enable_for(paths: Iterable[str]) -> bool:
+    """enable() when any of paths is on an object store; returns whether it did."""
+    if any(p and is_object_store(p) for p in paths):
+        enable()
+        return True
+    return False
+
+
+def enable_from_env() -> None:
+    """In a child of a process that enabled S3 (S3_ENDPOINT or S3_REGION inherited): the same."""
+    if not _enabled and 'S3_REGION' in os.environ:
+        enable()
+
+
+def _skip_cxx_teardown() -> None:
+    """Registers `_exit(status)` with glibc's on_exit, after tensorflow-io's destructors (see
+    the module docstring, 3). on_exit calls its function as f(status, arg); _exit reads only the
+    first argument."""
+    libc = ctypes.CDLL(None)
+    on_exit = libc.on_exit
+    on_exit.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
+    on_exit.restype = ctypes.c_int
+    if on_exit(ctypes.cast(libc._exit, ctypes.c_void_p), None) != 0:  # pylint: disable=protected-access
+        raise OSError('on_exit failed: a process that used S3 may abort at exit (code 134)')

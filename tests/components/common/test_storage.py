@@ -1,0 +1,100 @@
+"""components/common/storage.py: minio:// as s3://, tensorflow-io's variables from the standard
+AWS ones, and the exit code of a process that used S3 (against SeaweedFS, tests/support)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+from components.common import storage
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))))
+
+
+def test_minio_uris_are_the_same_objects_as_s3():
+    assert storage.to_s3('minio://mlpipeline/v2/artifacts/x') == 's3://mlpipeline/v2/artifacts/x'
+    assert storage.to_s3('s3://b/k') == 's3://b/k'
+    assert storage.to_s3('gs://b/k') == 'gs://b/k'
+    assert storage.to_s3('/local/minio://x') == '/local/minio://x'
+    assert [storage.is_object_store(p) for p in ('s3://b', 'minio://b', 'gs://b', '/tmp/s3')] == [
+        True, True, False, False]
+
+
+def test_tensorflow_variables_follow_the_standard_ones():
+    plain = storage.tensorflow_variables({'AWS_ENDPOINT_URL': 'http://seaweedfs.kubeflow:9000'})
+    assert plain == {'S3_ENDPOINT': 'http://seaweedfs.kubeflow:9000', 'S3_USE_HTTPS': '0',
+                     'S3_VERIFY_SSL': '0', 'AWS_REGION': 'us-east-1', 'S3_REGION': 'us-east-1',
+                     'AWS_DEFAULT_REGION': 'us-east-1'}
+    tls = storage.tensorflow_variables({'AWS_ENDPOINT_URL': 'https://minio.example:443',
+                                        'AWS_REGION': 'eu-west-1', 'S3_VERIFY_SSL': '0'})
+    # A variable the user set for tensorflow-io wins; the region follows AWS_REGION.
+    assert tls == {'S3_ENDPOINT': 'https://minio.example:443', 'S3_USE_HTTPS': '1',
+                   'S3_REGION': 'eu-west-1', 'AWS_DEFAULT_REGION': 'eu-west-1'}
+    # AWS itself: no endpoint, the SDKs' own.
+    assert 'S3_ENDPOINT' not in storage.tensorflow_variables({'AWS_DEFAULT_REGION': 'us-east-2'})
+    assert storage.tensorflow_variables({'AWS_DEFAULT_REGION': 'us-east-2'})['AWS_REGION'] == (
+        'us-east-2')
+
+
+def test_describe_names_keys_never_their_values():
+    line = storage.describe({'AWS_ENDPOINT_URL': 'http://h:9000', 'AWS_ACCESS_KEY_ID': 'AKIA1',
+                             'AWS_SECRET_ACCESS_KEY': 'very-secret'})
+    assert 'http://h:9000' in line and 'AWS_SECRET_ACCESS_KEY' in line
+    assert 'very-secret' not in line and 'AKIA1' not in line
+    assert 'none' in storage.describe({})
+
+
+def test_enable_for_only_object_store_paths(monkeypatch):
+    called = []
+    monkeypatch.setattr(storage, 'enable', lambda: called.append(1))
+    assert not storage.enable_for(['/tmp/x', 'gs://b/x', '', None])
+    assert storage.enable_for(['/tmp/x', 'minio://b/x']) and called == [1]
+
+
+_TOUCH_S3 = textwrap.dedent('''
+    import logging, sys
+    {enable}
+    import tensorflow as tf
+    logging.basicConfig(filename=sys.argv[2], level=logging.INFO)
+    with tf.io.gfile.GFile(sys.argv[1], 'w') as handle:
+        handle.write('written')
+    assert tf.io.gfile.exists(sys.argv[1])
+    logging.info('the last line of the log')
+    print('buffered, not flushed', end='')
+    if sys.argv[3] == 'raise':
+        raise RuntimeError('a failing task')
+    sys.exit(int(sys.argv[3]))
+''')
+
+
+def _run_touching_s3(s3, tmp_path, name: str, outcome: str, enable: str):
+    script = tmp_path / f'{name}.py'
+    script.write_text(_TOUCH_S3.format(enable=enable))
+    log = tmp_path / f'{name}.log'
+    process = subprocess.Popen(
+        [sys.executable, str(script), s3.uri(name, 'file.txt'), str(log), outcome],
+        cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    return process, log
+
+
+def test_a_process_that_used_s3_exits_with_its_own_code(s3, tmp_path):
+    """Exit 0, 3 and an uncaught exception's 1, each with its log and stdout flushed; without
+    storage.enable (tensorflow-io imported as it is), the same process aborts with 134
+    (tensorflow/io #2039), which is what enable() prevents."""
+    enabled = 'from components.common import storage; storage.enable()'
+    runs = {outcome: _run_touching_s3(s3, tmp_path, f'enabled-{outcome}', outcome, enabled)
+            for outcome in ('0', '3', 'raise')}
+    bare = _run_touching_s3(s3, tmp_path, 'bare', '0', 'import tensorflow_io')
+    for outcome, (process, log) in runs.items():
+        stdout, stderr = process.communicate(timeout=240)
+        expected = 1 if outcome == 'raise' else int(outcome)
+        assert process.returncode == expected, stderr[-2000:]
+        assert stdout == 'buffered, not flushed'
+        assert 'the last line of the log' in log.read_text()
+        assert s3.keys(f'enabled-{outcome}/') == {f'enabled-{outcome}/file.txt': 7}
+    assert ('RuntimeError: a failing task' in stderr) and 'pure virtual' not in stderr
+    process, _ = bare
+    _, stderr = process.communicate(timeout=240)
+    assert process.returncode == -6 or process.returncode == 134, stderr[-2000:]
+    assert 'pure virtual method called' in stderr

@@ -1,0 +1,134 @@
+"""A real S3 server for the tests: SeaweedFS, the object store Kubeflow Pipelines 2.17 ships.
+
+`make test` builds its binary from the Go module proxy into .tools/weed (tools/seaweedfs/go.mod;
+docs/testing.md "S3"). `Server` starts `weed server -s3` on the loopback with a static identity
+(`-s3.config`): a master, a volume server, a filer and the S3 gateway, in a temporary folder,
+each on a free port P whose P+10000 (SeaweedFS's gRPC port for it) is free too. One server per
+test process (the session fixture in tests/conftest.py); each test takes a bucket of its own.
+`env()` is what a client needs: the standard AWS variables, which components/common/storage.py
+turns into tensorflow-io's.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from typing import Dict
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get('WEED_BINARY', os.path.join(REPO, '.tools', 'weed'))
+ACCESS_KEY, SECRET_KEY = 'pipeline-tests', 'pipeline-tests-secret'
+_GRPC_OFFSET = 10000   # weed/command/server.go: each port's gRPC port defaults to port + 10000
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(('127.0.0.1', port))
+            return True
+        except OSError:
+            return False
+
+
+def free_ports(count: int, start: int) -> list:
+    """count ports from start up, each free with its gRPC port (+10000) free too. Below the
+    kernel's ephemeral range (32768-), where only an explicit bind takes a port."""
+    ports, port = [], start
+    while len(ports) < count:
+        if _free(port) and _free(port + _GRPC_OFFSET):
+            ports.append(port)
+        port += 1
+    return ports
+
+
+class Server:
+    """`weed server` with S3 on the loopback, until stop()."""
+
+    def __init__(self):
+        if not os.access(BINARY, os.X_OK):
+            raise RuntimeError(f'SeaweedFS is not built: {BINARY} is missing; `make test` '
+                               'builds it (make .tools/weed)')
+        self.folder = tempfile.mkdtemp(prefix='seaweedfs-')
+        # Spread by process, so two pytest workers starting together probe different ports.
+        master, volume, filer, s3 = free_ports(4, 12000 + (os.getpid() % 40) * 100)
+        config = os.path.join(self.folder, 's3.json')
+        with open(config, 'w') as handle:  # weed/s3api/auth_credentials.go: the identities
+            json.dump({'identities': [{'name': 'tests', 'credentials': [
+                {'accessKey': ACCESS_KEY, 'secretKey': SECRET_KEY}],
+                'actions': ['Admin', 'Read', 'Write', 'List', 'Tagging']}]}, handle)
+        os.makedirs(os.path.join(self.folder, 'data'))
+        self.log = os.path.join(self.folder, 'weed.log')
+        self.endpoint = f'http://127.0.0.1:{s3}'
+        with open(self.log, 'w') as log:
+            self.process = subprocess.Popen(
+                [BINARY, 'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
+                 f'-dir={os.path.join(self.folder, "data")}', f'-master.port={master}',
+                 f'-volume.port={volume}', f'-filer.port={filer}', '-s3', f'-s3.port={s3}',
+                 f'-s3.config={config}'],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_ready()
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        """Until the S3 gateway answers a signed ListBuckets (the filer behind it is up)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f'weed server exited with {self.process.returncode}: '
+                                   f'{self.log_tail()}')
+            try:
+                self.client().list_buckets()
+                return
+            except Exception:  # pylint: disable=broad-except  (not up yet)
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f'weed server did not serve S3 in {timeout:.0f} s: {self.log_tail()}')
+
+    def log_tail(self) -> str:
+        with open(self.log, errors='replace') as handle:
+            return handle.read()[-3000:]
+
+    def env(self) -> Dict[str, str]:
+        return {'AWS_ENDPOINT_URL': self.endpoint, 'AWS_ACCESS_KEY_ID': ACCESS_KEY,
+                'AWS_SECRET_ACCESS_KEY': SECRET_KEY, 'AWS_REGION': 'us-east-1'}
+
+    def client(self):
+        import boto3  # pylint: disable=import-outside-toplevel
+        env = self.env()
+        return boto3.client('s3', endpoint_url=self.endpoint, region_name=env['AWS_REGION'],
+                            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+
+    def new_bucket(self) -> str:
+        name = 'test-' + uuid.uuid4().hex[:16]
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def keys(self, bucket: str, prefix: str = '') -> Dict[str, int]:
+        """Every object under prefix: key -> size."""
+        found = {}
+        for page in self.client().get_paginator('list_objects_v2').paginate(
+                Bucket=bucket, Prefix=prefix):
+            found.update({o['Key']: o['Size'] for o in page.get('Contents', ())})
+        return found
+
+    def upload_folder(self, folder: str, bucket: str, prefix: str) -> int:
+        """Copies a local folder's files under s3://bucket/prefix/; returns how many."""
+        client, count = self.client(), 0
+        for root, _, files in os.walk(folder):
+            for name in files:
+                path = os.path.join(root, name)
+                key = '/'.join(p for p in (prefix, os.path.relpath(path, folder)) if p)
+                client.upload_file(path, bucket, key)
+                count += 1
+        return count
+
+    def stop(self) -> None:
+        """Killed, not asked: its graceful shutdown takes about 20 s, and the data is thrown
+        away with its folder."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
