@@ -162,6 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
         f'{kf.trainer_workers})')
     add('--trainer-service-account', metavar='NAME', help="the TFJob pods' Kubernetes "
         "service account (default: the namespace's default)")
+    add('--s3-secret', metavar='NAME', help='s3:// and minio:// roots: the Kubernetes Secret '
+        'whose keys accesskey and secretkey every task gets as AWS_ACCESS_KEY_ID and '
+        'AWS_SECRET_ACCESS_KEY; "" = none, e.g. IAM roles for service accounts (default: '
+        f'{kf.s3_secret})')
+    add('--s3-endpoint', metavar='URL', help='s3:// and minio:// roots: the S3 API every task '
+        'writes to, as AWS_ENDPOINT_URL; "" = AWS S3 itself (default: '
+        f'{kf.s3_endpoint}, the SeaweedFS of KFP 2.17)')
+    add('--s3-region', metavar='REGION', help='s3:// and minio:// roots: AWS_REGION of every '
+        f'task (default: {kf.s3_region})')
     add = parser.add_argument_group('scheduling', 'with --kubeflow only: upload the pipeline '
                                     'and keep one recurring run of --name').add_argument
     add('--endpoint', help='KFP API URL: upload the pipeline and schedule it')

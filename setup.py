@@ -40,6 +40,9 @@ setup(
         'dev': ['pytest', 'pytest-xdist', 'scikit-learn', 'ruff'],
         # Compiling for and scheduling on Kubeflow Pipelines; the image installs it too. The
         # kubernetes client (also a kfp dependency) creates the trainer's TFJob.
-        'kubeflow': ['kfp==2.13.0', 'kfp-pipeline-spec==0.6.0', 'kubernetes'],
+        # kfp-kubernetes: the Kubernetes platform spec's protos (the object store's Secret for
+        # every task, pipeline/kubeflow.py); 1.5.0 is the newest for protobuf 4 and kfp 2.13.
+        'kubeflow': ['kfp==2.13.0', 'kfp-pipeline-spec==0.6.0', 'kfp-kubernetes==1.5.0',
+                     'kubernetes'],
     },
 )

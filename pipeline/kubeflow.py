@@ -1,7 +1,7 @@
 """Kubeflow Pipelines: compile create_pipeline() to a KFP v2 spec, and schedule it.
 
     compile_pipeline(config, kubeflow)  -> the PipelineJob JSON file (TFX's KubeflowV2DagRunner)
-    write_pipeline_spec(job_file, root)  -> the bare PipelineSpec the KFP API server takes
+    write_pipeline_spec(job_file, root, kubeflow)  -> what the KFP API server takes on upload
 (pipeline/kubeflow_schedule.py uploads it and keeps one recurring run.)
 
 The pipeline is the same one `runner.py --local` runs; only the environment differs:
@@ -19,18 +19,47 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
 - PipelineSpec schema 2.1.0, the only one open-source KFP's API server accepts: parameters are
   `runtimeValue.constant` with a `parameterType`, and every task carries its declared inputs
   (`--json_serialized_inputs_spec_args`), from which the entry point types its input artifacts;
-- one documented post-processing step: the ingestion task is compiled uncached unless
+- two documented post-processing steps: the ingestion task is compiled uncached unless
   `cache_ingestion` is set (open-source KFP ignores TFX's pre-cache-check hook;
-  docs/kubeflow.md).
+  docs/kubeflow.md); and with an s3:// or minio:// root every task gets the object store
+  (object_store_env, platform_spec below).
 
-The pipeline root must be gs:// (config.check_kubeflow_root, from runner.py --kubeflow); this module
-compiles any root, so the tests can run the compiled spec on local folders.
+The object store on Kubeflow. Every TFX task writes its artifacts itself, so every task
+container needs the store's endpoint and credentials. The endpoint and region are plain
+variables, compiled into each executor's container `env` of the PipelineSpec (the driver copies
+them into the pod: backend/src/v2/driver/driver.go initPodSpecPatch, `container.GetEnv()`). The
+credentials are a Kubernetes Secret, and KFP's only way to put one into a task's environment is
+the Kubernetes platform spec: one KubernetesExecutorConfig per executor label with `secretAsEnv`
+(kfp-kubernetes' kubernetes_executor_config.proto). Where KFP reads it:
+- the API server takes it only as a second YAML document of the uploaded file, beside the
+  PipelineSpec (backend/src/apiserver/template/v2_template.go NewV2SpecTemplate: each document
+  that parses strictly as a PlatformSpec with a `kubernetes` platform; any other document is
+  silently skipped, a second one refused). KFP's SDK writes it so, and refuses it in a JSON file
+  (kfp/compiler/pipeline_spec_builder.py write_pipeline_spec_to_file). So write_pipeline_spec
+  writes `<name>.spec.yaml`, the spec and its platform spec, when there is one;
+- the PipelineJob (TFX's format, Vertex AI's) has no field for it (pipeline_spec.proto
+  PipelineJob: name, display_name, pipeline_spec, labels, runtime_config): the job file keeps
+  the container env only;
+- at run creation the argo compiler hands each executor's config to its task's driver
+  (backend/src/v2/compiler/visitor.go dfs, by executor label; argocompiler/spec_patch.go
+  AddKubernetesSpec parses it strictly); the driver adds each key as an env var with
+  `valueFrom.secretKeyRef` to the pod (backend/src/v2/driver/k8s.go extendPodSpecPatch), and
+  the kubelet reads the Secret when it creates the container: a missing Secret or key keeps the
+  pod from starting (CreateContainerConfigError), as `optional` is left unset.
+Only the Secret's name and key names are compiled, never a value. A gs:// root gets none of this:
+on GKE the pods reach GCS through Workload Identity (docs/kubeflow.md).
+
+The pipeline root must be gs://, s3:// or minio:// (config.check_kubeflow_root, from runner.py
+--kubeflow); this module compiles any root, so the tests can run the compiled spec on local
+folders.
 """
 import dataclasses
 import json
 import os
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional
 
+import yaml
+from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
@@ -39,6 +68,7 @@ from launch import tfjob
 from components.trainer.component import ImageTrainer
 from pipeline import beam_mode
 from pipeline import config as config_lib
+from pipeline import config_kubeflow
 from pipeline import pipeline as pipeline_lib
 
 # The trainer's task when a TFJob trains: TFX, TensorFlow and polling, no GPU.
@@ -120,6 +150,7 @@ def build_job(config: config_lib.PipelineConfig,
             if isinstance(component, ImageExampleGen):
                 task = job['pipelineSpec']['root']['dag']['tasks'][component.id]
                 task['cachingOptions'] = {}  # enableCache false (proto3 JSON omits defaults)
+    add_object_store_env(job, kubeflow, config.pipeline_root)
     return job
 
 
@@ -134,13 +165,85 @@ def compile_pipeline(config: config_lib.PipelineConfig,
     return kubeflow.output_file
 
 
-def write_pipeline_spec(job_file: str, pipeline_root: str) -> str:
-    """The bare PipelineSpec beside the job file: what the KFP API server accepts on upload
-    (it rejects a PipelineJob wrapper), with the pipeline root as its default."""
+def object_store_env(kubeflow: config_lib.KubeflowConfig, root: str) -> List[Dict[str, str]]:
+    """The plain variables every task container gets for the run root: for an s3:// or minio://
+    root, the endpoint (unless AWS's own) and the region; none for gs://."""
+    if not config_kubeflow.uses_s3(root):
+        return []
+    env = [{'name': 'AWS_ENDPOINT_URL', 'value': kubeflow.s3_endpoint.rstrip('/')}]
+    return env[:bool(kubeflow.s3_endpoint)] + [{'name': 'AWS_REGION',
+                                                 'value': kubeflow.s3_region}]
+
+
+def _container_executors(job: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Executor label -> its container spec (importers and resolvers run no container)."""
+    executors = job['pipelineSpec']['deploymentSpec']['executors']
+    return {label: executor['container'] for label, executor in sorted(executors.items())
+            if 'container' in executor}
+
+
+def add_object_store_env(job: Dict[str, Any], kubeflow: config_lib.KubeflowConfig,
+                         root: str) -> None:
+    """object_store_env on every executor's container (PipelineContainerSpec.env, which the
+    driver copies into the pod: driver/driver.go initPodSpecPatch)."""
+    env = object_store_env(kubeflow, root)
+    for container in _container_executors(job).values():
+        if env:
+            container['env'] = container.get('env', []) + [dict(e) for e in env]
+
+
+def platform_spec(job: Dict[str, Any], kubeflow: config_lib.KubeflowConfig,
+                  root: str) -> Optional[Dict[str, Any]]:
+    """The Kubernetes PlatformSpec of the job: every container executor gets the object store's
+    Secret as env (secretAsEnv: `accesskey` -> AWS_ACCESS_KEY_ID, `secretkey` ->
+    AWS_SECRET_ACCESS_KEY) for an s3:// or minio:// root with a Secret; else None.
+
+    Built with kfp-kubernetes' protos as its use_secret_as_env does (kfp/kubernetes/secret.py):
+    the name as `secretNameParameter` (a runtimeValue constant, what driver/k8s.go
+    extendPodSpecPatch resolves first) and as the deprecated `secretName` (what older drivers
+    read). `optional` stays unset, so a missing Secret stops the pod instead of running the task
+    without credentials."""
+    if not (config_kubeflow.uses_s3(root) and kubeflow.s3_secret):
+        return None
+    from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb
+    executors = {}
+    for label in _container_executors(job):
+        config = k8s_pb.KubernetesExecutorConfig()
+        secret = config.secret_as_env.add(secret_name=kubeflow.s3_secret)
+        secret.secret_name_parameter.runtime_value.constant.string_value = kubeflow.s3_secret
+        for key, env_var in config_kubeflow.SECRET_KEYS:
+            secret.key_to_env.add(secret_key=key, env_var=env_var)
+        executors[label] = json_format.MessageToDict(config)
+    platforms = {'platforms': {'kubernetes': {'deploymentSpec': {'executors': executors}}}}
+    # Strict, as the API server parses it (v2_template.go IsPlatformSpecWithKubernetesConfig):
+    # a field it does not know would make it skip the whole document without a word.
+    json_format.ParseDict(platforms, pipeline_spec_pb2.PlatformSpec(), ignore_unknown_fields=False)
+    return platforms
+
+
+def write_pipeline_spec(job_file: str, pipeline_root: str,
+                        kubeflow: config_lib.KubeflowConfig) -> str:
+    """The file the KFP API server takes on upload, beside the job file; returns its path.
+
+    The bare PipelineSpec (the server rejects a PipelineJob wrapper), with the pipeline root as
+    its default: `<name>.spec.json`. With a platform spec (an s3:// or minio:// root), the spec
+    and then the platform spec as two YAML documents, `<name>.spec.yaml`, the one form the API
+    server reads a platform spec from (v2_template.go NewV2SpecTemplate; kfp's compiler writes
+    the same, write_pipeline_spec_to_file). The other form's file, from an earlier compile to
+    another root, is removed, so the folder never offers a stale spec."""
     with open(job_file) as handle:
-        spec = json.load(handle)['pipelineSpec']
+        job = json.load(handle)
+    spec = job['pipelineSpec']
     spec['defaultPipelineRoot'] = pipeline_root
-    path = os.path.splitext(job_file)[0] + '.spec.json'
+    platforms = platform_spec(job, kubeflow, pipeline_root)
+    stem = os.path.splitext(job_file)[0] + '.spec'
+    path, stale = (stem + '.yaml', stem + '.json') if platforms else (stem + '.json',
+                                                                      stem + '.yaml')
     with open(path, 'w') as handle:
-        json.dump(spec, handle, indent=2, sort_keys=True)
+        if platforms:
+            yaml.safe_dump_all([spec, platforms], handle, sort_keys=True)
+        else:
+            json.dump(spec, handle, indent=2, sort_keys=True)
+    if os.path.exists(stale):
+        os.remove(stale)
     return path

@@ -125,7 +125,9 @@ def schedule(client, job_file: str, config: config_lib.PipelineConfig,
                 'profile namespace (--namespace, or namespace in [kubeflow]) and credentials; '
                 'without a namespace the pipeline would be uploaded as a shared one')
         pipeline_root = config.pipeline_root
-        spec_file = write_pipeline_spec(job_file, pipeline_root)
+        # The spec, and with an s3:// or minio:// root its platform spec (the object store's
+        # Secret for every task), in the one form the API server reads both from.
+        spec_file = write_pipeline_spec(job_file, pipeline_root, kubeflow)
         step = f'uploading pipeline {config.name}'
         pipeline_id, version_id = _pipeline_version(client, spec_file, config.name, namespace)
         step = f'getting experiment {kubeflow.experiment}'
@@ -164,13 +166,15 @@ def run(config, kubeflow, score=None, output=None) -> int:
     try:
         with logs.to_file(log_file, logs.is_verbose()):
             from pipeline import kubeflow_score
-            from pipeline.kubeflow import compile_pipeline
+            from pipeline.kubeflow import compile_pipeline, write_pipeline_spec
             # The credentials are read before the compile, so a missing token fails at once.
             client = kubeflow.endpoint and connect(kubeflow)
             if score:
                 job_file, config = kubeflow_score.compile_for(config, kubeflow, score, output)
             else:
                 job_file = compile_pipeline(config, kubeflow)
+            # What a user uploads in the KFP UI, beside the job file (schedule() uploads it).
+            write_pipeline_spec(job_file, config.pipeline_root, kubeflow)
     except ValueError as error:  # e.g. --trainer-workers
         print(f'error: {error}', file=sys.stderr)
         return 2

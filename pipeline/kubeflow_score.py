@@ -42,7 +42,11 @@ def build_job(config: config_lib.PipelineConfig, kubeflow_config: config_lib.Kub
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             display_name=config.name + scoring.SUFFIX, default_image=kubeflow_config.image,
             default_commands=kubeflow.ENTRYPOINT, use_pipeline_spec_2_1=True))
-    return runner.run(pipeline, write_out=False)
+    job = runner.run(pipeline, write_out=False)
+    # An s3:// or minio:// root: the object store's endpoint and region in every task, as in
+    # the training pipeline (its Secret: kubeflow.write_pipeline_spec's platform spec).
+    kubeflow.add_object_store_env(job, kubeflow_config, config.pipeline_root)
+    return job
 
 
 def compile_pipeline(config: config_lib.PipelineConfig,

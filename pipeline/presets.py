@@ -41,6 +41,9 @@ KUBEFLOW_FLAGS = {
     'schedule': 'schedule',
     'experiment': 'experiment', 'namespace': 'namespace', 'token_file': 'token_file',
     'token_env': 'token_env', 'service_account_token': 'service_account_token'}
+# An s3:// or minio:// root: the object store's Secret, endpoint and region for every task.
+KUBEFLOW_FLAGS.update({'s3_secret': 's3_secret', 's3_endpoint': 's3_endpoint',
+                       's3_region': 's3_region'})
 
 # Hostile input (docs/data.md, landing folders): limits and encodings of ingestion.
 FLAG_FIELDS.update({

@@ -1,7 +1,8 @@
 """Unit tests of the command line's Kubeflow side: --kubeflow's required settings, the pipeline
-root the image can write, the compile and scheduling flags reaching KubeflowConfig, and
-Kubeflow-only flags refused without --kubeflow."""
+roots the tasks can write and the object store's settings, the compile and scheduling flags
+reaching KubeflowConfig, and Kubeflow-only flags refused without --kubeflow."""
 import os
+import re
 
 import pytest
 
@@ -24,20 +25,56 @@ def test_kubeflow_needs_an_image_and_a_pipeline_root(tmp_path):
     assert not os.path.exists(tmp_path / 'p.json')
 
 
-def test_kubeflow_refuses_a_pipeline_root_the_image_cannot_write(tmp_path):
-    # One line, exit 2, before anything is compiled: what works (gs://) and why the rest fails.
+def test_kubeflow_refuses_a_pipeline_root_the_tasks_cannot_write(tmp_path):
+    # One line, exit 2, before anything is compiled: what works and why the rest fails.
     result = _cli('--kubeflow', '--image', 'img:1', '--pipeline-root', str(tmp_path / 'root'),
                   '--output', str(tmp_path / 'p.json'))
     assert result.returncode == 2 and result.stderr.count('\n') == 1, result.stderr
-    assert "--pipeline-root must be gs://BUCKET[/PATH], got '" in result.stderr
-    assert 'gs://, s3://, minio:// or mem://' in result.stderr and 'no S3 file' in result.stderr
+    assert ('--pipeline-root must be gs://BUCKET[/PATH], s3://BUCKET[/PATH] or '
+            "minio://BUCKET[/PATH], got '") in result.stderr
+    assert 'a local path is not on the cluster' in result.stderr
     assert not os.path.exists(tmp_path / 'p.json')
-    # What open-source KFP would accept but the image cannot write is refused as well.
-    for root in ('s3://b/r', 'minio://mlpipeline/v2/artifacts', 'mem://b', 'gs://', 'gs:///r'):
+    # KFP's own mem://, other schemes, no bucket, and KFP's old query form are refused too.
+    for root in ('mem://b', 'http://store/b', 'gs://', 'gs:///r', 's3://', 'minio:///x',
+                 's3://b/r?endpoint=minio:9000&region=us-east-1'):
         with pytest.raises(ValueError, match='must be gs://BUCKET'):
             _configs('--kubeflow', '--image', 'i', '--pipeline-root', root)
-    assert _configs('--kubeflow', '--image', 'i', '--pipeline-root', 'gs://b')[0].output_dir == \
-        'gs://b'
+    for root in ('gs://b', 's3://b/r', 'minio://mlpipeline/v2/artifacts'):
+        assert _configs('--kubeflow', '--image', 'i', '--pipeline-root', root)[0].output_dir == \
+            root
+
+
+def test_object_store_flags_and_keys_reach_the_kubeflow_config(tmp_path):
+    _, kubeflow = _configs('--kubeflow', '--image', 'i', '--pipeline-root', 's3://b/r')
+    assert (kubeflow.s3_secret, kubeflow.s3_endpoint, kubeflow.s3_region) == (
+        'mlpipeline-minio-artifact', 'http://seaweedfs.kubeflow:9000', 'us-east-1')
+    toml = tmp_path / 'cluster.toml'
+    toml.write_text('[kubeflow]\nimage = "i"\npipeline_root = "minio://m/a"\n'
+                    's3_secret = "team-store"\ns3_endpoint = "https://minio.example.com"\n'
+                    's3_region = "eu-west-1"\n')
+    _, kubeflow = _configs('--kubeflow', '--config-file', str(toml), '--s3-region', 'eu-north-1')
+    assert (kubeflow.s3_secret, kubeflow.s3_endpoint, kubeflow.s3_region) == (
+        'team-store', 'https://minio.example.com', 'eu-north-1')  # the flag wins
+    _, kubeflow = _configs('--kubeflow', '--image', 'i', '--pipeline-root', 's3://b/r',
+                           '--s3-secret', '', '--s3-endpoint', '')  # AWS S3 with IRSA
+    assert (kubeflow.s3_secret, kubeflow.s3_endpoint) == ('', '')
+
+
+@pytest.mark.parametrize('flag, value, message', [
+    ('--s3-secret', 'Team_Store', '--s3-secret must name a Kubernetes Secret'),
+    ('--s3-endpoint', 'seaweedfs.kubeflow:9000', '--s3-endpoint must be http://HOST[:PORT]'),
+    ('--s3-region', 'EU West', '--s3-region must be a region name'),
+])
+def test_bad_object_store_settings_are_refused_naming_the_flag(flag, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _configs('--kubeflow', '--image', 'i', '--pipeline-root', 's3://b/r', flag, value)
+
+
+def test_an_endpoint_with_credentials_is_refused_without_repeating_them():
+    with pytest.raises(ValueError) as raised:
+        _configs('--kubeflow', '--image', 'i', '--pipeline-root', 's3://b/r',
+                 '--s3-endpoint', 'http://admin:hunter2@minio:9000')
+    assert 'user info' in str(raised.value) and 'hunter2' not in str(raised.value)
 
 
 def test_kubeflow_flags_reach_the_configs():

@@ -181,7 +181,8 @@ token_file = "kfp-token"
      'they need an endpoint'),
     ('[kubeflow]\nimage = 1\n', r'\[kubeflow\] image must be a string'),
     ('[kubeflow]\nimage = "i"\npipeline_root = "runs/kfp"\n',
-     r"\[kubeflow\] pipeline_root must be gs://BUCKET\[/PATH\], got 'runs/kfp'"),
+     r"\[kubeflow\] pipeline_root must be gs://BUCKET\[/PATH\], s3://BUCKET\[/PATH\] or "
+     r"minio://BUCKET\[/PATH\], got 'runs/kfp'"),
     ('[kubeflow]\ntoken = "secret"\n', r'unknown key \[kubeflow\] token'),
 ])
 def test_kubeflow_table_errors_name_the_key(tmp_path, text, message):

@@ -182,3 +182,83 @@ def test_a_pipeline_root_kfp_cannot_use_is_refused():
     with pytest.raises(kfp_launcher.TaskFailed, match='parse bucket config failed: unsupported '
                                                       'Cloud bucket: "hdfs://data/root"'):
         kfp_launcher.Launcher().run_job(job, 'run-1')
+
+
+# An s3:// or minio:// root: the object store's Secret reaches every task through the platform
+# spec (driver/k8s.go extendPodSpecPatch, then the kubelet); the values here are made up.
+SECRET = 'mlpipeline-minio-artifact'
+KEYS = {'accesskey': 'made-up-access', 'secretkey': 'made-up-secret'}
+_NAMES = ('AWS_ENDPOINT_URL', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY')
+
+
+def _env(records, task):
+    """The task's object-store variables (the stand-in's tasks also inherit this process's
+    environment, which a pod would not)."""
+    return {k: v for k, v in recorded(records, task)['env'].items() if k in _NAMES}
+
+
+def _platform(executors, secret=SECRET, **extra):
+    config = {'secretAsEnv': [dict({'secretNameParameter': {'runtimeValue': {'constant': secret}},
+                                    'keyToEnv': [
+                                        {'secretKey': 'accesskey', 'envVar': 'AWS_ACCESS_KEY_ID'},
+                                        {'secretKey': 'secretkey',
+                                         'envVar': 'AWS_SECRET_ACCESS_KEY'}]}, **extra)]}
+    return {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
+        label: config for label in executors}}}}}
+
+
+def test_secret_as_env_and_the_container_env_reach_the_task(dirs):
+    root, records, _ = dirs
+    job = build(root, {'A': probe(records, env={'AWS_ENDPOINT_URL': 'http://store:9000'}),
+                       'B': probe(records)})
+    _launcher(dirs, secrets={SECRET: KEYS}).run_job(job, 'run-1', _platform(['A_executor']))
+    assert _env(records, 'A') == {
+        'AWS_ENDPOINT_URL': 'http://store:9000', 'AWS_ACCESS_KEY_ID': 'made-up-access',
+        'AWS_SECRET_ACCESS_KEY': 'made-up-secret'}
+    assert _env(records, 'B') == {}  # only the executors the platform spec names
+
+
+def test_the_deprecated_secret_name_is_read_when_there_is_no_parameter(dirs):
+    root, records, _ = dirs
+    platform = _platform(['A_executor'])
+    config = platform['platforms']['kubernetes']['deploymentSpec']['executors']['A_executor']
+    config['secretAsEnv'][0] = {'secretName': 'other', 'keyToEnv': [
+        {'secretKey': 'accesskey', 'envVar': 'AWS_ACCESS_KEY_ID'}]}
+    _launcher(dirs, secrets={'other': KEYS}).run_job(build(root, {'A': probe(records)}), 'r',
+                                                      platform)
+    assert _env(records, 'A') == {'AWS_ACCESS_KEY_ID': 'made-up-access'}
+
+
+@pytest.mark.parametrize('secrets, message', [
+    ({}, 'secret "mlpipeline-minio-artifact" not found'),
+    ({SECRET: {'accesskey': 'a'}}, "couldn't find key secretkey in Secret "
+                                   'kubeflow/mlpipeline-minio-artifact'),
+])
+def test_a_missing_secret_or_key_keeps_the_pod_from_starting(dirs, secrets, message):
+    root, records, _ = dirs
+    with pytest.raises(kfp_launcher.TaskFailed, match=re.escape(
+            f'the pod of task A does not start: CreateContainerConfigError: {message}')):
+        _launcher(dirs, secrets=secrets).run_job(build(root, {'A': probe(records)}), 'run-1',
+                                                 _platform(['A_executor']))
+    assert not os.path.exists(os.path.join(records, 'A.json'))  # the command never ran
+
+
+def test_a_secret_reference_without_a_name_fails_the_driver(dirs):
+    root, records, _ = dirs
+    platform = _platform(['A_executor'])
+    config = platform['platforms']['kubernetes']['deploymentSpec']['executors']['A_executor']
+    del config['secretAsEnv'][0]['secretNameParameter']
+    with pytest.raises(kfp_launcher.TaskFailed, match='missing either SecretName or '
+                                                      'SecretNameParameter'):
+        _launcher(dirs, secrets={SECRET: KEYS}).run_job(build(root, {'A': probe(records)}),
+                                                        'run-1', platform)
+
+
+def test_a_cached_task_needs_no_secret(dirs):
+    root, records, _ = dirs
+    launcher = _launcher(dirs, secrets={SECRET: KEYS})
+    job = build(root, {'A': probe(records, outputs={'out': EXAMPLES})})
+    launcher.run_job(job, 'run-1', _platform(['A_executor']))
+    launcher.secrets.clear()  # the Secret is deleted: a cache hit starts no pod
+    launcher.run_job(job, 'run-2', _platform(['A_executor']))
+    assert launcher.tasks[('run-2', 'A')].cached

@@ -12,7 +12,7 @@ import re
 import time
 from typing import Any, Dict, List
 
-from fake_kfp_rules import KfpError, invalid, parse_cron
+from fake_kfp_rules import KfpError, check_kubernetes_configs, invalid, parse_cron
 
 
 def _matches(item: Dict[str, Any], query: Dict[str, List[str]]) -> bool:
@@ -164,6 +164,7 @@ def _create_recurring_run(handler, body, stamp):
     if version is None or version['pipeline_id'] != reference.get('pipeline_id',
                                                                   version['pipeline_id']):
         raise _internal('Failed to create a recurring run with an invalid pipeline spec manifest')
+    check_kubernetes_configs(version['pipeline_spec'])  # compiling it: tmpl.ScheduledWorkflow
     created = dict(body, recurring_run_id=state.new_id('recurring-run'), created_at=stamp,
                    status='ENABLED' if body.get('mode') == 'ENABLE' else 'DISABLED',
                    **({'namespace': namespace} if namespace else {}))

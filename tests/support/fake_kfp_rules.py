@@ -54,10 +54,25 @@ def _is_pipeline_spec(document) -> bool:
     return bool(spec.pipeline_info.name) and spec.HasField('root')
 
 
-def parse_template(data: bytes) -> dict:
-    """template.go New -> inferTemplateFormat -> v2_template.go NewV2SpecTemplate. Returns the
-    PipelineSpec. YAML or JSON, several documents allowed; only PipelineSpec documents count.
-    Not modelled: v1 Argo workflows (isArgoWorkflow) and PlatformSpec documents."""
+def _is_kubernetes_platform_spec(document) -> bool:
+    """v2_template.go IsPlatformSpecWithKubernetesConfig: protojson.Unmarshal into a PlatformSpec
+    (unknown fields are errors, so `platform:` for `platforms:` fails), then a `kubernetes`
+    platform. The executors' configs are Structs here: not checked until a run is compiled
+    (check_kubernetes_configs)."""
+    platform = pipeline_spec_pb2.PlatformSpec()
+    try:
+        json_format.ParseDict(document, platform, ignore_unknown_fields=False)
+    except (json_format.ParseError, TypeError, ValueError, AttributeError):
+        return False
+    return 'kubernetes' in platform.platforms
+
+
+def parse_template(data: bytes):
+    """template.go New -> inferTemplateFormat -> v2_template.go NewV2SpecTemplate. Returns
+    (PipelineSpec, PlatformSpec or None) as dicts. YAML or JSON, several documents allowed: one
+    PipelineSpec, and at most one PlatformSpec with a `kubernetes` platform (how kfp's compiler
+    writes platform-specific features: a second YAML document); a document that is neither is
+    skipped without a word. Not modelled: v1 Argo workflows (isArgoWorkflow)."""
     try:
         documents = [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]
     except yaml.YAMLError as error:
@@ -65,19 +80,66 @@ def parse_template(data: bytes) -> dict:
     specs = [d for d in documents if _is_pipeline_spec(d)]
     if not specs:
         raise invalid('unknown template format')
-    if len(specs) > 1:
-        raise invalid('multiple pipeline specs provided')
-    spec, version = specs[0], specs[0].get('schemaVersion', specs[0].get('schema_version', ''))
-    if version != '2.1.0':  # SCHEMA_VERSION_2_1_0
-        raise invalid('KFP only supports schema version 2.1.0, but the pipeline spec has '
-                      f'version {version}')
-    # Unanchored regexp.MatchString: any lowercase letter or digit somewhere passes.
-    if not re.search(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*',
-                     spec_name(spec)):
-        raise invalid("invalid v2 pipeline spec: name should consist of lower case alphanumeric "
-                      "characters, '-' or '.', and must start and end with an alphanumeric "
-                      "character")
-    return spec
+    # NewV2SpecTemplate's loop, in document order: a second spec or a second platform spec is
+    # refused when it is met.
+    spec = platform = None
+    for document in documents:
+        if _is_pipeline_spec(document):
+            if spec is not None:
+                raise invalid('multiple pipeline specs provided')
+            spec = document
+            version = spec.get('schemaVersion', spec.get('schema_version', ''))
+            if version != '2.1.0':  # SCHEMA_VERSION_2_1_0
+                raise invalid('KFP only supports schema version 2.1.0, but the pipeline spec '
+                              f'has version {version}')
+            # Unanchored regexp.MatchString: any lowercase letter or digit somewhere passes.
+            if not re.search(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*',
+                             spec_name(spec)):
+                raise invalid("invalid v2 pipeline spec: name should consist of lower case "
+                              "alphanumeric characters, '-' or '.', and must start and end with "
+                              "an alphanumeric character")
+        elif _is_kubernetes_platform_spec(document):
+            if platform is not None:
+                raise invalid('multiple platform specs provided')
+            platform = document
+    return spec, platform
+
+
+def stored_spec(spec: dict, platform) -> dict:
+    """A version's pipeline_spec as the API shows it (api_converter.go toApiPipelineVersion ->
+    api_util.go YamlStringToPipelineSpecStruct): the spec itself, or with a platform spec both
+    as fields `pipeline_spec` and `platform_spec`."""
+    return spec if platform is None else {'pipeline_spec': spec, 'platform_spec': platform}
+
+
+def check_kubernetes_configs(stored: dict) -> None:
+    """What compiling a run from the stored spec checks of its platform spec (resource_manager.go
+    CreateJob -> v2_template.go ScheduledWorkflow -> argocompiler.Compile -> compiler/visitor.go
+    dfs -> argocompiler/spec_patch.go AddKubernetesSpec / unmarshalKubernetesExecutorConfig):
+    each executor's config parses strictly as a KubernetesExecutorConfig, else KfpError with the
+    chain (a plain Go error, so code Internal and "Internal error: ..." outside; the Go stack
+    trace %+v adds is not imitated). The proto is kfp-kubernetes 1.5.0's, older than KFP 2.17's:
+    its newer fields (optional, security_context, ...) would be refused here but not there."""
+    if 'platform_spec' not in stored:
+        return
+    from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb
+    spec, platform = stored['pipeline_spec'], stored['platform_spec']
+    executors = platform['platforms']['kubernetes'].get('deploymentSpec', {}).get(
+        'executors', {})
+    for name, component in sorted(spec.get('components', {}).items()):
+        label = component.get('executorLabel')
+        if label not in executors:
+            continue
+        try:
+            json_format.ParseDict(executors[label], k8s_pb.KubernetesExecutorConfig(),
+                                  ignore_unknown_fields=False)
+        except json_format.ParseError as error:
+            chain = (f'Failed to create a recurring run during scheduled workflow creation: '
+                     f'Failed to compile job: error processing component name="{name}": failed '
+                     f'to add Kubernetes spec for {name}: failed to unmarshal kubernetes spec '
+                     f'for component "{name}": {error}')
+            # util/error.go ToGRPCError: the same text as the status and its detail.
+            raise KfpError('Internal', f'Internal error: {chain}', f'Internal error: {chain}')
 
 
 def spec_name(spec: dict) -> str:

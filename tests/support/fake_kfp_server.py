@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlparse
 
 from fake_kfp_gateway import route
 from fake_kfp_rules import (HTTP_STATUS, KfpError, check_length, not_found, parse_template,
-                            spec_name, validate_pipeline_name)
+                            spec_name, stored_spec, validate_pipeline_name)
 
 PREFIX = '/apis/v2beta1'
 TOKEN_AUDIENCE = 'pipelines.kubeflow.org'  # common/const.go DefaultTokenReviewAudience
@@ -157,7 +157,7 @@ class Handler(BaseHTTPRequestHandler):
         except KfpError as error:  # ValidateFieldLength's answers: http.Error, plain text
             return self._reply(f'{error.internal}\n'.encode(), 400, 'text/plain; charset=utf-8')
         try:  # resource_manager.go CreatePipelineAndPipelineVersion / CreatePipelineVersion
-            spec = parse_template(data)
+            spec, platform = parse_template(data)
             validate_pipeline_name(spec_name(spec))
         except KfpError as error:  # InvalidArgument: 400 with the external message
             return self._upload_error(400, error.external)
@@ -173,7 +173,8 @@ class Handler(BaseHTTPRequestHandler):
         elif any(v['pipeline_id'] == pipeline_id and v['name'] == name for v in state.versions):
             return self._upload_error(409, failure)  # unique index idx_pipelineid_name
         version = dict(pipeline_id=pipeline_id, pipeline_version_id=state.new_id('version'),
-                       display_name=name, name=name, created_at=stamp, pipeline_spec=spec)
+                       display_name=name, name=name, created_at=stamp,
+                       pipeline_spec=stored_spec(spec, platform))
         state.versions.append(version)
         return self._reply(version if is_version else pipeline)
 

@@ -230,3 +230,52 @@ def cached_outputs(store: kfp_mlmd.Store, executor_input, cached_id: str) -> Opt
                               f'find artifact with name {name} in mlmd output artifacts')
         artifacts[name] = recorded[name]
     return {'parameters': store.execution_outputs(old), 'artifacts': artifacts}
+
+
+def kubernetes_config(platform_spec: Optional[dict], executor_label: str):
+    """The task's KubernetesExecutorConfig, or None: compiler/visitor.go dfs() looks the
+    executor label up in the platform spec's kubernetes deploymentSpec.executors, and
+    argocompiler/spec_patch.go unmarshalKubernetesExecutorConfig parses it strictly (the driver
+    gets it as --kubernetes_config). The proto is kfp-kubernetes 1.5.0's (what the lock holds)."""
+    from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb
+    executors = ((platform_spec or {}).get('platforms', {}).get('kubernetes', {})
+                 .get('deploymentSpec', {}).get('executors', {}))
+    if executor_label not in executors:
+        return None
+    config = k8s_pb.KubernetesExecutorConfig()
+    try:
+        json_format.ParseDict(executors[executor_label], config, ignore_unknown_fields=False)
+    except json_format.ParseError as error:
+        raise DriverError(f'failed to unmarshal kubernetes spec for component: {error}')
+    return config
+
+
+def pod_env(container: dict, config, resolve) -> list:
+    """The user container's env in the pod spec patch, in order: driver.go initPodSpecPatch()
+    copies the container spec's env (name and value), then k8s.go extendPodSpecPatch() appends,
+    for every secretAsEnv entry and each of its keys, an env var whose value comes from the
+    Secret (valueFrom.secretKeyRef {name, key, optional only when set}); the kubelet reads it
+    (kfp_launcher_v2.make_environment). The Secret's name: secretNameParameter resolved as an
+    input parameter (`resolve`, resolve.go; a null skips the entry), else the deprecated
+    secretName, else an error."""
+    env = [{'name': e['name'], 'value': e.get('value', '')} for e in container.get('env', [])]
+    for secret in (config.secret_as_env if config is not None else ()):
+        for key_to_env in secret.key_to_env:
+            if secret.HasField('secret_name_parameter'):
+                try:
+                    value = resolve(secret.secret_name_parameter)
+                except DriverError as error:
+                    raise DriverError(f'failed to resolve secret name: {error}')
+                if value.WhichOneof('kind') == 'null_value':  # ErrResolvedParameterNull
+                    continue
+                name = value.string_value
+            elif secret.secret_name:
+                name = secret.secret_name
+            else:
+                raise DriverError('missing either SecretName or SecretNameParameter for secret '
+                                  'environment variable in executor config')
+            reference = {'name': name, 'key': key_to_env.secret_key}
+            if getattr(secret, 'optional', None) is not None and secret.HasField('optional'):
+                reference['optional'] = secret.optional  # (not in kfp-kubernetes 1.5.0's proto)
+            env.append({'name': key_to_env.env_var, 'valueFrom': {'secretKeyRef': reference}})
+    return env

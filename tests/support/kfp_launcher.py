@@ -3,6 +3,8 @@ subprocesses, handing each what the real orchestrator hands it.
 
     launcher = Launcher(mode='oss')          # open-source KFP 2.17 (default), or 'vertex'
     outputs = launcher.run_job(job, 'run-1')  # {task: recorded ExecutorOutput}, or TaskFailed
+    job, platform = load_upload('pipeline.spec.yaml', root)   # the file the API server takes
+    Launcher(secrets={'mlpipeline-minio-artifact': {...}}).run_job(job, 'run-1', platform)
 
 A Launcher keeps ML Metadata and the cache across runs. Mode 'oss' transcribes kubeflow/pipelines
 (driver/container.go Container() and component/launcher_v2.go Execute(), step by step, in
@@ -10,6 +12,13 @@ kfp_driver.py, kfp_launcher_v2.py and kfp_mlmd.py): no lifecycle hook, no retry.
 keeps what Vertex AI does differently: typed inputs with their metadata as written, the
 preCacheCheck hook first, outputs and the executor output file under the pipeline root, no
 executor-logs, no local copies of the inputs, no cache. Test support only (no TFX imports).
+
+A platform spec (the Kubernetes one, as the API server reads it from an upload: load_upload)
+reaches each task's pod as open-source KFP applies it: the driver turns the executor's
+secretAsEnv into env vars with secretKeyRef (kfp_driver.pod_env, driver/k8s.go
+extendPodSpecPatch), the kubelet reads them from the namespace's Secrets
+(kfp_launcher_v2.make_environment). The fake cluster (fake_k8s_*.py) has no Secret API and KFP's
+task pods are not its pods, so the Launcher holds the namespace's Secrets itself (`secrets`).
 """
 import dataclasses
 import os
@@ -47,6 +56,19 @@ def load_job(path: str) -> pipeline_spec_pb2.PipelineJob:
                                  ignore_unknown_fields=False)
 
 
+def load_upload(path: str, pipeline_root: str):
+    """(PipelineJob, platform spec dict or None) from the file uploaded to the API server, parsed
+    as it parses it (fake_kfp_rules.parse_template: v2_template.go NewV2SpecTemplate), with the
+    run's root as a run's runtime config gives it."""
+    import fake_kfp_rules
+    with open(path, 'rb') as handle:
+        spec, platform = fake_kfp_rules.parse_template(handle.read())
+    job = pipeline_spec_pb2.PipelineJob(display_name=spec['pipelineInfo']['name'])
+    job.pipeline_spec.update(spec)
+    job.runtime_config.gcs_output_directory = pipeline_root
+    return job, platform
+
+
 def topological_order(spec: pipeline_spec_pb2.PipelineSpec) -> List[str]:
     tasks, order = spec.root.dag.tasks, []
     while len(order) < len(tasks):
@@ -62,9 +84,11 @@ class Launcher:
 
     def __init__(self, mode: str = 'oss', workdir: Optional[str] = None,
                  publish_logs: bool = True, cache_disabled: bool = False,
-                 namespace: str = 'kubeflow'):
+                 namespace: str = 'kubeflow', secrets: Optional[Dict[str, dict]] = None):
         assert mode in ('oss', 'vertex'), mode
         self.mode, self.namespace = mode, namespace
+        # The namespace's Secrets (name -> data), what the kubelet reads secretKeyRef env from.
+        self.secrets = dict(secrets or {})
         self.oss = mode == 'oss'
         # driver/main.go --publish_logs defaults to "true"; Vertex AI adds no such output.
         self.publish_logs = publish_logs and self.oss
@@ -73,10 +97,12 @@ class Launcher:
         self.store = kfp_mlmd.Store(convert=self.oss)
         self.tasks: Dict[tuple, TaskRecord] = {}
 
-    def run_job(self, job: pipeline_spec_pb2.PipelineJob, run_id: str
+    def run_job(self, job: pipeline_spec_pb2.PipelineJob, run_id: str,
+                platform_spec: Optional[dict] = None
                 ) -> Dict[str, pipeline_spec_pb2.ExecutorOutput]:
         """Runs every task in dependency order; returns each task's outputs as ML Metadata
-        recorded them, in the shape the next task receives them."""
+        recorded them, in the shape the next task receives them. platform_spec: the upload's
+        (load_upload); Vertex AI reads no Kubernetes platform spec."""
         spec = json_format.ParseDict(json_format.MessageToDict(job.pipeline_spec),
                                      pipeline_spec_pb2.PipelineSpec())
         name = spec.pipeline_info.name
@@ -93,7 +119,7 @@ class Launcher:
             'display_name': _text(''), 'task_name': _text('')}, {})
         executors = json_format.MessageToDict(spec.deployment_spec)['executors']
         run = {'name': name, 'id': run_id, 'root': run_root, 'dag': dag, 'job': job,
-               'executions': {}}
+               'executions': {}, 'platform': platform_spec if self.oss else None}
         results = {}
         for task_name in topological_order(spec):
             task = spec.root.dag.tasks[task_name]
@@ -118,12 +144,15 @@ class Launcher:
             return self.store.to_runtime_artifact(artifact_id, schema='')
         return kfp_vertex.input_artifact(self.store.raw[artifact_id], artifact_id)
 
-    def _resolve_inputs(self, run, task_name, task, component):
-        """resolve.go: resolveInputs(): parameters, then artifacts from the producers' records."""
+    def _resolve_opts(self, run, task_name) -> dict:
         job = run['job']
-        opts = {'root_inputs': job.runtime_config.parameter_values, 'run_id': run['id'],
+        return {'root_inputs': job.runtime_config.parameter_values, 'run_id': run['id'],
                 'run_name': run['id'], 'run_display_name': job.display_name,
                 'task_name': task_name, 'dag_execution_id': run['dag']}
+
+    def _resolve_inputs(self, run, task_name, task, component):
+        """resolve.go: resolveInputs(): parameters, then artifacts from the producers' records."""
+        opts = self._resolve_opts(run, task_name)
         inputs, ids = pipeline_spec_pb2.ExecutorInput.Inputs(), {}
         for name, spec in task.inputs.parameters.items():
             if not self.oss and spec.runtime_value.HasField('constant_value'):
@@ -189,13 +218,27 @@ class Launcher:
                 self.store.publish_execution(execution_id, reused['parameters'],
                                              reused['artifacts'], _STATE.CACHED)
                 return TaskRecord(execution_id, True, executor_input, None)
+            # Not cached: the pod spec patch (initPodSpecPatch, then extendPodSpecPatch with the
+            # executor's Kubernetes config when it has one).
+            env = kfp_driver.pod_env(
+                container, kfp_driver.kubernetes_config(run['platform'],
+                                                        component.executor_label),
+                lambda spec: kfp_driver.resolve_parameter(
+                    spec, self._resolve_opts(run, task_name),
+                    lambda t: self.store.execution_outputs(run['executions'][t])))
         except kfp_driver.DriverError as error:
             raise TaskFailed(f'driver.Container({info}) failed: {error}')
-        self._launch(run, execution_id, fingerprint, component, container, executor_input, pod)
+        try:  # the kubelet creates the container: its env, Secrets read now
+            pod_env = kfp_launcher_v2.make_environment(env, self.secrets, self.namespace)
+        except kfp_launcher_v2.PodStartError as error:
+            raise TaskFailed(f'the pod of task {task_name} does not start: '
+                             f'CreateContainerConfigError: {error}')
+        self._launch(run, execution_id, fingerprint, component, container, executor_input, pod,
+                     pod_env)
         return TaskRecord(execution_id, False, executor_input, pod)
 
     def _launch(self, run, execution_id, fingerprint, component, container, executor_input,
-                pod):
+                pod, pod_env=None):
         """launcher_v2.go: Execute() / executeV2() / execute()."""
         v2, output, state = kfp_launcher_v2, None, _STATE.FAILED
         recorded: Dict[str, int] = {}
@@ -216,7 +259,7 @@ class Launcher:
                     executor_input, pod, hook['command'], hook.get('args', []))
                 v2.run_command(hook_command, hook_args, pod)
             try:
-                v2.run_command(command, args, pod)
+                v2.run_command(command, args, pod, pod_env)
             finally:
                 self._write_executor_logs(executor_input, pod)
             output = v2.read_executor_output(executor_input.outputs.output_file)

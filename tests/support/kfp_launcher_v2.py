@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
@@ -25,6 +25,43 @@ _TYPE = pipeline_spec_pb2.ParameterType
 
 class LauncherError(RuntimeError):
     """launcher_v2.go: Execute() failed; the message is KFP's, then the pod's log tail."""
+
+
+class PodStartError(RuntimeError):
+    """The kubelet cannot create the task's container (CreateContainerConfigError); the message
+    is the kubelet's."""
+
+
+def make_environment(env: List[dict], secrets: Dict[str, Dict[str, str]],
+                     namespace: str) -> Dict[str, str]:
+    """What the kubelet makes of the container's env when it creates the container
+    (kubernetes pkg/kubelet/kubelet_pods.go makeEnvironmentVariables): a value as is; a
+    valueFrom.secretKeyRef read from the Secret in the pod's namespace (`secrets`: name -> data).
+    A missing Secret (the secret manager's NotFound: `secret "NAME" not found`) or key
+    (`couldn't find key KEY in Secret NS/NAME`) is skipped when the reference is optional, else
+    the container is not created: kuberuntime_container.go startContainer reports
+    CreateContainerConfigError and the pod stays Pending, retried at each sync, until the Secret
+    appears. Here the task fails at once with that message (PodStartError), as a run would
+    otherwise wait forever."""
+    result = {}
+    for var in env:
+        reference = var.get('valueFrom', {}).get('secretKeyRef')
+        if reference is None:
+            result[var['name']] = var.get('value', '')
+            continue
+        optional = bool(reference.get('optional'))
+        data = secrets.get(reference['name'])
+        if data is None:
+            if optional:
+                continue
+            raise PodStartError(f'secret "{reference["name"]}" not found')
+        if reference['key'] not in data:
+            if optional:
+                continue
+            raise PodStartError(f"couldn't find key {reference['key']} in Secret "
+                                f"{namespace}/{reference['name']}")
+        result[var['name']] = data[reference['key']]
+    return result
 
 
 class Pod:
@@ -126,13 +163,15 @@ def compile_cmd_and_args(executor_input, pod: Pod, command: List[str], args: Lis
     return [c.replace('{{$}}', whole) for c in command], compiled
 
 
-def run_command(command: List[str], args: List[str], pod: Pod) -> None:
+def run_command(command: List[str], args: List[str], pod: Pod,
+                pod_env: Optional[Dict[str, str]] = None) -> None:
     """launcher_v2.go: execute(): the command, its stdout and stderr to the pod's log; a non-zero
-    exit fails the task ("exit status N"). `python`, the image's interpreter, is this one."""
+    exit fails the task ("exit status N"). `python`, the image's interpreter, is this one; the
+    container's environment (make_environment) over this process's."""
     assert command[0] == 'python', command
     argv = [sys.executable] + command[1:] + args
     os.makedirs(pod.folder, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2')
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2', **(pod_env or {}))
     # A child of the warm interpreter (tests/support/warm_python.py: TFX imported once), else a
     # fresh one.
     returncode = warm_python.run(argv[1:], REPO, env, pod.log_file, timeout=900)

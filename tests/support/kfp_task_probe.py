@@ -2,9 +2,10 @@
 
     python tests/support/kfp_task_probe.py EXECUTOR_INPUT_JSON RECORD_FILE [WRITTEN_JSON]
 
-Saves the ExecutorInput it got to RECORD_FILE (and any ExecutorOutput already in its output file,
-as TFX's run_executor reads a hook's parameters there), writes a file into each output artifact's
-URI, then writes WRITTEN_JSON (an ExecutorOutput as a dict, {} if absent) to the output file.
+Saves the ExecutorInput it got to RECORD_FILE (with any ExecutorOutput already in its output
+file, as TFX's run_executor reads a hook's parameters there, and its AWS_* environment),
+writes a file into each output artifact's URI, then writes WRITTEN_JSON (an ExecutorOutput as
+a dict, {} if absent) to the output file.
 With `--hook`, it only writes {"parameterValues": {"from_hook": "yes"}} to the output file, as a
 preCacheCheck hook does. No TFX imports, so the rules tests stay fast.
 """
@@ -25,7 +26,9 @@ def main(argv):
         with open(output_file) as handle:
             found = json.load(handle)
     with open(argv[2], 'w') as handle:
-        json.dump({'executor_input': executor_input, 'found_output': found}, handle)
+        json.dump({'executor_input': executor_input, 'found_output': found,
+                   'env': {k: v for k, v in os.environ.items() if k.startswith('AWS_')}},
+                  handle)
     for key, artifacts in executor_input['outputs'].get('artifacts', {}).items():
         if key != 'executor-logs':
             os.makedirs(artifacts['artifacts'][0]['uri'], exist_ok=True)

@@ -27,7 +27,8 @@ def probe(record_dir: str, name: str = '', written: Optional[dict] = None, **tas
 def build(root: str, tasks: Dict[str, dict], name: str = 'rules') -> pipeline_spec_pb2.PipelineJob:
     """tasks: {task: {command, args, params: {name: (parameterType, constant)},
     raw_params: {name: InputParameterSpec dict}, inputs: {name: (producer, key)},
-    outputs: {key: instanceSchema}, cache: bool (default True), hook: [command, args]}}."""
+    outputs: {key: instanceSchema}, cache: bool (default True), hook: [command, args],
+    env: {name: value}}}."""
     dag, components, executors = {}, {}, {}
     for task_name, task in tasks.items():
         comp, label = f'{task_name}_comp', f'{task_name}_executor'
@@ -53,6 +54,8 @@ def build(root: str, tasks: Dict[str, dict], name: str = 'rules') -> pipeline_sp
                                                 for k, s in task.get('outputs', {}).items()}}}
         container = {'image': 'local', 'command': task['command'],
                      'args': [a.replace('{task}', task_name) for a in task.get('args', [])]}
+        if 'env' in task:  # PipelineContainerSpec.env: {name: value}
+            container['env'] = [{'name': n, 'value': v} for n, v in task['env'].items()]
         if 'hook' in task:
             container['lifecycle'] = {'preCacheCheck': {'command': task['hook'][0],
                                                         'args': task['hook'][1]}}
