@@ -149,10 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
         'not pushed and why, failed stage, drift); a failure to notify never fails the run')
     add('--on-finish', metavar='CMD', help='run CMD when the run ends, with the JSON summary '
         'file\'s path as its last argument and in $PIPELINE_RUN_SUMMARY')
+    add('--pipeline-root', metavar='URI', help='--local: where TFX\'s artifacts go, a folder or '
+        'an s3://, minio:// or gs:// bucket path (default: <output>/pipeline_root); --kubeflow: '
+        'the run root the cluster writes, pipeline_root/ and serving/ under it (required); '
+        'buckets: docs/storage.md')
+    add('--serving-dir', metavar='URI', help='--local: where pushed versions go, a folder or '
+        'a bucket path as above (default: <output>/serving)')
     # Each also a key of the config file's [kubeflow] table (config.example.toml); flags win.
     add = parser.add_argument_group('Kubeflow', 'with --kubeflow only').add_argument
     add('--image', help='container image of every task (see Dockerfile)')
-    add('--pipeline-root', help='run root the cluster writes (gs://...)')
     add('--trainer-cpu', type=float, help=f"the trainer's cores (default: {kf.trainer_cpu:g})")
     add('--trainer-memory', type=float, help="the trainer's memory in GB (default: "
         f'{kf.trainer_memory_gb:g})')
@@ -203,7 +208,8 @@ def check_mode(args) -> None:
     """ValueError naming a Kubeflow-only flag given without --kubeflow (it would do nothing)."""
     if args.kubeflow:
         return
-    given = [dest for dest in presets.KUBEFLOW_FLAGS if getattr(args, dest) is not None]
+    given = [dest for dest in presets.KUBEFLOW_FLAGS
+             if getattr(args, dest) is not None and dest not in presets.BOTH_MODES]
     if given:
         mode = '--local' if args.local else '--score' if args.score else '--rollback'
         flag = '--' + given[0].replace('_', '-')
@@ -221,9 +227,13 @@ def build_configs(args):
             if getattr(args, dest) is not None}, args.output)
     given = {dest: getattr(args, dest) for dest in presets.FLAG_FIELDS
              if getattr(args, dest) is not None}
-    if args.kubeflow:
+    if args.kubeflow:  # the run root: pipeline_root/ and serving/ under it
+        given.pop('pipeline_root', None)
         given['output'] = root
-    return presets.from_flags(args.config, args.config_file, given, args.no_cache), kubeflow
+    config = presets.from_flags(args.config, args.config_file, given, args.no_cache)
+    if kubeflow is not None:
+        presets.refuse_local_roots(config)
+    return config, kubeflow
 
 
 def main(argv=None) -> int:
@@ -235,7 +245,8 @@ def main(argv=None) -> int:
         return 2
     if args.rollback is not None:  # no pipeline: serving/ of the output folder only
         from pipeline import rollback
-        return rollback.main(args.rollback, args.output, args.config_file, not args.no_wait)
+        return rollback.main(args.rollback, args.output, args.config_file, not args.no_wait,
+                             args.serving_dir)
     try:
         config, kubeflow = build_configs(args)
         score = args.score and presets.score_config(args.score, args.version, args.top_k)

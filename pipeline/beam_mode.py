@@ -9,12 +9,15 @@ docs/scaling.md, "Beam mode"); INPUT_BYTES_THRESHOLD is where multi-processing s
 
 The input's size is the bytes of its files: what ingestion decodes and what the statistics and
 the evaluation then scale with. It is read from the folder before the run (one stat per file).
-An input that cannot be listed here (a URI, a path that only exists in a container) keeps
+An S3 bucket folder is listed (components/common/storage.py sizes: one request per 1,000
+objects). An input that cannot be listed here (gs://, a path that only exists in a container) keeps
 multi-processing, the mode that does not degrade with size. Given --beam-args always win; the
 project's setup file is added to them only when they name no dependency flag (resolve).
 """
 import os
 from typing import Optional, Tuple
+
+from components.common import storage
 
 IN_PROCESS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
 MULTI_PROCESSING = ('--direct_running_mode=multi_processing', '--direct_num_workers=0')
@@ -27,7 +30,10 @@ _DEPENDENCY_OPTIONS = ('extra_packages', 'setup_file', 'requirements_file',
 
 
 def input_size(data_dir: str) -> Optional[Tuple[int, int]]:
-    """(files, bytes) under data_dir, hidden files aside; None when it is not a local folder."""
+    """(files, bytes) under data_dir, hidden files aside; None when it is neither a local
+    folder nor a bucket folder that can be listed here."""
+    if storage.is_object_store(data_dir):
+        return storage.sizes(data_dir)
     if not os.path.isdir(data_dir):
         return None
     files = size = 0

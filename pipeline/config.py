@@ -8,6 +8,7 @@ import os
 import re
 from typing import Optional, Tuple
 
+from components.common import storage
 from components.ingest import csv_records, image_formats
 # Re-exported: the [kubeflow] settings and the retraining tables live in modules of their own.
 from pipeline.config_kubeflow import (  # noqa: F401
@@ -31,6 +32,8 @@ SOURCE_DEFAULTS = {
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
 SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
 PIPELINE_NAME = r'[a-z0-9][a-z0-9-]{0,127}'   # Kubeflow Pipelines' pipelineNamePattern
+# The stores a run root or serving folder may be on besides a local disk (docs/storage.md).
+STORAGE_SCHEMES = ('gs://',) + storage.SCHEMES
 
 
 def is_uri(path: str) -> bool:
@@ -165,6 +168,11 @@ class PipelineConfig:
     # False when paths name files inside the container image (pipeline/kubeflow.py): they do not
     # exist on the machine that compiles the pipeline, so they are not checked there.
     check_paths: bool = True
+    # A local run's TFX artifacts and pushed versions, when not under output_dir: a folder, or a
+    # bucket (s3://, minio://, gs://; docs/storage.md). ML Metadata, the logs and the report stay
+    # under output_dir. On Kubeflow both follow the run root, so these stay ''.
+    pipeline_root_uri: str = ''
+    serving_uri: str = ''
 
     def __post_init__(self):
         # Kubeflow Pipelines' API server refuses any other pipeline name (common/utils.go
@@ -176,6 +184,10 @@ class PipelineConfig:
         _check(bool(self.output_dir), 'output_dir must not be empty')
         if self.schema_path is not None and self.check_paths and not is_uri(self.schema_path):
             _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
+        for key in ('pipeline_root_uri', 'serving_uri'):
+            value = getattr(self, key)
+            _check(not is_uri(value) or value.startswith(STORAGE_SCHEMES),
+                   f"{key} must be a folder or a {', '.join(STORAGE_SCHEMES)} URI, got {value!r}")
         weights = self.train.model_weights
         if weights and self.check_paths:  # a local file (TrainParams refuses URIs)
             _check(os.path.isfile(weights), f'model weights file not found: {weights}')
@@ -186,6 +198,8 @@ class PipelineConfig:
 
     @property
     def pipeline_root(self) -> str:
+        if self.pipeline_root_uri:
+            return storage.to_s3(_absolute(self.pipeline_root_uri))
         return os.path.join(_absolute(self.output_dir), 'pipeline_root')
 
     @property
@@ -197,6 +211,8 @@ class PipelineConfig:
 
     @property
     def serving_dir(self) -> str:
+        if self.serving_uri:
+            return storage.to_s3(_absolute(self.serving_uri))
         return os.path.join(_absolute(self.output_dir), 'serving')
 
 

@@ -33,11 +33,13 @@ SECTIONS['notify'] = NotifyConfig   # pipeline/config_retraining.py (scheduled r
 SECTIONS['retention'] = RetentionConfig   # pipeline/retention.py (--keep-runs)
 SECTIONS['drift'] = DriftConfig   # components/drift/ (drift thresholds)
 # PipelineConfig fields a file may set; check_paths is internal (Kubeflow compilation).
-TOP_LEVEL = ('name', 'output_dir', 'schema_path', 'beam_args', 'enable_cache')
+TOP_LEVEL = ('name', 'output_dir', 'schema_path', 'beam_args', 'enable_cache',
+             'pipeline_root_uri', 'serving_uri')
 # [kubeflow]: KubeflowConfig's fields but the compiled file's name (--output), and the run root.
 KUBEFLOW = 'kubeflow'
 KUBEFLOW_EXTRA = {'pipeline_root': str}
 PATH_KEYS = ('output_dir', 'schema_path', 'ingest.data_dir', 'train.model_weights',
+             'pipeline_root_uri', 'serving_uri',
              'kubeflow.token_file')
 TABLES = (*SECTIONS, KUBEFLOW)
 _TYPE_NAMES = {int: 'an integer', float: 'a number', str: 'a string', bool: 'true or false'}

@@ -22,6 +22,7 @@ import signal
 import sys
 from typing import List
 
+from components.common import storage
 from pipeline import config as config_lib
 from pipeline import logs
 from pipeline import runlock
@@ -31,7 +32,13 @@ _MAX_ERROR_LINES = 8   # of a failed stage's error in the summary; the log has a
 
 def run(config: config_lib.PipelineConfig, wait: bool = True) -> int:
     """Returns the exit code: 0 when the run completed, 1 when a stage failed, 2 when the
-    output is busy and wait is False; on Ctrl-C the process exits with 130."""
+    output is busy and wait is False or a bucket it names cannot be reached; on Ctrl-C the
+    process exits with 130."""
+    problem = storage.unreachable((config.ingest.data_dir, config.pipeline_root,
+                                   config.serving_dir))
+    if problem:  # before anything runs: a config error, like a bad flag
+        print(f'error: {problem}', file=sys.stderr)
+        return 2
     output = os.path.abspath(config.output_dir)
     os.makedirs(output, exist_ok=True)
     lock, code = runlock.take(output, wait, 'run again when it has finished, or without '
@@ -86,6 +93,8 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
 
     console = console_lib.Console(stream, verbose=logs.is_verbose())
     console.line(f'Run {run_id}; log: {log_path}')
+    # Before the first file access: TensorFlow's s3:// scheme, and the exit code kept (storage.py).
+    storage.enable_for((config.ingest.data_dir, config.pipeline_root, config.serving_dir))
     beam_args, beam_reason = beam_mode.resolve(config.beam_args, config.ingest.data_dir,
                                                (config_lib.SETUP_FILE_ARG,))
     config = dataclasses.replace(config, beam_args=beam_args)

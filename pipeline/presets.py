@@ -31,6 +31,8 @@ FLAG_FIELDS.update({'notify': 'notify.url', 'on_finish': 'notify.on_finish'})
 FLAG_FIELDS['keep_runs'] = 'retention.keep_runs'   # pipeline/retention.py
 FLAG_FIELDS['window'] = 'ingest.window'   # the training window (components/common/window.py)
 FLAG_FIELDS['max_label_drift'] = 'drift.max_label_drift'   # components/drift/
+# A local run's roots (docs/storage.md); with --kubeflow, --pipeline-root is the run root.
+FLAG_FIELDS.update({'pipeline_root': 'pipeline_root_uri', 'serving_dir': 'serving_uri'})
 
 # runner.py's Kubeflow flags: flag dest -> [kubeflow] key (a KubeflowConfig field, or the root).
 KUBEFLOW_FLAGS = {
@@ -44,6 +46,9 @@ KUBEFLOW_FLAGS = {
 # An s3:// or minio:// root: the object store's Secret, endpoint and region for every task.
 KUBEFLOW_FLAGS.update({'s3_secret': 's3_secret', 's3_endpoint': 's3_endpoint',
                        's3_region': 's3_region'})
+
+# Flags of both modes, with a meaning each (runner.py's help): not refused without --kubeflow.
+BOTH_MODES = ('pipeline_root',)
 
 # Hostile input (docs/data.md, landing folders): limits and encodings of ingestion.
 FLAG_FIELDS.update({
@@ -143,6 +148,16 @@ def from_flags(name: str, config_file: Optional[str], given: Dict[str, Any],
         flags['enable_cache'] = False
     names = {FLAG_FIELDS[dest]: '--' + dest.replace('_', '-') for dest in given}
     return from_command_line(name, config_file, flags, names)
+
+
+def refuse_local_roots(config: PipelineConfig) -> None:
+    """With --kubeflow the run root holds pipeline_root/ and serving/ (kubeflow_from_flags):
+    a local run's own roots (--serving-dir, the file's serving_uri, pipeline_root_uri) would be
+    ignored, so they are refused."""
+    if config.serving_uri or config.pipeline_root_uri:
+        raise ValueError('--serving-dir (serving_uri) and pipeline_root_uri are for --local runs;'
+                         ' on Kubeflow pushed versions go to <--pipeline-root>/serving and '
+                         'artifacts to <--pipeline-root>/pipeline_root')
 
 
 def kubeflow_from_flags(config_file: Optional[str], given: Dict[str, Any],

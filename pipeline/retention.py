@@ -32,6 +32,7 @@ import shutil
 from typing import Dict, List, Optional, Tuple
 
 from ml_metadata import metadata_store
+import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 
 from components.common import versions
@@ -182,8 +183,8 @@ def serving_versions(serving_dir: str) -> Tuple[List[Tuple[str, str]], List[Tupl
         folder = os.path.join(serving_dir, str(version))
         served.append((folder, f'serving version {version} came from it'))
         path = os.path.join(folder, TRAINING_DATA)
-        if os.path.isfile(path):
-            with open(path) as handle:
+        if tf.io.gfile.exists(path):   # local, gs:// or s3:// alike
+            with tf.io.gfile.GFile(path) as handle:
                 window = json.dumps(json.load(handle).get('window', []))
             trained_on += [(uri, f'serving version {version} was trained on it')
                            for uri in _window_uris(window)]
@@ -207,7 +208,12 @@ def delete(store, record: metadata_store_pb2.Artifact, uri: str) -> int:
     record.state = metadata_store_pb2.Artifact.MARKED_FOR_DELETION
     store.put_artifacts([record])
     size = 0
-    if os.path.lexists(uri):
+    if _is_uri(uri):
+        # A bucket has no rename (a copy per object): the artifact is deleted where it is. From
+        # MARKED on, no cache hit points at it, and a kill midway leaves it MARKED, so the next
+        # retention finishes it.
+        size = _remove_uri(uri)
+    elif os.path.lexists(uri):
         parent, name = os.path.split(os.path.normpath(uri))
         hidden = os.path.join(parent, HIDDEN_PREFIX + name)
         shutil.rmtree(hidden, ignore_errors=True)   # from a killed retention
@@ -216,6 +222,26 @@ def delete(store, record: metadata_store_pb2.Artifact, uri: str) -> int:
         _remove(hidden)
     record.state = metadata_store_pb2.Artifact.DELETED
     store.put_artifacts([record])
+    return size
+
+
+def _is_uri(path: str) -> bool:
+    return '://' in path
+
+
+def _remove_uri(uri: str) -> int:
+    """Deletes every object under uri (or the one object), through tf.io.gfile; returns bytes.
+    Nothing there (S3 has no empty folders) is 0, not an error."""
+    gfile = tf.io.gfile
+    if not gfile.isdir(uri):
+        if not gfile.exists(uri):
+            return 0
+        size = gfile.stat(uri).length
+        gfile.remove(uri)
+        return size
+    size = sum(gfile.stat(os.path.join(root, name)).length
+               for root, _, names in gfile.walk(uri) for name in names)
+    gfile.rmtree(uri)
     return size
 
 
@@ -230,6 +256,8 @@ def collect_leftovers(root: str, runs: List[plan_lib.Run]) -> Tuple[int, int]:
     ended = {e.id for r in runs for e in r.executions
              if e.state not in plan_lib.UNFINISHED
              or (newest_finished is not None and r.created < newest_finished)}
+    if _is_uri(root):
+        return _collect_uri_scratch(root, ended)
     doomed = []
     for scratch in glob.glob(os.path.join(root, '*', _SCRATCH, '*')):
         name = os.path.basename(scratch)
@@ -246,4 +274,16 @@ def collect_leftovers(root: str, runs: List[plan_lib.Run]) -> Tuple[int, int]:
     for folder in glob.glob(os.path.join(root, _CHECKPOINTS, '*', '*')):
         if os.path.isdir(folder) and not any(os.scandir(folder)):
             os.rmdir(folder)   # a finished training's: a resume needs a non-empty one
+    return count, size
+
+
+def _collect_uri_scratch(root: str, ended) -> Tuple[int, int]:
+    """collect_leftovers on a bucket: the ended executions' scratch folders. Nothing there is
+    hidden by renaming, and a bucket holds no empty checkpoint folder."""
+    count, size = 0, 0
+    for scratch in tf.io.gfile.glob(os.path.join(root, '*', _SCRATCH, '*')):
+        name = os.path.basename(scratch.rstrip('/'))
+        if name.isdigit() and int(name) in ended:
+            held = _remove_uri(scratch)
+            count, size = count + (held > 0), size + held
     return count, size

@@ -17,8 +17,9 @@ the partial outputs of failed executions, and deletions a killed retention left 
 artifact no execution wrote, or outside pipeline_root, is never touched.
 """
 import dataclasses
-import os
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from components.common import storage
 
 LIVE = 'LIVE'
 MARKED = 'MARKED_FOR_DELETION'   # a deletion that a killed retention did not finish
@@ -67,7 +68,7 @@ class Plan:
 
 def inside(path: str, folder: str) -> bool:
     """True when path is folder or lies below it (no prefix confusion: /a/bc is not in /a/b)."""
-    path, folder = os.path.normpath(path), os.path.normpath(folder)
+    path, folder = storage.normpath(path), storage.normpath(folder)
     return path == folder or path.startswith(folder.rstrip('/') + '/')
 
 
@@ -108,7 +109,7 @@ def decide(runs: Sequence[Run], artifacts: Mapping[int, Artifact], keep_runs: in
     delete = [artifacts[i] for i in sorted(producer) if i in artifacts and i not in kept
               and artifacts[i].state not in UNTOUCHED
               and inside(artifacts[i].uri, pipeline_root)
-              and os.path.normpath(artifacts[i].uri) != os.path.normpath(pipeline_root)]
+              and storage.normpath(artifacts[i].uri) != storage.normpath(pipeline_root)]
     doomed = {a.id for a in delete}
     deleted_runs = [r.name for r in newest_first
                     if any(e.outputs & doomed for e in r.executions)]
@@ -121,4 +122,4 @@ def _pushers_of(folder: str, artifacts: Mapping[int, Artifact],
     """The executions whose PushedModel names `folder` (one per push or reuse of it)."""
     return [producer[a.id] for a in artifacts.values()
             if a.type == 'PushedModel' and a.pushed_to and a.id in producer
-            and os.path.normpath(a.pushed_to) == os.path.normpath(folder)]
+            and storage.normpath(a.pushed_to) == storage.normpath(folder)]

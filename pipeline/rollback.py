@@ -46,13 +46,15 @@ def read_rollbacks(output_dir: str) -> List[dict]:
     return records
 
 
-def rollback(output_dir: str, version: int) -> dict:
-    """Copies serving/<version> to a new highest version; returns its record. The caller holds
-    the output lock. RollbackError when the version is not kept or is served already."""
+def rollback(output_dir: str, version: int, serving: Optional[str] = None) -> dict:
+    """Copies <serving>/<version> (serving: <output_dir>/serving unless given, a folder or a
+    bucket) to a new highest version; returns its record. The caller holds the output lock.
+    RollbackError when the version is not kept or is served already."""
     from components.common import versions  # TensorFlow: only once the flags are known good
-    serving = os.path.join(os.path.abspath(output_dir), 'serving')
+    import tensorflow as tf
+    serving = serving or os.path.join(os.path.abspath(output_dir), 'serving')
     kept = [v for v in versions.list_versions(serving)
-            if os.path.isfile(os.path.join(serving, str(v), 'saved_model.pb'))]
+            if tf.io.gfile.exists(os.path.join(serving, str(v), 'saved_model.pb'))]
     if version not in kept:
         raise RollbackError(f'version {version} is not kept under {serving}; kept: '
                             + (', '.join(map(str, kept)) or 'none'))
@@ -65,13 +67,7 @@ def rollback(output_dir: str, version: int) -> dict:
         raise RollbackError(f'the served version {served} already holds the same model as '
                             f'version {version}; nothing to do')
     versions.remove_leftovers(serving)
-    staged = versions.stage(source, serving)
-    try:
-        new = versions.commit(staged, serving)
-    except BaseException:
-        import tensorflow as tf
-        tf.io.gfile.rmtree(staged)
-        raise
+    new = versions.push_new(source, serving)
     record = {'time': datetime.datetime.now().isoformat(timespec='seconds'),
               'version': new, 'copy_of': version, 'previously_served': served,
               'digest': versions.model_digest(os.path.join(serving, str(new)))}
@@ -96,7 +92,19 @@ def output_folder(output: Optional[str], config_file: Optional[str]) -> str:
     return os.path.abspath(os.path.join('runs', 'default'))
 
 
-def main(version: int, output: Optional[str], config_file: Optional[str], wait: bool) -> int:
+def serving_folder(folder: str, serving_dir: Optional[str], config_file: Optional[str]) -> str:
+    """--serving-dir, else the config file's serving_uri, else <output>/serving (as --local)."""
+    if not serving_dir and config_file:
+        from pipeline import config_file as config_file_lib
+        serving_dir = config_file_lib.read(config_file).get('serving_uri')
+    if not serving_dir:
+        return os.path.join(folder, 'serving')
+    from components.common import storage
+    return storage.to_s3(serving_dir) if '://' in serving_dir else os.path.abspath(serving_dir)
+
+
+def main(version: int, output: Optional[str], config_file: Optional[str], wait: bool,
+         serving_dir: Optional[str] = None) -> int:
     """runner.py --rollback: 0 when done, 2 with a one-line error when it cannot be done."""
     # TensorFlow (for tf.io.gfile) prints C++ start-up lines (CUDA plugins on a CPU machine,
     # at error level) when imported: this command's console is for its one line. Its failures
@@ -104,11 +112,15 @@ def main(version: int, output: Optional[str], config_file: Optional[str], wait: 
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
     try:
         folder = output_folder(output, config_file)
+        serving = serving_folder(folder, serving_dir, config_file)
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
-    if not os.path.isdir(os.path.join(folder, 'serving')):
-        print(f'error: nothing to roll back: no serving folder under {folder}', file=sys.stderr)
+    from components.common import storage
+    storage.enable_for([serving])
+    import tensorflow as tf
+    if not tf.io.gfile.isdir(serving):
+        print(f'error: nothing to roll back: no serving folder at {serving}', file=sys.stderr)
         return 2
     lock, code = runlock.take(folder, wait, 'roll back when it has finished, or without '
                               '--no-wait to wait for it', 'nothing changed')
@@ -116,7 +128,7 @@ def main(version: int, output: Optional[str], config_file: Optional[str], wait: 
         return code
     try:
         lock.record(f'rollback-to-{version}')
-        record = rollback(folder, version)
+        record = rollback(folder, version, serving)
     except RollbackError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
@@ -124,5 +136,5 @@ def main(version: int, output: Optional[str], config_file: Optional[str], wait: 
         lock.release()
     print(f'Rolled back: version {record["version"]} = copy of version {version} '
           f'(was serving {record["previously_served"]}); TF Serving serves the highest version: '
-          f'{os.path.join(folder, "serving", str(record["version"]))}', flush=True)
+          f'{os.path.join(serving, str(record["version"]))}', flush=True)
     return 0

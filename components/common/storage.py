@@ -33,7 +33,8 @@ the task reports to KFP.
 import ctypes
 import logging
 import os
-from typing import Iterable, Mapping, MutableMapping, Optional
+import posixpath
+from typing import Iterable, Mapping, MutableMapping, Optional, Tuple
 
 S3 = 's3://'
 MINIO = 'minio://'
@@ -55,6 +56,26 @@ def to_s3(uri: str) -> str:
     """minio://BUCKET/KEY as s3://BUCKET/KEY (the same object at the configured endpoint);
     any other path unchanged."""
     return S3 + uri[len(MINIO):] if uri.startswith(MINIO) else uri
+
+
+def normpath(path: str) -> str:
+    """os.path.normpath that keeps a URI's scheme: 's3://b/x/../y/' -> 's3://b/y' (normpath
+    alone gives 's3:/b/y', a local path)."""
+    scheme, sep, rest = path.partition('://')
+    if not sep:
+        return os.path.normpath(path)
+    return scheme + sep + posixpath.normpath(rest).lstrip('/')
+
+
+def copy_file(source: str, target: str) -> None:
+    """tf.io.gfile.copy(overwrite=True), also for an empty source: tensorflow-io's S3 copy
+    refuses one ("Source is a directory or empty file"), so an empty file is written instead."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel  (callers have it loaded)
+    if is_object_store(source) and tf.io.gfile.stat(source).length == 0:
+        with tf.io.gfile.GFile(target, 'wb') as handle:
+            handle.write(b'')
+        return
+    tf.io.gfile.copy(source, target, overwrite=True)
 
 
 def tensorflow_variables(environ: Mapping[str, str]) -> dict:
@@ -109,6 +130,67 @@ def enable_from_env() -> None:
     """In a child of a process that enabled S3 (S3_ENDPOINT or S3_REGION inherited): the same."""
     if not _enabled and 'S3_REGION' in os.environ:
         enable()
+
+
+def bucket_of(uri: str) -> str:
+    return to_s3(uri)[len(S3):].split('/', 1)[0]
+
+
+def unreachable(paths: Iterable[str], timeout: float = 10.0) -> Optional[str]:
+    """Why a bucket of the object-store paths cannot be used, or None: asked once, with short
+    timeouts. Without it, a wrong or missing endpoint shows only minutes later, as
+    tensorflow-io's retries of an unresolvable host end."""
+    buckets = sorted({bucket_of(p) for p in paths if p and is_object_store(p)})
+    if not buckets:
+        return None
+    from botocore import exceptions  # pylint: disable=import-outside-toplevel
+    client = _client(timeout)
+    where = os.environ.get(ENDPOINT_VARIABLE) or 'the AWS endpoint (AWS_ENDPOINT_URL not set)'
+    for bucket in buckets:
+        try:
+            client.head_bucket(Bucket=bucket)
+        except exceptions.ClientError as error:
+            code = error.response.get('Error', {}).get('Code', '')
+            if code in ('404', 'NoSuchBucket'):
+                return f'bucket {bucket} does not exist at {where}'
+            if code in ('403', 'AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch'):
+                return (f'access to bucket {bucket} at {where} was refused ({code}): check '
+                        'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY')
+            return f'bucket {bucket} at {where}: {code or error}'
+        except exceptions.NoCredentialsError:
+            return (f'no credentials for bucket {bucket}: set AWS_ACCESS_KEY_ID and '
+                    'AWS_SECRET_ACCESS_KEY (docs/storage.md)')
+        except exceptions.BotoCoreError as error:
+            return f'cannot reach bucket {bucket} at {where}: {error}'
+    return None
+
+
+def _client(timeout: float = 10.0):
+    """A boto3 S3 client with short timeouts and one attempt; boto3 reads AWS_ENDPOINT_URL,
+    AWS_REGION and the keys itself, as the pipeline's own reads do."""
+    import boto3  # pylint: disable=import-outside-toplevel  (apache-beam[aws] brings it)
+    from botocore import config as botocore_config  # pylint: disable=import-outside-toplevel
+    # Its INFO lines (where it found the credentials) are not for the console.
+    logging.getLogger('botocore').setLevel(logging.WARNING)
+    return boto3.client('s3', config=botocore_config.Config(
+        connect_timeout=timeout, read_timeout=timeout, retries={'max_attempts': 1}))
+
+
+def sizes(uri: str) -> Optional[Tuple[int, int]]:
+    """(objects, bytes) under an object-store folder, hidden names aside, by listing it (1,000
+    objects per request); None when it cannot be listed."""
+    bucket, _, prefix = to_s3(uri)[len(S3):].partition('/')
+    prefix = prefix.rstrip('/') + '/' if prefix else ''
+    count = size = 0
+    try:
+        for page in _client().get_paginator('list_objects_v2').paginate(
+                Bucket=bucket, Prefix=prefix):
+            for item in page.get('Contents', ()):
+                if not any(part.startswith('.') for part in item['Key'][len(prefix):].split('/')):
+                    count, size = count + 1, size + item['Size']
+    except Exception:  # pylint: disable=broad-except  (no credentials, no endpoint: unknown)
+        return None
+    return count, size
 
 
 def _skip_cxx_teardown() -> None:

@@ -23,6 +23,8 @@ from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
+from components.common import storage
+
 TMP_PREFIX = '.tmp-push-'
 # Custom property on the PushedModel: 1 when the served version already held the model.
 REUSED_PROPERTY = 'pushed_version_reused'
@@ -81,27 +83,45 @@ def model_digest(model_dir: str) -> str:
 
 
 def remove_leftovers(base_dir: str) -> None:
-    """Deletes staging folders of pushes that were killed. Assumes one pusher per base folder."""
+    """Deletes what killed pushes left: staging folders, and on a bucket a version folder
+    without its saved_model.pb (pushed there directly, the graph file last: `stage`).
+    Assumes one pusher per base folder."""
+    if not tf.io.gfile.isdir(base_dir):
+        return  # nothing pushed yet (a bucket has no empty folders)
     for name in tf.io.gfile.listdir(base_dir):
-        if name.startswith(TMP_PREFIX):
-            tf.io.gfile.rmtree(os.path.join(base_dir, name.rstrip('/')))
+        name = name.rstrip('/')
+        path = os.path.join(base_dir, name)
+        if name.startswith(TMP_PREFIX) or (
+                _is_uri(base_dir) and name.isdigit() and tf.io.gfile.isdir(path)
+                and not tf.io.gfile.exists(os.path.join(path, _SAVED_MODEL))):
+            tf.io.gfile.rmtree(path)
+
+
+def _is_uri(path: str) -> bool:
+    """gs://, s3://: a store where a folder's rename copies object by object."""
+    return '://' in path
+
+
+def copy_model(model_dir: str, target: str) -> str:
+    """Copies the model's files into target, saved_model.pb last, and returns target."""
+    if not tf.io.gfile.exists(os.path.join(model_dir, _SAVED_MODEL)):
+        raise ValueError(f'Not a SavedModel (no {_SAVED_MODEL}): {model_dir}')
+    # saved_model.pb last: until it is there, neither TF Serving nor served_version loads it.
+    files = sorted(_files(model_dir), key=lambda rel: rel == _SAVED_MODEL)
+    try:
+        for rel in files:
+            tf.io.gfile.makedirs(os.path.dirname(os.path.join(target, rel)))
+            storage.copy_file(os.path.join(model_dir, rel), os.path.join(target, rel))
+    except BaseException:
+        if tf.io.gfile.exists(target):
+            tf.io.gfile.rmtree(target)
+        raise
+    return target
 
 
 def stage(model_dir: str, base_dir: str) -> str:
     """Copies the model into a hidden staging folder of base_dir and returns its path."""
-    if not tf.io.gfile.exists(os.path.join(model_dir, _SAVED_MODEL)):
-        raise ValueError(f'Not a SavedModel (no {_SAVED_MODEL}): {model_dir}')
-    staged = os.path.join(base_dir, TMP_PREFIX + uuid.uuid4().hex)
-    # saved_model.pb last, as the stock Pusher does, for stores where the rename is not atomic.
-    files = sorted(_files(model_dir), key=lambda rel: rel == _SAVED_MODEL)
-    try:
-        for rel in files:
-            tf.io.gfile.makedirs(os.path.dirname(os.path.join(staged, rel)))
-            tf.io.gfile.copy(os.path.join(model_dir, rel), os.path.join(staged, rel))
-    except BaseException:
-        tf.io.gfile.rmtree(staged)
-        raise
-    return staged
+    return copy_model(model_dir, os.path.join(base_dir, TMP_PREFIX + uuid.uuid4().hex))
 
 
 def commit(staged: str, base_dir: str, attempts: int = 5) -> int:
@@ -116,15 +136,42 @@ def commit(staged: str, base_dir: str, attempts: int = 5) -> int:
     raise RuntimeError(f'Could not commit {staged}: version numbers kept being taken')
 
 
+def push_new(model_dir: str, base_dir: str) -> int:
+    """A new version of model_dir in base_dir; returns its number.
+
+    On a local disk the model is staged in a hidden folder and renamed to its number, which is
+    atomic. On a bucket a rename copies every object again and is not atomic either, so the
+    files go straight to the version folder, saved_model.pb last: a version without it is not
+    served by TF Serving nor counted by served_version, and remove_leftovers deletes it if the
+    push was killed (docs/storage.md, "Pushing to a bucket")."""
+    if _is_uri(base_dir):
+        version = max(list_versions(base_dir), default=0) + 1
+        copy_model(model_dir, os.path.join(base_dir, str(version)))
+        return version
+    staged = stage(model_dir, base_dir)
+    try:
+        return commit(staged, base_dir)
+    except BaseException:
+        tf.io.gfile.rmtree(staged)
+        raise
+
+
 def apply_retention(base_dir: str, keep: int, served: int) -> Tuple[int, ...]:
     """Deletes all but the newest `keep` versions, never `served`; returns the deleted ones."""
     if keep < 1:
         raise ValueError(f'keep must be >= 1, got {keep}')
     old = [v for v in list_versions(base_dir)[:-keep] if v != served]
     for version in old:
+        folder = os.path.join(base_dir, str(version))
+        if _is_uri(base_dir):
+            # No rename on a bucket: the graph file goes first, so the version stops counting
+            # as one TF Serving or served_version would load, then the rest.
+            tf.io.gfile.remove(os.path.join(folder, _SAVED_MODEL))
+            tf.io.gfile.rmtree(folder)
+            continue
         # Renamed out of sight first, so a kill mid-delete leaves no partial version visible.
         doomed = os.path.join(base_dir, f'{TMP_PREFIX}old-{version}')
-        tf.io.gfile.rename(os.path.join(base_dir, str(version)), doomed, overwrite=True)
+        tf.io.gfile.rename(folder, doomed, overwrite=True)
         tf.io.gfile.rmtree(doomed)
     return tuple(old)
 
@@ -141,12 +188,7 @@ def push(model_dir: str, base_dir: str, keep: int) -> PushResult:
                                == model_digest(model_dir)):
         version, created = newest, False
     else:
-        staged = stage(model_dir, base_dir)
-        try:
-            version, created = commit(staged, base_dir), True
-        except BaseException:
-            tf.io.gfile.rmtree(staged)
-            raise
+        version, created = push_new(model_dir, base_dir), True
     removed = apply_retention(base_dir, keep, served=version)
     return PushResult(version=version, path=os.path.join(base_dir, str(version)),
                       created=created, removed=removed)

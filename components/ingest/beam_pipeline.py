@@ -164,4 +164,8 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
          | 'WriteQuarantine' >> beam.io.WriteToText(
              os.path.join(output_dir, records.QUARANTINE_DIR,
                           records.QUARANTINE_FILE.rsplit('.', 1)[0]),
-             file_name_suffix='.jsonl', num_shards=1, shard_name_template=''))
+             file_name_suffix='.jsonl', num_shards=1, shard_name_template='',
+             # No file for a clean input: Beam's S3 writer cannot write an empty one (it
+             # completes a multipart upload without parts, which S3 refuses), and readers
+             # take a missing quarantine as an empty one (checks.read_quarantine).
+             skip_if_empty=True))

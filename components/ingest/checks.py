@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
-from components.common import features, stable_paths
+from components.common import features, stable_paths, storage
 from components.ingest import records
 
 SHOWN_REJECTIONS = 5  # examples in a message; every rejected record is in the quarantine file
@@ -46,7 +46,7 @@ def keep_quarantine(pipeline_root: str, output_dir: str) -> Optional[str]:
         return None
     kept = kept_quarantine_path(pipeline_root, output_dir)
     tf.io.gfile.makedirs(os.path.dirname(kept))
-    tf.io.gfile.copy(source, kept, overwrite=True)
+    storage.copy_file(source, kept)
     return kept
 
 

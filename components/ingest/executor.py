@@ -35,7 +35,7 @@ from tfx.types import artifact_utils
 from tfx.components.util import examples_utils
 from tfx.utils import io_utils, proto_utils
 
-from components.common import features, inputs, stable_paths, window
+from components.common import features, inputs, stable_paths, storage, window
 from components.common import properties as property_names
 from components.ingest import beam_pipeline, checks, name_safe_input, sources, span_index, stats
 from components.ingest import tabular, window_spans
@@ -50,7 +50,7 @@ def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
     if exec_properties.get('source', 'images') == 'images' and not int(
             exec_properties.get('unlabelled') or 0):
         folder = os.path.dirname(folder)  # drop the class-folder part
-    return os.path.normpath(os.path.join(input_base, folder))
+    return storage.normpath(os.path.join(input_base, folder))
 
 
 def _span_fingerprint(exec_properties: Dict[str, Any], folder: str) -> str:

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional
 from absl import logging
 import tensorflow as tf
 
-from components.common import stable_paths, window
+from components.common import stable_paths, storage, window
 
 NODE = 'ImageExampleGen'
 # What changes the records ingestion writes for the same files. max_rejected_fraction does not
@@ -131,6 +131,6 @@ def link_files(source: str, destination: str, files: List[str]) -> str:
             except OSError:  # another file system, or links not allowed
                 shutil.copyfile(os.path.join(source, name), target)
         else:
-            tf.io.gfile.copy(os.path.join(source, name), target, overwrite=True)
+            storage.copy_file(os.path.join(source, name), target)
         how = 'copied'
     return how

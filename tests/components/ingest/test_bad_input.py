@@ -102,6 +102,10 @@ def test_a_file_without_read_permission_is_quarantined_as_unreadable(tmp_path):
     try:
         root = copy_digits(os.path.join(base, 'images'), per_class=3)
         warmup = copy_digits(os.path.join(base, 'warmup'), per_class=1)
+        # One bad file, so the warm-up writes a quarantine too (and loads what that needs):
+        # a clean input writes none.
+        with open(os.path.join(warmup, '0', 'bad.png'), 'w') as handle:
+            handle.write('not an image')
         secret = os.path.join(root, '1', 'secret.png')
         shutil.copy(os.path.join(root, '1', sorted(os.listdir(os.path.join(root, '1')))[0]),
                     secret)
