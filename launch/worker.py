@@ -19,6 +19,8 @@ from typing import List
 
 from absl import logging
 
+from components.common import storage
+
 MODULE = 'launch.worker'   # python -m MODULE job_file serving_dir log_dir checkpoint_dir
 
 
@@ -68,6 +70,8 @@ def main(argv: List[str]) -> None:
     job_file, serving_dir, log_dir, checkpoint_dir = argv[1:5]
     _exit_with_parent()
     logging.set_verbosity(logging.INFO)
+    # A run root in a bucket: TensorFlow's s3:// scheme, and this worker's own exit code.
+    storage.enable_for(argv[1:5])
     import tensorflow as tf  # gfile: in a TFJob the file is on the pipeline root (gs://...)
     from training import job as job_lib, progress
     if is_chief():

@@ -31,14 +31,18 @@ On Vertex AI inputs are typed and no output is added: the invocation is passed o
 (after the ExampleGen's preCacheCheck hook, which stays TFX's own driver: open-source KFP never
 runs hooks, and on Vertex AI the hook sees typed outputs and no inputs).
 """
-from typing import List, Optional, Tuple
+import json
+from typing import Dict, List, Optional, Tuple
 
 from absl import app
 from absl import logging
 from google.protobuf import json_format
 from google.protobuf import struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
+import tensorflow as tf
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
+
+from components.common import stable_paths, storage
 
 # converter.go StructValueToMLMDValue: MLMD has no list value, so a list is stored as the struct
 # {"list": <list>} and a struct as {"struct": <struct>}; toRuntimeArtifact hands both back so.
@@ -93,35 +97,112 @@ def prepare(executor_input: pipeline_spec_pb2.ExecutorInput,
     return done
 
 
+def _artifacts(executor_input: pipeline_spec_pb2.ExecutorInput):
+    for side in (executor_input.inputs.artifacts, executor_input.outputs.artifacts):
+        for artifact_list in side.values():
+            yield from artifact_list.artifacts
+
+
+def to_s3(executor_input: pipeline_spec_pb2.ExecutorInput) -> Dict[str, str]:
+    """minio:// artifact URIs and string parameters as s3:// in place, which TensorFlow and Beam
+    read (components/common/storage.py); returns {s3 URI: minio URI} of the outputs, which the
+    task's ExecutorOutput must name as KFP handed them: the launcher takes a URI listed there
+    (component/launcher_v2.go mergeRuntimeArtifacts) and then refuses one outside its bucket
+    configuration (uploadOutputArtifacts, bucketConfig.KeyFromURI)."""
+    restore = {storage.to_s3(a.uri): a.uri for lst in executor_input.outputs.artifacts.values()
+               for a in lst.artifacts if a.uri.startswith(storage.MINIO)}
+    for artifact in _artifacts(executor_input):
+        artifact.uri = storage.to_s3(artifact.uri)
+    for value in executor_input.inputs.parameter_values.values():
+        if value.WhichOneof('kind') == 'string_value':
+            value.string_value = storage.to_s3(value.string_value)
+    return restore
+
+
+def check_run_root(executor_input: pipeline_spec_pb2.ExecutorInput) -> None:
+    """ValueError when KFP puts this run's artifacts outside the root the pipeline was compiled
+    for. KFP lets a run choose its root (the run's runtime config, else the kfp-launcher
+    ConfigMap's defaultPipelineRoot: driver/root_dag.go), and puts every output under it
+    (driver/driver.go provisionOutputs). But the span index, checkpoints and serving versions
+    live under the compiled root (the `pipeline_root` parameter), so a run elsewhere would read
+    and write another run's side state."""
+    compiled = executor_input.inputs.parameter_values.get(stable_paths.PIPELINE_ROOT)
+    if compiled is None or not compiled.string_value:
+        return
+    root = storage.normpath(compiled.string_value).rstrip('/') + '/'
+    outside = sorted(a.uri for lst in executor_input.outputs.artifacts.values()
+                     for a in lst.artifacts if not storage.normpath(a.uri).startswith(root))
+    if outside:
+        raise ValueError(
+            f'This run stores its artifacts outside the pipeline root it was compiled for: '
+            f'{outside[0]} is not under {root}. The span index, checkpoints and serving '
+            'versions are kept under the compiled root, so a run elsewhere would mix another '
+            'run\'s state. Create the run with that pipeline root (runner.py --kubeflow '
+            '--schedule does), or compile with --pipeline-root set to the root you run with '
+            '(docs/kubeflow.md, "Object stores").')
+
+
+def _parse(invocation: str) -> pipeline_spec_pb2.ExecutorInput:
+    # Parsed as TFX's _run_executor parses it.
+    return json_format.Parse(invocation, pipeline_spec_pb2.ExecutorInput(),
+                             ignore_unknown_fields=True)
+
+
 def prepare_invocation(invocation: str, inputs_spec_json: Optional[str]) -> str:
     """The --json_serialized_invocation_args TFX gets: the given text when nothing changes."""
-    executor_input = pipeline_spec_pb2.ExecutorInput()
-    # Parsed as TFX's _run_executor parses it.
-    json_format.Parse(invocation, executor_input, ignore_unknown_fields=True)
+    executor_input = _parse(invocation)
     inputs_spec = None
     if inputs_spec_json:
         inputs_spec = json_format.Parse(inputs_spec_json, pipeline_spec_pb2.ComponentInputsSpec(),
                                         ignore_unknown_fields=True)
+    mapped = to_s3(executor_input) or storage.MINIO in invocation
+    check_run_root(executor_input)
+    # Before TFX touches a URI: TensorFlow's s3:// scheme, and this task's own exit code.
+    storage.enable_for([a.uri for a in _artifacts(executor_input)])
     done = prepare(executor_input, inputs_spec)
+    if mapped:
+        done.append('read minio:// URIs as s3://')
     if not done:
         return invocation
     logging.info('ExecutorInput prepared for TFX: %s', '; '.join(done))
     return json_format.MessageToJson(executor_input)
 
 
+def restore_output_uris(output_file: str, restore: Dict[str, str]) -> None:
+    """Names the outputs in TFX's ExecutorOutput file as KFP handed them (see to_s3)."""
+    if not restore or not tf.io.gfile.exists(output_file):
+        return
+    with tf.io.gfile.GFile(output_file) as handle:
+        output = json.load(handle)
+    for artifact_list in output.get('artifacts', {}).values():
+        for artifact in artifact_list.get('artifacts', ()):
+            artifact['uri'] = restore.get(artifact.get('uri'), artifact.get('uri'))
+    with tf.io.gfile.GFile(output_file, 'w') as handle:
+        json.dump(output, handle)
+
+
 def parse_flags(argv: List[str]) -> Tuple[object, List[str]]:
     """TFX's flags, parsed by TFX's own parser, with the ExecutorInput prepared."""
     logging.set_verbosity(logging.INFO)  # as TFX's _run_executor sets it
     args, beam_args = kubeflow_v2_run_executor._parse_flags(argv)  # pylint: disable=protected-access
+    args.restore_uris = to_s3(_parse(args.json_serialized_invocation_args))
     args.json_serialized_invocation_args = prepare_invocation(
         args.json_serialized_invocation_args, args.json_serialized_inputs_spec_args)
     return args, beam_args
 
 
+def run(parsed: Tuple[object, List[str]]) -> None:
+    """TFX's entry point on the prepared arguments, then the output URIs KFP must see."""
+    args, _ = parsed
+    kubeflow_v2_run_executor.main(parsed)
+    output_file = _parse(args.json_serialized_invocation_args).outputs.output_file
+    restore_output_uris(output_file, args.restore_uris)
+
+
 def main(argv: List[str]) -> None:
     """Runs the task in this process, as `python -m pipeline.kfp_entrypoint` does."""
-    kubeflow_v2_run_executor.main(parse_flags(argv))
+    run(parse_flags(argv))
 
 
 if __name__ == '__main__':
-    app.run(kubeflow_v2_run_executor.main, flags_parser=parse_flags)
+    app.run(run, flags_parser=parse_flags)
