@@ -43,7 +43,7 @@ import json
 import signal
 import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from absl import logging
 
@@ -65,13 +65,22 @@ class TFJobSpec:
     gpu_resource: str = 'nvidia.com/gpu'
     service_account: str = ''         # '' = the namespace's default service account
     start_timeout_s: float = 1800.0   # every worker started within this, or the task fails
+    # A run root in a bucket: the plain variables of every task (the endpoint, the region) as
+    # (name, value), and the store's Secret keys as (variable, secret, key). A TFJob's pods are
+    # not KFP's, so the platform spec's secretAsEnv never reaches them: the same references go
+    # into their template instead (pipeline/kubeflow.py, docs/kubeflow.md "Object stores").
+    env: Tuple[Tuple[str, str], ...] = ()
+    secret_env: Tuple[Tuple[str, str, str], ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> 'TFJobSpec':
-        return cls(**json.loads(text))
+        fields = json.loads(text)
+        for key in ('env', 'secret_env'):  # JSON lists back to the tuples they were
+            fields[key] = tuple(tuple(item) for item in fields.get(key, ()))
+        return cls(**fields)
 
 
 def manifest(name: str, spec: TFJobSpec, args: List[str]) -> Dict[str, Any]:
@@ -82,6 +91,11 @@ def manifest(name: str, spec: TFJobSpec, args: List[str]) -> Dict[str, Any]:
     container = {'name': CONTAINER, 'image': spec.image,
                  'command': ['python', '-m', worker.MODULE, *args],
                  'resources': {'requests': dict(amounts), 'limits': dict(amounts)}}
+    variables = [{'name': name, 'value': value} for name, value in spec.env] + [
+        {'name': name, 'valueFrom': {'secretKeyRef': {'name': secret, 'key': key}}}
+        for name, secret, key in spec.secret_env]
+    if variables:
+        container['env'] = variables
     pod_spec: Dict[str, Any] = {'containers': [container]}
     if spec.service_account:
         pod_spec['serviceAccountName'] = spec.service_account

@@ -137,7 +137,13 @@ def build_job(config: config_lib.PipelineConfig,
                     workers=kubeflow.trainer_workers, image=kubeflow.image,
                     cpu=kubeflow.trainer_cpu, memory_gb=kubeflow.trainer_memory_gb,
                     gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type,
-                    service_account=kubeflow.trainer_service_account))
+                    service_account=kubeflow.trainer_service_account,
+                    env=tuple((e['name'], e['value']) for e in object_store_env(
+                        kubeflow, config.pipeline_root)),
+                    secret_env=tuple(
+                        (variable, kubeflow.s3_secret, key)
+                        for key, variable in config_kubeflow.SECRET_KEYS
+                        if kubeflow.s3_secret and config_kubeflow.uses_s3(config.pipeline_root))))
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             display_name=config.name, default_image=kubeflow.image, default_commands=ENTRYPOINT,

@@ -190,3 +190,30 @@ def test_a_malformed_executor_config_is_refused_when_the_run_is_compiled(compile
                                                       'component "Pusher"'):
         fake_kfp_rules.check_kubernetes_configs(stored)
     fake_kfp_rules.check_kubernetes_configs(fake_kfp_rules.stored_spec(spec, platform))
+
+
+def test_tfjob_workers_get_the_store_env_and_secret_references(tmp_path):
+    """A TFJob's pods are not KFP's: the platform spec never reaches them, so the TFJob spec the
+    trainer task creates carries the same variables and Secret references (launch/tfjob.py)."""
+    from launch import tfjob
+    files = _compile(str(tmp_path), 's3://mlpipeline/runs', '--trainer-workers', '2')
+    parameters = json.loads(files['pipeline.json'])['pipelineSpec']['root']['dag']['tasks'][
+        'ImageTrainer']['inputs']['parameters']
+    spec = tfjob.TFJobSpec.from_json(parameters['tfjob']['runtimeValue']['constant'])
+    assert spec.env == (('AWS_ENDPOINT_URL', 'http://seaweedfs.kubeflow:9000'),
+                        ('AWS_REGION', 'us-east-1'))
+    assert spec.secret_env == (
+        ('AWS_ACCESS_KEY_ID', 'mlpipeline-minio-artifact', 'accesskey'),
+        ('AWS_SECRET_ACCESS_KEY', 'mlpipeline-minio-artifact', 'secretkey'))
+    [container] = tfjob.manifest('x', spec, [])['spec']['tfReplicaSpecs']['Worker'][
+        'template']['spec']['containers']
+    assert container['env'][2] == {'name': 'AWS_ACCESS_KEY_ID', 'valueFrom': {'secretKeyRef': {
+        'name': 'mlpipeline-minio-artifact', 'key': 'accesskey'}}}
+    assert not any(value in text for value in SENTINELS.values() for text in files.values())
+    gcs = _compile(str(tmp_path / 'gcs'), 'gs://bucket/runs', '--trainer-workers', '2')
+    parameters = json.loads(gcs['pipeline.json'])['pipelineSpec']['root']['dag']['tasks'][
+        'ImageTrainer']['inputs']['parameters']
+    spec = tfjob.TFJobSpec.from_json(parameters['tfjob']['runtimeValue']['constant'])
+    assert (spec.env, spec.secret_env) == ((), ())
+    assert 'env' not in tfjob.manifest('x', spec, [])['spec']['tfReplicaSpecs']['Worker'][
+        'template']['spec']['containers'][0]
