@@ -63,6 +63,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from components.common import storage
 from components.ingest.component import ImageExampleGen
 from launch import tfjob
 from components.trainer.component import ImageTrainer
@@ -163,6 +164,16 @@ def build_job(config: config_lib.PipelineConfig,
 def compile_pipeline(config: config_lib.PipelineConfig,
                      kubeflow: config_lib.KubeflowConfig) -> str:
     """Writes the PipelineJob JSON to kubeflow.output_file; returns its path."""
+    data = config.ingest.data_dir
+    if storage.is_object_store(data):
+        # The compile lists the data for span-<N>/ folders (components/ingest/component.py
+        # input_pattern): a bucket it cannot reach would compile the wrong pattern after minutes
+        # of retries, so it is refused at once.
+        problem = storage.unreachable([data])
+        if problem:
+            raise ValueError(f'--data {data}: the compile lists it for span-<N>/ folders, but '
+                             f'{problem}')
+        storage.enable()
     job = build_job(config, kubeflow)
     folder = os.path.dirname(os.path.abspath(kubeflow.output_file))
     os.makedirs(folder, exist_ok=True)

@@ -10,6 +10,7 @@ import os
 import re
 from typing import Any, Dict, Optional, Tuple
 
+from components.common import storage
 from pipeline import config_file as config_file_lib
 from pipeline.config import (SOURCE_DEFAULTS, IngestConfig, KubeflowConfig, PipelineConfig,
                              ScoreConfig, _absolute, _check, check_kubeflow_root, default_config,
@@ -121,7 +122,10 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
         overrides['train.train_steps'] = 0
     source = overrides.pop('ingest.source', 'images')
     _check(source in SOURCE_DEFAULTS, f'source must be one of {tuple(SOURCE_DEFAULTS)}')
-    data = _absolute(overrides.pop('ingest.data_dir', None) or SOURCE_DEFAULTS[source][0])
+    # minio:// is the same objects as s3:// at the configured endpoint (components/common/
+    # storage.py); TensorFlow and Beam read the latter.
+    data = storage.to_s3(_absolute(overrides.pop('ingest.data_dir', None)
+                                   or SOURCE_DEFAULTS[source][0]))
     if not is_uri(data) and not os.path.isdir(data):
         raise ValueError(f'--data folder does not exist: {data}')
     output = overrides.pop('output_dir', None) or os.path.join('runs', 'default')

@@ -217,3 +217,20 @@ def test_tfjob_workers_get_the_store_env_and_secret_references(tmp_path):
     assert (spec.env, spec.secret_env) == ((), ())
     assert 'env' not in tfjob.manifest('x', spec, [])['spec']['tfReplicaSpecs']['Worker'][
         'template']['spec']['containers'][0]
+
+
+def test_data_in_a_bucket_is_listed_at_compile_time_or_refused(s3, tmp_path, capsys):
+    """The compile reads --data for span-<N>/ folders (the compiled input pattern): in a bucket
+    it reaches (SeaweedFS, tests/support/seaweedfs.py) as on a disk, and a bucket it cannot reach
+    is an error at once instead of a wrong pattern after minutes of retries."""
+    from helpers import copy_digits
+    copy_digits(str(tmp_path / 'span-1'), per_class=2)
+    s3.server.upload_folder(str(tmp_path / 'span-1'), s3.name, 'landing/span-1')
+    files = _compile(str(tmp_path / 'out'), s3.uri('runs'), '--data',
+                     'minio://' + s3.uri('landing')[len('s3://'):])
+    assert 'span-{SPAN}/*/*' in files['pipeline.json']
+    output = str(tmp_path / 'refused' / 'pipeline.json')
+    assert runner.main(['--kubeflow', '--image', IMAGE, '--pipeline-root', s3.uri('runs'),
+                        '--output', output, '--data', 's3://no-such-bucket-here/x']) == 2
+    assert ('--data s3://no-such-bucket-here/x: the compile lists it for span-<N>/ folders, but '
+            'bucket no-such-bucket-here does not exist at') in capsys.readouterr().err
