@@ -130,7 +130,8 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
     summary = dataclasses.replace(summary, failure=failure, beam=beam_reason,
                                   retention=kept.text())
     console.line(summary_text.format_summary(summary))
-    report = report_lib.write_report(summary, config.output_dir, pipeline_name=config.name)
+    report = report_lib.write_report(summary, config.output_dir, pipeline_name=config.name,
+                                     serving_dir=config.serving_dir)
     console.line(f'Report: {report}')
     code = 0
     if failure is not None:

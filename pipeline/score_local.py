@@ -22,6 +22,7 @@ import shutil
 import sys
 import threading
 
+from components.common import storage
 from pipeline import config as config_lib
 from pipeline import logs
 from pipeline import runlock
@@ -51,13 +52,25 @@ class Heartbeat(threading.Thread):
         self.join()
 
 
+def _is_folder(path: str) -> bool:
+    """A local folder, or a bucket folder holding at least one object (listed without
+    TensorFlow, whose import would print its start-up lines before the log takes them)."""
+    if storage.is_object_store(path):
+        return bool((storage.sizes(path) or (0, 0))[0])
+    return os.path.isdir(path)
+
+
 def run(config: config_lib.PipelineConfig, score, wait: bool = True) -> int:
     """score: pipeline.scoring.ScoreConfig (output_dir is chosen here)."""
     output = os.path.abspath(config.output_dir)
-    if not os.path.isdir(score.input_dir):
+    problem = storage.unreachable((score.input_dir, config.serving_dir))
+    if problem:
+        print(f'error: {problem}', file=sys.stderr)
+        return 2
+    if not _is_folder(score.input_dir):
         print(f'error: nothing to score: {score.input_dir} is not a folder', file=sys.stderr)
         return 2
-    if not os.path.isdir(config.serving_dir):
+    if not _is_folder(config.serving_dir):
         print(f'error: no model to score with: no serving folder under {output} (a run that '
               'pushes a model creates it; --output names the run folder)', file=sys.stderr)
         return 2
@@ -99,6 +112,8 @@ def _run(config, score, run_id: str, stamp: str, log_path: str, stream) -> int:
     from pipeline import local
     from pipeline import scoring
     from pipeline import summary as summary_lib
+
+    storage.enable_for((score.input_dir, config.serving_dir))
 
     console = console_lib.Console(stream, verbose=logs.is_verbose())
     console.line(f'Scoring run {run_id}; log: {log_path}')

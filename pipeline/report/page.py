@@ -132,17 +132,18 @@ def _write(path: str, text: str) -> None:
 
 
 def write_report(summary: summary_lib.RunSummary, output_dir: str,
-                 pipeline_name: Optional[str] = None) -> str:
+                 pipeline_name: Optional[str] = None, serving_dir: Optional[str] = None) -> str:
     """Writes reports/<run>.html with its PNGs in reports/<run>/, and report.html (this run,
     the newest) into output_dir; returns report.html's path. With pipeline_name, the page ends
-    with the History of every run of that pipeline in this output's ML Metadata."""
+    with the History of every run of that pipeline in this output's ML Metadata, and which of
+    serving_dir's versions is served (default <output_dir>/serving; a bucket's too)."""
     folder = os.path.abspath(output_dir)
     name = run_file_name(summary.run_id)
     pictures = os.path.join(folder, REPORTS_DIR, name)
     os.makedirs(pictures, exist_ok=True)
     history = pipeline_name and (history_lib.read_rows(
         os.path.join(folder, 'metadata.sqlite'), pipeline_name, folder, summary),
-        os.path.join(folder, 'serving'))
+        serving_dir or os.path.join(folder, 'serving'))
     sections = _sections(summary, pictures, history or None)
     _write(run_report_path(folder, summary.run_id), _page(summary, sections, f'{name}/'))
     path = os.path.join(folder, REPORT_FILE)

@@ -5,7 +5,8 @@ alone: `--data s3://…` (span folders in a landing bucket), `--pipeline-root s3
 Run 1 ingests span 1 and pushes version 1 into the bucket, which then loads from s3:// and
 predicts. Span 2 lands; run 2 (keeping 1 run) trains on the window, compares with version 1 and
 pushes version 2, and retention deletes run 1's artifacts from the bucket. A rollback to version
-1 makes version 3 there. No key in the bucket is a zero-byte "folder" object (KFP #13476)."""
+1 makes version 3 there, which scores images in the bucket. No key in the bucket is a zero-byte
+"folder" object (KFP #13476)."""
 import os
 import sys
 
@@ -61,6 +62,8 @@ def test_local_run_on_s3(s3, tmp_path):
     assert f'pushed: version 2 at {serving}/2' in second.stdout
     assert 'window: spans 1-2' in second.stdout, second.stdout
     assert 'baseline: served version 1' in second.stdout, second.stdout
+    with open(os.path.join(out, 'report.html'), encoding='utf-8') as handle:
+        assert 'Served now: version 2.' in handle.read()   # read from the bucket
     retained = next(line for line in second.stdout.splitlines() if 'retention:' in line)
     assert 'deleted' in retained, retained
 
@@ -91,3 +94,9 @@ def test_local_run_on_s3(s3, tmp_path):
     one = {k[len('serving/1/'):]: size for k, size in keys.items() if k.startswith('serving/1/')}
     three = {k[len('serving/3/'):]: size for k, size in keys.items() if k.startswith('serving/3/')}
     assert one == three
+
+    # Scoring images that sit in the bucket with the version served from it.
+    scored = run_command([sys.executable, 'runner.py', '--score', s3.uri('landing', 'span-1', '1'),
+                          '--output', out, '--serving-dir', serving], timeout=300)
+    assert scored.returncode == 0, scored.stdout[-3000:] + scored.stderr[-3000:]
+    assert f'Scored 30 of 30 inputs with model version 3 ({serving}/3)' in scored.stdout
