@@ -79,21 +79,28 @@ def _run_touching_s3(s3, tmp_path, name: str, outcome: str, enable: str):
 
 
 def test_a_process_that_used_s3_exits_with_its_own_code(s3, tmp_path):
-    """Exit 0, 3 and an uncaught exception's 1, each with its log and stdout flushed; without
+    """Exit 0, 3 and an uncaught exception's 1, each with its log and stdout flushed, and 0 in a
+    child that only inherited the configuration and imported a stage (as Beam's workers); without
     storage.enable (tensorflow-io imported as it is), the same process aborts with 134
     (tensorflow/io #2039), which is what enable() prevents."""
     enabled = 'from components.common import storage; storage.enable()'
     runs = {outcome: _run_touching_s3(s3, tmp_path, f'enabled-{outcome}', outcome, enabled)
             for outcome in ('0', '3', 'raise')}
+    # A child of such a process (a Beam worker) inherits its S3_* variables and only imports
+    # our package to unpickle a DoFn: components/__init__.py enables S3 there.
+    runs['inherited'] = _run_touching_s3(s3, tmp_path, 'enabled-inherited', '0',
+                                         'import components.ingest.convert')
     bare = _run_touching_s3(s3, tmp_path, 'bare', '0', 'import tensorflow_io')
+    errors = {}
     for outcome, (process, log) in runs.items():
-        stdout, stderr = process.communicate(timeout=240)
-        expected = 1 if outcome == 'raise' else int(outcome)
+        stdout, stderr = errors[outcome] = process.communicate(timeout=240)
+        expected = {'raise': 1, 'inherited': 0, '0': 0, '3': 3}[outcome]
         assert process.returncode == expected, stderr[-2000:]
         assert stdout == 'buffered, not flushed'
         assert 'the last line of the log' in log.read_text()
         assert s3.keys(f'enabled-{outcome}/') == {f'enabled-{outcome}/file.txt': 7}
-    assert ('RuntimeError: a failing task' in stderr) and 'pure virtual' not in stderr
+    assert 'RuntimeError: a failing task' in errors['raise'][1]
+    assert not any('pure virtual' in err for _, err in errors.values())
     process, _ = bare
     _, stderr = process.communicate(timeout=240)
     assert process.returncode == -6 or process.returncode == 134, stderr[-2000:]
