@@ -18,6 +18,7 @@ import shlex
 import sys
 import typing
 
+from components.common import serving_labels
 from pipeline import config as config_lib
 from pipeline import presets
 from training import params as params_lib
@@ -67,8 +68,13 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         known, rest = super().parse_known_args(args, namespace)
-        if not (known.local or known.kubeflow or known.rollback is not None or known.score):
-            self.error('one of the arguments --local --kubeflow --rollback --score is required')
+        decision = known.promote is not None or known.reject is not None
+        if not (known.local or known.kubeflow or known.rollback is not None or known.score
+                or decision):
+            self.error('one of the arguments --local --kubeflow --rollback --promote --reject '
+                       '--score is required')
+        if known.reason is not None and known.reject is None:
+            self.error('--reason goes with --reject')
         if known.score and (known.local or known.rollback is not None):
             self.error('--score runs on its own, or with --kubeflow to compile the scoring '
                        'pipeline')
@@ -111,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     add = parser.add_argument_group('evaluation and push').add_argument
     add('--min-accuracy', type=float, help='overall eval accuracy needed to push (default: '
         f'{config_lib.EvalConfig.min_accuracy})')
+    add('--push-mode', choices=serving_labels.MODES, help='auto: a blessed model becomes the '
+        'stable version clients get; candidate: it goes out as the canary beside stable until '
+        '--promote or --reject (the first one becomes stable) (default: '
+        f'{config_lib.PushConfig.mode})')
     add('--max-label-drift', type=float, metavar='L', help='refuse to push when the new '
         "span's class mix is further than this L-infinity distance from the served model's "
         f'training data; 1 = off (default: {config_lib.DriftConfig.max_label_drift}; other '
@@ -122,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help='compile for Kubeflow Pipelines (and schedule it)')
     mode.add_argument('--rollback', type=int, metavar='VERSION', help='serve a kept version '
                       'of <--output>/serving again, as a new highest version, and exit')
+    mode.add_argument('--promote', type=int, metavar='VERSION', help='make a kept version '
+                      'stable (the version clients get) in the serving folder\'s models.config, '
+                      'and exit')
+    mode.add_argument('--reject', type=int, metavar='VERSION', help='drop the canary label of '
+                      'VERSION (--reason says why; recorded in <--output>/approvals.jsonl), '
+                      'and exit')
     add = group.add_argument
     add('--config', metavar='PRESET', choices=presets.CONFIG_NAMES, default='default',
         help='built-in settings to start from, not a file: default, or smoke = a few steps, '
@@ -137,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     add('--beam-args', type=shlex.split, help='Beam pipeline args as one quoted string, e.g. '
         '--beam-args="--direct_num_workers=1" (default: in-process for small inputs, one '
         'DirectRunner worker per core for large ones)')
+    add('--reason', metavar='TEXT', help='with --reject: why, for the approvals record')
     add('--no-cache', action='store_true', help='re-run every component')
     add('--verbose', action='store_true', help='stream the full log to the console too')
     add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
@@ -211,7 +228,8 @@ def check_mode(args) -> None:
     given = [dest for dest in presets.KUBEFLOW_FLAGS
              if getattr(args, dest) is not None and dest not in presets.BOTH_MODES]
     if given:
-        mode = '--local' if args.local else '--score' if args.score else '--rollback'
+        mode = next(f'--{name}' for name in ('local', 'score', 'promote', 'reject', 'rollback')
+                    if getattr(args, name) not in (None, False))
         flag = '--' + given[0].replace('_', '-')
         raise ValueError(f'{flag} is a Kubeflow setting (Kubeflow and scheduling flags need '
                          f'--kubeflow); it does nothing with {mode}')
@@ -243,6 +261,12 @@ def main(argv=None) -> int:
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
+    if args.promote is not None or args.reject is not None:  # the labels only, as a rollback
+        from pipeline import approval
+        action, version = (('promote', args.promote) if args.promote is not None
+                           else ('reject', args.reject))
+        return approval.main(action, version, args.output, args.config_file, not args.no_wait,
+                             args.serving_dir, args.reason)
     if args.rollback is not None:  # no pipeline: serving/ of the output folder only
         from pipeline import rollback
         return rollback.main(args.rollback, args.output, args.config_file, not args.no_wait,

@@ -8,7 +8,7 @@ import os
 import re
 from typing import Optional, Tuple
 
-from components.common import storage
+from components.common import serving_labels, storage
 from components.ingest import csv_records, image_formats
 # Re-exported: the [kubeflow] settings and the retraining tables live in modules of their own.
 from pipeline.config_kubeflow import (  # noqa: F401
@@ -122,10 +122,15 @@ class EvalConfig:
 
 @dataclasses.dataclass(frozen=True)
 class PushConfig:
-    keep_versions: int = 5   # serving/ keeps this many newest versions; the served one always
+    keep_versions: int = 5   # serving/ keeps this many newest versions; labelled ones always
+    # auto: every blessed model becomes stable; candidate: it becomes the canary, and a person
+    # promotes or rejects it (components/common/serving_labels.py, docs/serving.md "Labels").
+    mode: str = 'auto'
 
     def __post_init__(self):
         _check(self.keep_versions >= 1, f'keep_versions must be >= 1, got {self.keep_versions}')
+        _check(self.mode in serving_labels.MODES,
+               f'mode must be one of {", ".join(serving_labels.MODES)}, got {self.mode!r}')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,6 +62,8 @@ def payload(summary: RunSummary, pipeline_name: str, exit_code: int, log_path: s
         'eval_accuracy': facts.eval_accuracy(summary),
         'training_skipped': facts.skipped_training(summary),
         'served_now': None if served is None else {'version': served[0], 'path': served[1]},
+        # The Pusher's mode and the labels of models.config when this was written.
+        'push_mode': facts.push_mode(summary), 'labels': facts.labels(summary),
         'log': log_path, 'report': report_path, 'summary_file': summary_file,
         'summary': summary_text.format_summary(summary),
     }

@@ -16,7 +16,7 @@ import dataclasses
 import json
 from typing import List, Optional, Tuple
 
-from components.common import properties, versions
+from components.common import properties, serving_labels, versions
 from pipeline import summary_text
 from pipeline.summary import RunSummary, custom_property as _custom
 
@@ -130,3 +130,21 @@ def outcome(summary: RunSummary) -> Tuple[str, Optional[int], List[str]]:
     else:
         reasons = [summary_text.not_pushed_reason(pushed)]
     return 'not pushed', None, reasons
+
+
+def push_mode(summary: RunSummary) -> Optional[str]:
+    """auto | candidate: how the run's Pusher labels what it pushes; None when it did not run."""
+    config = summary.execution_properties.get('Pusher', {}).get('custom_config')
+    return config and json.loads(config).get('mode', 'auto')
+
+
+def labels(summary: RunSummary) -> Optional[dict]:
+    """{'stable': N, 'canary': M or None} of the run's serving folder now, or None."""
+    serving_dir = summary.execution_properties.get('ServedModelBaseline', {}).get('serving_dir')
+    if not serving_dir:
+        return None
+    found = serving_labels.read(serving_dir)
+    if found is None:   # pushed before models.config existed: the newest is stable
+        stable = versions.served_version(serving_dir)
+        return None if stable is None else {'stable': stable, 'canary': None}
+    return {'stable': found.stable, 'canary': found.canary}

@@ -131,7 +131,8 @@ def create_components(config: PipelineConfig) -> List:
         example_splits=['eval'], drift=drift_check.outputs['drift'],
         max_regression=config.eval.max_regression)
     pusher = Pusher(model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
-                    serving_dir=config.serving_dir, keep_versions=config.push.keep_versions)
+                    serving_dir=config.serving_dir, keep_versions=config.push.keep_versions,
+                    mode=config.push.mode, model_name=config.name)
     return [example_gen, statistics_gen, schema_gen, example_validator, gate, trainer,
             baseline, drift_check, evaluator, pusher]
 

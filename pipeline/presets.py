@@ -32,6 +32,7 @@ FLAG_FIELDS.update({'notify': 'notify.url', 'on_finish': 'notify.on_finish'})
 FLAG_FIELDS['keep_runs'] = 'retention.keep_runs'   # pipeline/retention.py
 FLAG_FIELDS['window'] = 'ingest.window'   # the training window (components/common/window.py)
 FLAG_FIELDS['max_label_drift'] = 'drift.max_label_drift'   # components/drift/
+FLAG_FIELDS['push_mode'] = 'push.mode'   # components/common/serving_labels.py
 # A local run's roots (docs/storage.md); with --kubeflow, --pipeline-root is the run root.
 FLAG_FIELDS.update({'pipeline_root': 'pipeline_root_uri', 'serving_dir': 'serving_uri'})
 

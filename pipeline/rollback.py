@@ -23,6 +23,7 @@ import sys
 from typing import List, Optional
 
 from pipeline import runlock
+from pipeline.config import PipelineConfig
 
 ROLLBACKS_FILE = 'rollbacks.jsonl'
 
@@ -50,7 +51,8 @@ def rollback(output_dir: str, version: int, serving: Optional[str] = None) -> di
     """Copies <serving>/<version> (serving: <output_dir>/serving unless given, a folder or a
     bucket) to a new highest version; returns its record. The caller holds the output lock.
     RollbackError when the version is not kept or is served already."""
-    from components.common import versions  # TensorFlow: only once the flags are known good
+    # TensorFlow: only once the flags are known good.
+    from components.common import serving_labels, versions
     import tensorflow as tf
     serving = serving or os.path.join(os.path.abspath(output_dir), 'serving')
     kept = [v for v in versions.list_versions(serving)
@@ -68,6 +70,11 @@ def rollback(output_dir: str, version: int, serving: Optional[str] = None) -> di
                             f'version {version}; nothing to do')
     versions.remove_leftovers(serving)
     new = versions.push_new(source, serving)
+    # The copy becomes stable (what clients get by default); a canary stays one.
+    # A folder pushed before models.config existed: the pipeline's default name.
+    name, labels = serving_labels.read_config(serving) or ('', None)
+    versions.label(serving, name or PipelineConfig.name, serving_labels.Labels(
+        stable=new, canary=labels and labels.canary))
     record = {'time': datetime.datetime.now().isoformat(timespec='seconds'),
               'version': new, 'copy_of': version, 'previously_served': served,
               'digest': versions.model_digest(os.path.join(serving, str(new)))}

@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 
 from ml_metadata.proto import metadata_store_pb2
 
-from components.common import properties, versions, window
+from components.common import properties, serving_labels, versions, window
 from pipeline.summary import RunSummary, custom_property as _custom
 
 
@@ -163,7 +163,15 @@ def pushed_text(pushed: metadata_store_pb2.Artifact) -> str:
         return f'no ({not_pushed_reason(pushed)})'
     reused = ' (already served: no new copy)' if _custom(pushed, versions.REUSED_PROPERTY) else ''
     return (f'version {_custom(pushed, properties.PUSHED_VERSION)} at '
-            f'{_custom(pushed, properties.PUSHED_DESTINATION)}{reused}')
+            f'{_custom(pushed, properties.PUSHED_DESTINATION)}{reused}{label_text(pushed)}')
+
+
+def label_text(pushed: metadata_store_pb2.Artifact) -> str:
+    """' as canary; stable is version 6' for a candidate push; '' for a version that became
+    stable (every push in auto mode) or was pushed before labels were recorded."""
+    if _custom(pushed, properties.SERVING_LABEL) != serving_labels.CANARY:
+        return ''
+    return f' as canary; stable is version {_custom(pushed, properties.STABLE_VERSION)}'
 
 
 def table_input_text(summary: RunSummary) -> Optional[str]:

@@ -27,6 +27,7 @@ NUM_WRITTEN_EVAL = num_written('eval')
 INPUT_STATEMENT = 'input_statement'  # how the image input size was chosen, for people
 AUGMENT = 'augment'
 FLIP = 'flip'
+TRAINING_API = 'training_api'      # Kubeflow: TrainJob or TFJob (launch/cluster.py)
 
 # The served-model baseline (a reference to <serving>/<version>/, not a copy).
 SERVED_VERSION = 'served_version'    # NO_VERSION: nothing served yet
@@ -59,3 +60,8 @@ MODEL_PATH = 'model_path'            # its folder
 NUM_INPUTS = 'num_inputs'            # inputs found = scored + quarantined
 NUM_SCORED = 'num_scored'
 NUM_QUARANTINED = 'num_quarantined'
+
+# PushedModel (components/push/executor.py): the label its version got in models.config
+# (stable | canary | '' when a newer push moved it), and the stable version after the push.
+SERVING_LABEL = 'serving_label'
+STABLE_VERSION = 'stable_version'

@@ -1,19 +1,24 @@
-"""Integer model versions in a TF Serving base folder: atomic, idempotent, with retention.
+"""Integer model versions in a TF Serving base folder: atomic, idempotent, labelled, with
+retention.
 
 No TFX imports, so it can be tested alone. The layout is what TF Serving's file-system source
 watches: `<base>/<version>/saved_model.pb`, where only children named by an integer count as
-versions, and the highest one is served (the default "latest" version policy).
+versions. Which of them clients get is `<base>/models.config`, TF Serving's model config with
+`stable` and `canary` labels (components/common/serving_labels.py); a folder without it serves
+the highest version (TF Serving's default "latest" policy).
 
-- **Atomic:** a model is copied into a hidden `.tmp-push-*` folder in the same base folder, then
-  renamed to its version number. A rename within one local file system is atomic, so a version
-  folder either does not exist or is complete; TF Serving ignores the hidden folder, and the next
-  push removes any left by a killed one. (On object stores such as GCS a rename is a copy, so
-  there the guarantee is only that saved_model.pb is written last, as the stock Pusher does.)
-- **Monotonic:** the next version is the highest existing one plus one, never reusing a number.
-- **Idempotent:** if the served (newest) version already holds a byte-identical model, no new
-  version is made. Only the newest is compared: an older copy does not count, because pushing
-  again is then what makes that model served.
-- **Retention:** the newest `keep` versions stay; the served one is never removed.
+- **Atomic:** on a local disk a model is copied into a hidden `.tmp-push-*` folder in the same
+  base folder, then renamed to its version number. A rename within one file system is atomic,
+  so a version folder either does not exist or is complete; TF Serving ignores the hidden
+  folder, and the next push removes any left by a killed one. On a bucket (s3://, gs://) a
+  rename is a copy of every object, so the files go straight to the version folder with
+  saved_model.pb last, and a version without it does not count (docs/storage.md).
+- **Monotonic:** the next version is the highest existing one plus one (on a bucket, a killed
+  push's number is taken again once its partial folder is removed).
+- **Idempotent:** if the newest version already holds a byte-identical model, no new version is
+  made. Only the newest is compared: an older copy does not count, because pushing again is
+  then what makes that model served.
+- **Retention:** the newest `keep` versions stay; the stable and canary ones always.
 """
 import dataclasses
 import hashlib
@@ -23,7 +28,7 @@ from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
-from components.common import storage
+from components.common import serving_labels, storage
 
 TMP_PREFIX = '.tmp-push-'
 # Custom property on the PushedModel: 1 when the served version already held the model.
@@ -41,6 +46,7 @@ class PushResult:
     path: str
     created: bool                 # False: the served version already held this model
     removed: Tuple[int, ...] = ()  # versions deleted by retention
+    labels: Optional[serving_labels.Labels] = None   # after the push (models.config)
 
 
 def list_versions(base_dir: str) -> List[int]:
@@ -52,14 +58,22 @@ def list_versions(base_dir: str) -> List[int]:
                   if n.isdigit() and tf.io.gfile.isdir(os.path.join(base_dir, n)))
 
 
-def served_version(base_dir: str) -> Optional[int]:
-    """The version TF Serving serves: the newest one holding a saved_model.pb, or None.
+def complete_versions(base_dir: str) -> List[int]:
+    """The versions holding a saved_model.pb, oldest first. A version folder without the graph
+    file is a broken or foreign copy (or a push still copying to a bucket) that TF Serving
+    would not load either, so it does not count."""
+    return [v for v in list_versions(base_dir)
+            if tf.io.gfile.exists(os.path.join(base_dir, str(v), _SAVED_MODEL))]
 
-    A version folder without the graph file is a broken or foreign copy that TF Serving would
-    not load either, so it does not count.
-    """
-    complete = [v for v in list_versions(base_dir)
-                if tf.io.gfile.exists(os.path.join(base_dir, str(v), _SAVED_MODEL))]
+
+def served_version(base_dir: str) -> Optional[int]:
+    """The version clients get by default, or None: the one labelled stable in models.config
+    (components/common/serving_labels.py), else the newest complete one (TF Serving's default
+    "latest" policy, for a folder without the file)."""
+    complete = complete_versions(base_dir)
+    labels = serving_labels.read(base_dir) if complete else None
+    if labels is not None and labels.stable in complete:
+        return labels.stable
     return complete[-1] if complete else None
 
 
@@ -156,11 +170,13 @@ def push_new(model_dir: str, base_dir: str) -> int:
         raise
 
 
-def apply_retention(base_dir: str, keep: int, served: int) -> Tuple[int, ...]:
-    """Deletes all but the newest `keep` versions, never `served`; returns the deleted ones."""
+def apply_retention(base_dir: str, keep: int, served: int,
+                    labelled: Tuple[int, ...] = ()) -> Tuple[int, ...]:
+    """Deletes all but the newest `keep` versions, never `served` nor a labelled one; returns
+    the deleted ones."""
     if keep < 1:
         raise ValueError(f'keep must be >= 1, got {keep}')
-    old = [v for v in list_versions(base_dir)[:-keep] if v != served]
+    old = [v for v in list_versions(base_dir)[:-keep] if v != served and v not in labelled]
     for version in old:
         folder = os.path.join(base_dir, str(version))
         if _is_uri(base_dir):
@@ -176,19 +192,33 @@ def apply_retention(base_dir: str, keep: int, served: int) -> Tuple[int, ...]:
     return tuple(old)
 
 
-def push(model_dir: str, base_dir: str, keep: int) -> PushResult:
-    """Makes model_dir the served version of base_dir (creating one only if needed)."""
+def label(base_dir: str, name: str, labels: serving_labels.Labels) -> serving_labels.Labels:
+    """Writes models.config for these labels (before any retention, so TF Serving is never
+    told to load a version being deleted); returns them."""
+    serving_labels.write(base_dir, name, labels)
+    return labels
+
+
+def push(model_dir: str, base_dir: str, keep: int, mode: str = 'auto',
+         name: str = 'model') -> PushResult:
+    """Makes model_dir a version of base_dir (creating one only if needed) and labels it as the
+    push mode says (serving_labels.after_push): stable in `auto` mode, canary in `candidate`
+    mode once a stable version exists. `name` is the model's name in models.config."""
     if keep < 1:
         raise ValueError(f'keep must be >= 1, got {keep}')
     tf.io.gfile.makedirs(base_dir)
     remove_leftovers(base_dir)
     versions = list_versions(base_dir)
     newest = versions[-1] if versions else None
+    current = serving_labels.read(base_dir) if versions else None
+    if current is None and versions:   # pushed before the file existed: newest is stable
+        current = serving_labels.Labels(stable=served_version(base_dir))
     if newest is not None and (model_digest(os.path.join(base_dir, str(newest)))
                                == model_digest(model_dir)):
         version, created = newest, False
     else:
         version, created = push_new(model_dir, base_dir), True
-    removed = apply_retention(base_dir, keep, served=version)
+    labels = label(base_dir, name, serving_labels.after_push(current, version, mode))
+    removed = apply_retention(base_dir, keep, served=labels.stable, labelled=labels.versions())
     return PushResult(version=version, path=os.path.join(base_dir, str(version)),
-                      created=created, removed=removed)
+                      created=created, removed=removed, labels=labels)

@@ -29,9 +29,11 @@ from tfx.types import artifact_utils
 from tfx.types import standard_component_specs as specs
 from tfx.utils import proto_utils
 
-from components.common import model_signature, properties, versions
+from components.common import model_signature, properties, serving_labels, versions
 
 KEEP_VERSIONS_KEY = 'keep_versions'   # in the stock Pusher's custom_config
+MODE_KEY = 'mode'                     # auto | candidate (components/common/serving_labels.py)
+MODEL_NAME_KEY = 'model_name'         # the model's name in models.config
 
 
 def served_incompatibility(model_path: str, base_dir: str) -> Optional[str]:
@@ -80,14 +82,21 @@ class Executor(stock_executor.Executor):
         custom_config = json.loads(exec_properties.get(specs.CUSTOM_CONFIG_KEY) or 'null') or {}
         keep = int(custom_config.get(KEEP_VERSIONS_KEY, 5))
 
-        result = versions.push(model_path, base_dir, keep)
+        result = versions.push(model_path, base_dir, keep,
+                               mode=custom_config.get(MODE_KEY, 'auto'),
+                               name=custom_config.get(MODEL_NAME_KEY, 'model'))
         if result.created:
             logging.info('Model pushed as version %d: %s', result.version, result.path)
         else:
             logging.info('Version %d already serves this model; no new version.', result.version)
+        logging.info('Labels in %s: %s', serving_labels.CONFIG_FILE, result.labels.text())
         if result.removed:
             logging.info('Retention (keep %d): removed versions %s', keep, list(result.removed))
 
         self._MarkPushed(model_push, pushed_destination=result.path,
                          pushed_version=str(result.version))
         model_push.set_int_custom_property(versions.REUSED_PROPERTY, 0 if result.created else 1)
+        label = (serving_labels.CANARY if result.labels.canary == result.version
+                 else serving_labels.STABLE if result.labels.stable == result.version else '')
+        model_push.set_string_custom_property(properties.SERVING_LABEL, label)
+        model_push.set_int_custom_property(properties.STABLE_VERSION, result.labels.stable or 0)

@@ -90,7 +90,7 @@ def test_local_run_on_s3(s3, tmp_path):
     assert rolled.returncode == 0, rolled.stderr[-3000:]
     assert f'{serving}/3' in rolled.stdout
     keys = s3.keys('serving/')
-    assert {k.split('/')[1] for k in keys} == {'1', '2', '3'}
+    assert {k.split('/')[1] for k in keys} == {'1', '2', '3', 'models.config'}
     one = {k[len('serving/1/'):]: size for k, size in keys.items() if k.startswith('serving/1/')}
     three = {k[len('serving/3/'):]: size for k, size in keys.items() if k.startswith('serving/3/')}
     assert one == three

@@ -40,7 +40,8 @@ def _bytes(folder):
 def test_a_kept_version_becomes_the_new_highest_with_identical_bytes(output, capsys):
     assert runner.main(['--rollback', '1', '--output', output]) == 0
     serving = os.path.join(output, 'serving')
-    assert sorted(os.listdir(serving)) == ['1', '2', '3', '4']  # nothing deleted, no temp left
+    # Nothing deleted, no temp left.
+    assert sorted(os.listdir(serving)) == ['1', '2', '3', '4', 'models.config']
     assert versions.served_version(serving) == 4
     assert _bytes(os.path.join(serving, '4')) == _bytes(os.path.join(serving, '1'))
     said = capsys.readouterr().out
@@ -61,7 +62,8 @@ def test_a_version_that_is_not_kept_is_refused_with_the_kept_ones(output, capsys
     assert runner.main(['--rollback', '7', '--output', output]) == 2
     err = capsys.readouterr().err
     assert err == (f'error: version 7 is not kept under {output}/serving; kept: 1, 2, 3\n')
-    assert sorted(os.listdir(os.path.join(output, 'serving'))) == ['1', '2', '3']
+    assert sorted(os.listdir(os.path.join(output, 'serving'))) == [
+        '1', '2', '3', 'models.config']
     assert rollback.read_rollbacks(output) == []
 
 
@@ -78,7 +80,8 @@ def test_a_failed_copy_leaves_no_version_and_no_staging_folder(output, monkeypat
     monkeypatch.setattr(versions, 'commit', broken_commit)
     with pytest.raises(OSError):
         rollback.rollback(output, 1)
-    assert sorted(os.listdir(os.path.join(output, 'serving'))) == ['1', '2', '3']
+    assert sorted(os.listdir(os.path.join(output, 'serving'))) == [
+        '1', '2', '3', 'models.config']
     assert not os.path.exists(os.path.join(output, rollback.ROLLBACKS_FILE))
 
 
@@ -94,7 +97,8 @@ def test_a_rollback_never_races_a_run_and_with_no_wait_refuses_while_one_runs(ou
         assert runner.main(['--rollback', '1', '--output', output, '--no-wait']) == 2
         err = capsys.readouterr().err
         assert err.startswith(f'error: {output} is in use by run run-x (pid {holder.pid})')
-        assert sorted(os.listdir(os.path.join(output, 'serving'))) == ['1', '2', '3']
+        assert sorted(os.listdir(os.path.join(output, 'serving'))) == [
+        '1', '2', '3', 'models.config']
     finally:
         holder.kill()
         holder.wait()

@@ -61,7 +61,7 @@ def test_blessed_model_gets_version_one_recorded_on_the_artifact(tmp_path):
     destination = pushed.get_string_custom_property('pushed_destination')
     assert destination == str(tmp_path / 'serving' / '1')
     assert pushed.get_int_custom_property(versions.REUSED_PROPERTY) == 0
-    assert os.listdir(tmp_path / 'serving') == ['1']
+    assert sorted(os.listdir(tmp_path / 'serving')) == ['1', 'models.config']
     assert not os.path.exists(tmp_path / 'pushed')  # no archive copy (the stock one makes it)
 
 
@@ -82,7 +82,7 @@ def test_same_blessed_model_twice_stock_pushes_two_copies_ours_one(tmp_path):
     stock_versions = sorted(os.listdir(stock_dir))
     assert len(stock_versions) == 2  # measured: the stock Pusher serves the same model twice
     assert _size(stock_dir) == 2 * _size(os.path.join(stock_dir, stock_versions[0]))
-    assert os.listdir(our_dir) == ['1']
+    assert sorted(os.listdir(our_dir)) == ['1', 'models.config']
     assert second.get_string_custom_property('pushed_version') == '1'
     assert second.get_int_custom_property(versions.REUSED_PROPERTY) == 1
 

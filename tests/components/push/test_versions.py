@@ -36,7 +36,7 @@ def test_versions_are_integers_counting_up_from_one(tmp_path):
                for i in range(3)]
     assert [r.version for r in results] == [1, 2, 3]
     assert all(r.created for r in results)
-    assert sorted(os.listdir(base)) == ['1', '2', '3']
+    assert sorted(os.listdir(base)) == ['1', '2', '3', 'models.config']
     assert results[-1].path == os.path.join(base, '3')
     assert _complete(results[-1].path, str(tmp_path / 'm2'))
 
@@ -55,7 +55,7 @@ def test_same_model_again_makes_no_new_version(tmp_path):
     copy = _fake_model(tmp_path / 'copy', 'a')  # same bytes at another path: the same model
     second = versions.push(copy, base, keep=5)
     assert (second.version, second.created) == (first.version, False)
-    assert os.listdir(base) == ['1']
+    assert sorted(os.listdir(base)) == ['1', 'models.config']
 
 
 def test_older_copy_of_the_model_is_pushed_again_to_become_served(tmp_path):
@@ -90,7 +90,7 @@ def test_failure_after_copy_before_rename_leaves_only_complete_versions(tmp_path
     assert _complete(os.path.join(base, '1'), model)
     result = versions.push(other, base, keep=5)  # the next push cleans up and completes
     assert result.version == 2 and not os.path.exists(staged)
-    assert sorted(os.listdir(base)) == ['1', '2']
+    assert sorted(os.listdir(base)) == ['1', '2', 'models.config']
     assert _complete(result.path, other)
 
 

@@ -21,9 +21,10 @@ def test_versions_in_a_bucket(s3, tmp_path):
     base = s3.uri('serving')
     first = versions.push(_model(tmp_path / 'a', 'a'), base, keep=2)
     assert (first.version, first.created, first.path) == (1, True, f'{base}/1')
-    assert s3.keys('serving/') == {'serving/1/saved_model.pb': 7,
-                                   'serving/1/variables/variables.index': 1,
-                                   'serving/1/assets/empty.txt': 0}
+    keys = s3.keys('serving/')
+    assert keys.pop('serving/models.config') > 0
+    assert keys == {'serving/1/saved_model.pb': 7, 'serving/1/variables/variables.index': 1,
+                    'serving/1/assets/empty.txt': 0}
     again = versions.push(_model(tmp_path / 'a2', 'a'), base, keep=2)
     assert (again.version, again.created) == (1, False)
 
@@ -37,7 +38,7 @@ def test_versions_in_a_bucket(s3, tmp_path):
 
     third = versions.push(_model(tmp_path / 'c', 'c'), base, keep=2)
     assert (third.version, third.removed) == (3, (1,))
-    assert sorted({k.split('/')[1] for k in s3.keys('serving/')}) == ['2', '3']
+    assert sorted({k.split('/')[1] for k in s3.keys('serving/')}) == ['2', '3', 'models.config']
     assert versions.list_versions(base) == [2, 3] and versions.served_version(base) == 3
 
 
