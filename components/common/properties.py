@@ -65,3 +65,9 @@ NUM_QUARANTINED = 'num_quarantined'
 # (stable | canary | '' when a newer push moved it), and the stable version after the push.
 SERVING_LABEL = 'serving_label'
 STABLE_VERSION = 'stable_version'
+
+# ModelBlessing (the evaluator): both models' accuracy on the same examples (the eval splits of
+# the run's window), for the report's history (components/evaluate/figures.py).
+CANDIDATE_ACCURACY = 'candidate_accuracy'
+SERVED_ACCURACY = 'served_accuracy'  # absent when no served model was compared
+EVAL_EXAMPLES = 'eval_examples'      # examples both were evaluated on

@@ -18,7 +18,9 @@ so the run summary and the Pusher can say exactly why a model was not blessed:
 - `not_compared`: when a served model was skipped, which and why;
 - `regression_check`: the no-regression rule and its figures, whatever the outcome, e.g.
   "sparse_categorical_accuracy change vs served version 1 -0.0098, within noise (95% interval
-  -0.0250..+0.0060)" (noise.py); it is among the reasons when the candidate is worse beyond noise.
+  -0.0250..+0.0060)" (noise.py); it is among the reasons when the candidate is worse beyond noise;
+- `candidate_accuracy`, `served_accuracy` (only when compared) and `eval_examples`: both models'
+  accuracy on the same examples, for the report's history (figures.py).
 Drift (DriftCheck's `drift` input) beyond a threshold refuses the blessing too, its reasons among
 `blessing_reasons`: the model learnt from data unlike what the served model learnt from, and
 evaluating it on that same data cannot tell whether it is fit to replace it.
@@ -37,7 +39,7 @@ from tfx.dsl.io import fileio
 from tfx.utils import io_utils
 
 from components.common import properties, served_baseline, window
-from components.evaluate import checks, noise
+from components.evaluate import checks, figures, noise
 from components.evaluate import served_model
 
 
@@ -78,6 +80,17 @@ def window_examples(examples: List[types.Artifact]) -> List[types.Artifact]:
     return result
 
 
+def record_figures(blessing: types.Artifact, found: figures.Figures) -> None:
+    """Both models' accuracy on the same examples, and how many, as the blessing's properties
+    (a figure TFMA did not compute is left out)."""
+    if found.candidate is not None:
+        blessing.set_float_custom_property(properties.CANDIDATE_ACCURACY, found.candidate)
+    if found.served is not None:
+        blessing.set_float_custom_property(properties.SERVED_ACCURACY, found.served)
+    if found.examples is not None:
+        blessing.set_int_custom_property(properties.EVAL_EXAMPLES, found.examples)
+
+
 class Executor(stock_executor.Executor):
 
     def Do(self, input_dict: Dict[str, List[types.Artifact]],
@@ -107,11 +120,12 @@ class Executor(stock_executor.Executor):
                    dict(exec_properties, **changed))
 
         blessing = artifact_utils.get_single_instance(output_dict[specs.BLESSING_KEY])
+        evaluation_uri = artifact_utils.get_single_uri(output_dict[specs.EVALUATION_KEY])
+        record_figures(blessing, figures.read(evaluation_uri))
         if not blessing.has_custom_property(properties.BLESSED):
             return  # no thresholds configured: the stock executor wrote no blessing
         version = (baselines[0].get_int_custom_property(properties.SERVED_VERSION)
                    if baselines else None)
-        evaluation_uri = artifact_utils.get_single_uri(output_dict[specs.EVALUATION_KEY])
         reasons = checks.failure_reasons(tfma.load_validation_result(evaluation_uri), version)
         change = noise.read_change(evaluation_uri) if version is not None else None
         if change is not None:

@@ -3,6 +3,7 @@
 The models are exported by the trainer's export and classify by brightness
 (tests/support/saved_models.py), so each class's accuracy is known: classes a and b all right, class
 c 8 of 10 (two of its images are as bright as b's). Overall accuracy is 28/30 = 0.9333.
+The blessing records both models' accuracy on the same examples, for the report's history.
 """
 import json
 import re
@@ -30,6 +31,14 @@ def _reasons(blessing):
     return json.loads(blessing.get_string_custom_property(properties.BLESSING_REASONS))
 
 
+def _figures(blessing):
+    """(candidate accuracy, served accuracy or None, eval examples) as recorded, rounded."""
+    served = (round(blessing.get_float_custom_property(properties.SERVED_ACCURACY), 4)
+              if blessing.has_custom_property(properties.SERVED_ACCURACY) else None)
+    return (round(blessing.get_float_custom_property(properties.CANDIDATE_ACCURACY), 4), served,
+            blessing.get_int_custom_property(properties.EVAL_EXAMPLES))
+
+
 def _intervals(evaluation):
     """How many of the saved metric values carry a confidence interval."""
     return sum(item.HasField('confidence_interval') for metrics in tfma.load_metrics(
@@ -49,6 +58,7 @@ def test_one_class_below_the_bar_is_blessed_by_default(tmp_path):
         'overall', 'value', '>= 0.90', True)
     assert round(overall.value, 4) == 0.9333
     assert _intervals(evaluation) == 0  # nothing served: no change to judge, no jackknife
+    assert _figures(blessing) == (0.9333, None, 30)  # nothing served: no served figure
 
 
 def test_one_class_below_the_opt_in_class_bar_is_not_blessed_and_says_which(tmp_path):
@@ -92,6 +102,8 @@ def test_a_regression_beyond_noise_against_the_served_model_in_place_names_the_v
     # Compared in place: the blessing names the served folder, the baseline holds no copy.
     assert blessing.get_string_custom_property('baseline_model') == version_dir
     assert list((tmp_path / 'baseline').iterdir()) == []
+    # Both models on the same 30 examples: the served one 28 right, the candidate 18.
+    assert _figures(blessing) == (0.6, 0.9333, 30)
 
 
 def test_one_example_worse_on_30_is_within_noise_and_blessed_with_the_figures(tmp_path):
@@ -108,6 +120,7 @@ def test_one_example_worse_on_30_is_within_noise_and_blessed_with_the_figures(tm
     match = re.fullmatch(r'sparse_categorical_accuracy change vs served version 2 -0\.0333, '
                          r'within noise \(95% interval (\S+)\.\.(\S+)\)', text)
     assert match and float(match.group(1)) < -0.0333 and float(match.group(2)) > 0
+    assert _figures(blessing) == (0.9667, 1.0, 30)  # 29 and 30 of the same 30
 
 
 def test_drift_beyond_a_threshold_refuses_the_blessing_with_its_reason(tmp_path):
@@ -137,6 +150,7 @@ def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(t
         "served version 1: served model predicts classes ['0', '1']; "
         "this model predicts ['a', 'b', 'c']")
     assert [c.kind for c in checks.load_checks(evaluation.uri)] == ['value']
+    assert _figures(blessing) == (0.9333, None, 30)  # not compared: no served figure
 
 
 def test_the_eval_splits_of_every_span_in_the_window_are_evaluated(tmp_path):
@@ -148,7 +162,8 @@ def test_the_eval_splits_of_every_span_in_the_window_are_evaluated(tmp_path):
         window.SpanEntry(span=s, uri=a.uri, fingerprint='', num_train=0, num_eval=30)
         for s, a in ((1, older), (2, newest))]))
     assert [a.uri for a in executor.window_examples([newest])] == [older.uri, newest.uri]
-    _, evaluation = saved_models.evaluate(tmp_path, EvalConfig(min_accuracy=0.9), CLASSES,
+    blessing, evaluation = saved_models.evaluate(tmp_path, EvalConfig(min_accuracy=0.9), CLASSES,
                                           BRIGHTNESS, CENTERS, examples=newest)
     [overall] = checks.load_checks(evaluation.uri)
     assert round(overall.value, 4) == round(58 / 60, 4)  # both spans, not span 2's 0.9333
+    assert _figures(blessing) == (round(58 / 60, 4), None, 60)  # the window's examples
