@@ -15,8 +15,11 @@ retention finishes a MARKED artifact and removes hidden folders left behind.
 Also collected: TFX's per-execution scratch folders (`<node>/.system/executor_execution/<id>`,
 where a killed execution leaves its `.temp`) of executions that ended, or that were left
 RUNNING by a run older than the newest finished one; and the empty checkpoint folders of
-finished trainings (`_checkpoints/<node>/<key>`). Never touched: `_quarantine/` (a failed
-ingestion's kept records, small), non-empty checkpoint folders (an unfinished training's
+finished trainings (`_checkpoints/<node>/<key>`); the checkpoint folders of trainings no kept
+run touched (abandoned: only a run retention no longer keeps could resume them); and the logs,
+JSON summaries and report pages of runs beyond the newest K. A rollback's copy keeps the Model
+of the version it copies (rollbacks.jsonl). Never touched: `_quarantine/` (a failed
+ingestion's kept records, small), the checkpoint folder of an unfinished kept training (its
 resume point), serving/ (the Pusher's own retention, push.keep_versions), and anything an
 execution of another pipeline wrote.
 
@@ -37,6 +40,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from components.common import versions
 from pipeline import retention_plan as plan_lib
+from pipeline import rollback as rollback_lib
 from pipeline import runlock
 
 TRAINING_DATA = os.path.join('assets.extra', 'training_data.json')   # contract: the window
@@ -56,11 +60,15 @@ class Outcome:
     bytes: int = 0
     leftovers: int = 0
     leftover_bytes: int = 0
+    abandoned: int = 0              # checkpoint folders of trainings no kept run touched
+    abandoned_bytes: int = 0
+    old_run_files: int = 0          # runs whose logs, summaries and report pages were deleted
     note: Optional[str] = None      # why nothing was done, or the error that stopped it
 
     def text(self) -> str:
         """One line for the summary, e.g. 'kept 3 runs, deleted 5 artifacts of 2 runs (41.2 MB)'."""
-        if self.note and not (self.deleted or self.leftovers):
+        if self.note and not (self.deleted or self.leftovers or self.abandoned
+                              or self.old_run_files):
             return self.note
         unfinished = f' ({self.unfinished_runs} unfinished)' if self.unfinished_runs else ''
         text = f'kept {self.kept_runs} run{"s" * (self.kept_runs != 1)}{unfinished}, '
@@ -70,6 +78,12 @@ class Outcome:
         if self.leftovers:
             text += (f'; removed {self.leftovers} leftover folder{"s" * (self.leftovers != 1)} '
                      f'({megabytes(self.leftover_bytes)})')
+        if self.abandoned:
+            text += (f'; removed {self.abandoned} abandoned checkpoint folder'
+                     f'{"s" * (self.abandoned != 1)} ({megabytes(self.abandoned_bytes)})')
+        if self.old_run_files:
+            text += (f'; removed the logs and report pages of {self.old_run_files} older run'
+                     f'{"s" * (self.old_run_files != 1)}')
         return text + (f'; {self.note}' if self.note else '')
 
 
@@ -120,7 +134,7 @@ def _apply(config, run_id: str, keep: int) -> Outcome:
         return Outcome(note='nothing recorded yet')
     store = open_store(config.metadata_path)
     runs, artifacts, records = describe(store, config.name)
-    served, trained_on = serving_versions(config.serving_dir)
+    served, trained_on = serving_versions(config.serving_dir, config.output_dir)
     root = config.pipeline_root
     plan = plan_lib.decide(runs, artifacts, keep, run_id, root, trained_on, served)
     size, error = 0, None
@@ -130,13 +144,18 @@ def _apply(config, run_id: str, keep: int) -> Outcome:
         except OSError as failure:  # this one stays MARKED: the next retention retries it
             logging.warning('Retention could not delete %s: %s', artifact.uri, failure)
             error = error or f'could not delete {artifact.uri}: {failure.strerror or failure}'
+    kept = [r for r in runs if r.name in plan.kept_runs]
     count, leftover_bytes = collect_leftovers(root, runs)
-    unfinished = sum(1 for r in runs if r.name in plan.kept_runs and not r.finished)
+    abandoned, abandoned_bytes = collect_abandoned_checkpoints(
+        root, min((r.created[0] for r in kept), default=None))
+    old_runs = collect_run_files(config.output_dir, set(plan.kept_runs), keep)
+    unfinished = sum(1 for r in kept if not r.finished)
     logging.info('Retention (keep %d runs): kept runs %s; deleted %d artifacts (%d bytes)',
                  keep, list(plan.kept_runs), len(plan.delete), size)
     return Outcome(kept_runs=len(plan.kept_runs) - unfinished, unfinished_runs=unfinished,
                    deleted=len(plan.delete), deleted_runs=len(plan.deleted_runs), bytes=size,
-                   leftovers=count, leftover_bytes=leftover_bytes, note=error)
+                   leftovers=count, leftover_bytes=leftover_bytes, abandoned=abandoned,
+                   abandoned_bytes=abandoned_bytes, old_run_files=old_runs, note=error)
 
 
 def describe(store, pipeline_name: str) -> Tuple[List[plan_lib.Run],
@@ -176,12 +195,25 @@ def describe(store, pipeline_name: str) -> Tuple[List[plan_lib.Run],
     return runs, described, records
 
 
-def serving_versions(serving_dir: str) -> Tuple[List[Tuple[str, str]], List[Tuple[str, str]]]:
-    """([(version folder, reason)], [(span folder it was trained on, reason)]) of serving/."""
+def serving_versions(serving_dir: str, output_dir: Optional[str] = None
+                     ) -> Tuple[List[Tuple[str, str]], List[Tuple[str, str]]]:
+    """([(version folder, reason)], [(span folder it was trained on, reason)]) of serving/.
+
+    A rollback's copy (output_dir's rollbacks.jsonl) names the folder it was copied from too,
+    through every rollback in between: no PushedModel names the copy, and the Model it came
+    from must outlive the version it was first pushed as."""
+    copies = {r.get('version'): r.get('copy_of')
+              for r in (rollback_lib.read_rollbacks(output_dir) if output_dir else [])}
     served, trained_on = [], []
     for version in versions.list_versions(serving_dir):
         folder = os.path.join(serving_dir, str(version))
         served.append((folder, f'serving version {version} came from it'))
+        source, seen = copies.get(version), {version}
+        while source is not None and source not in seen:
+            seen.add(source)
+            served.append((os.path.join(serving_dir, str(source)),
+                           f'serving version {version} is a rollback copy of version {source}'))
+            source = copies.get(source)
         path = os.path.join(folder, TRAINING_DATA)
         if tf.io.gfile.exists(path):   # local, gs:// or s3:// alike
             with tf.io.gfile.GFile(path) as handle:
@@ -287,3 +319,60 @@ def _collect_uri_scratch(root: str, ended) -> Tuple[int, int]:
             held = _remove_uri(scratch)
             count, size = count + (held > 0), size + held
     return count, size
+
+
+def _newest_write_ms(folder: str) -> Optional[float]:
+    """When anything under folder was last written (ms since the epoch), or None if empty."""
+    if _is_uri(folder):
+        stamps = [tf.io.gfile.stat(os.path.join(root, name)).mtime_nsec / 1e6
+                  for root, _, names in tf.io.gfile.walk(folder) for name in names]
+    else:
+        stamps = [os.path.getmtime(os.path.join(root, name)) * 1000
+                  for root, _, names in os.walk(folder) for name in names]
+    return max(stamps, default=None)
+
+
+def collect_abandoned_checkpoints(root: str, oldest_kept_ms: Optional[float]) -> Tuple[int, int]:
+    """Deletes the checkpoint folders of trainings no kept run touched: written to last before
+    the oldest kept run started, they can only be resumed by a run with the same data and
+    settings as a run retention no longer keeps. An unfinished kept run's resume point was
+    written after it started, so it stays. Returns (folders, bytes)."""
+    if oldest_kept_ms is None:
+        return 0, 0
+    pattern = os.path.join(root, _CHECKPOINTS, '*', '*')
+    folders = tf.io.gfile.glob(pattern) if _is_uri(root) else glob.glob(pattern)
+    count, size = 0, 0
+    for folder in folders:
+        written = _newest_write_ms(folder)
+        if written is not None and written < oldest_kept_ms:
+            if _is_uri(root):
+                held = _remove_uri(folder)
+            else:
+                held = folder_size(folder)
+                shutil.rmtree(folder)
+            count, size = count + 1, size + held
+    return count, size
+
+
+def collect_run_files(output_dir: str, kept_runs, keep: int) -> int:
+    """Deletes the per-run logs, JSON summaries and report pages of runs beyond the newest
+    `keep` (run ids sort as times) that retention does not keep; returns how many runs'.
+    report.html (the newest run's page) stays. Runs that never reached ML Metadata count by
+    their log alone."""
+    from pipeline.report import page  # pylint: disable=import-outside-toplevel
+    logs_dir = os.path.join(output_dir, 'logs')
+    if not os.path.isdir(logs_dir):
+        return 0
+    run_ids = sorted({name[:-len('.log')] for name in os.listdir(logs_dir)
+                      if name.endswith('.log') and name[:4].isdigit()}, reverse=True)
+    doomed = []
+    for run_id in run_ids[keep:]:
+        if run_id in kept_runs:
+            continue
+        report = os.path.join(output_dir, page.REPORTS_DIR, page.run_file_name(run_id))
+        doomed += [os.path.join(logs_dir, f'{run_id}.log'),
+                   os.path.join(logs_dir, f'{run_id}.summary.json'), report + '.html', report]
+    for path in doomed:
+        if os.path.lexists(path):
+            _remove(path)
+    return len(doomed) // 4
