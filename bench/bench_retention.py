@@ -11,8 +11,10 @@ the other keeps K. What a kept serving version came from stays too (its Model, E
 evaluation), so the size levels off at about max(K, serving versions kept) runs. After each run
 the bench measures pipeline_root and serving/ in both, and
 what the baseline and the push stored besides the trained Model (both 0 bytes now: they
-reference, not copy). Prints one table: sizes per run, their ratio, and retention's summary
-line. Nothing is asserted.
+reference, not copy), and for keep K the whole output folder (ML Metadata, logs, report pages)
+and the run's wall time. Prints the tables: sizes per run, their ratio, retention's summary
+line, and with 12 runs or more the whole output after the last run against after run 8 and the
+wall time of the second half against the first. Nothing is asserted.
 """
 import argparse
 import dataclasses
@@ -32,6 +34,7 @@ CLASSES = ('0', '1', '2')
 class Row:
     run: int
     root: int          # pipeline_root bytes
+    output: int        # the whole output folder: ML Metadata, logs, reports, serving/, root
     serving: int       # serving/ bytes
     model: int         # the run's trained Model (0 when it was cached)
     copies: int        # the baseline's and the PushedModel's folders: model copies
@@ -40,13 +43,14 @@ class Row:
 
 
 def add_span(data: str, span: int, per_class: int) -> None:
-    """span-<span>/<class>/: per_class digits of each class that no other span holds."""
+    """span-<span>/<class>/: per_class digits of each class that no other span holds, while the
+    embedded digits last (about 178 per class); past that the digits come round again."""
     for name in CLASSES:
         files = sorted(os.listdir(os.path.join(DIGITS, name)))
         target = os.path.join(data, f'span-{span}', name)
         os.makedirs(target)
-        for file_name in files[(span - 1) * per_class:span * per_class]:
-            shutil.copy(os.path.join(DIGITS, name, file_name), target)
+        for index in range((span - 1) * per_class, span * per_class):
+            shutil.copy(os.path.join(DIGITS, name, files[index % len(files)]), target)
 
 
 def size(path: str) -> int:
@@ -82,7 +86,8 @@ def run_once(cfg, console_path: str) -> Row:
     summary = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
     model = summary.trained_model()
     copies = [summary.baseline_model()] + summary.outputs.get('PushedModel', [])
-    return Row(run=0, root=size(cfg.pipeline_root), serving=size(cfg.serving_dir),
+    return Row(run=0, root=size(cfg.pipeline_root), output=size(cfg.output_dir),
+               serving=size(cfg.serving_dir),
                model=size(model.uri) if summary.states.get('ImageTrainer') == 'COMPLETE'
                else 0, copies=sum(size(a.uri) for a in copies if a is not None),
                retention=line, seconds=time.time() - start)
@@ -102,6 +107,19 @@ def table(without: List[Row], with_keep: List[Row], keep: int) -> str:
     lines.append(f'growth per run over the last {len(without) - len(without) // 2} runs: keep '
                  f'all {growth(without) / 1e6:+.2f} MB, keep {keep} '
                  f'{growth(with_keep) / 1e6:+.2f} MB')
+    lines.append('')
+    lines.append(f'keep {keep}: the whole output folder (ML Metadata, logs, reports, serving/, '
+                 'pipeline_root) and each run\'s wall time')
+    lines.append(f'{"run":>3}  {"output MB":>9}  {"seconds":>7}')
+    lines += [f'{b.run:>3}  {mb(b.output):>9}  {b.seconds:7.1f}' for b in with_keep]
+    if len(with_keep) >= 12:   # issue 33's check: after the last run against after run 8
+        eighth, last = with_keep[7], with_keep[-1]
+        half = len(with_keep) // 2
+        early = sum(r.seconds for r in with_keep[1:half]) / max(1, half - 1)
+        late = sum(r.seconds for r in with_keep[half:]) / (len(with_keep) - half)
+        lines.append(f'whole output after run {last.run} / after run 8: '
+                     f'{last.output / eighth.output:.3f}; mean wall time runs {half + 1}-'
+                     f'{last.run} / runs 2-{half}: {late / early:.2f}')
     return '\n'.join(lines)
 
 
