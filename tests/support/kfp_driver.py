@@ -7,7 +7,6 @@ the order driver/container.go Container() does. Test support only (no TFX import
 import hashlib
 import json
 import os
-import re
 import uuid
 from typing import Dict, Optional
 
@@ -15,6 +14,7 @@ from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 import kfp_mlmd
+import kfp_objectstore
 
 _TYPE = pipeline_spec_pb2.ParameterType
 _KIND_TYPES = {'string_value': ('string', (_TYPE.STRING,)),
@@ -44,18 +44,30 @@ def go_text(message) -> str:
 
 def check_pipeline_root(root: str, info: str) -> str:
     """objectstore/config.go: ParseBucketPathToConfig(), as driver.RootDAG() applies it: only
-    gs://, s3://, minio:// and mem:// roots. This machine has no object store, so a local
-    absolute folder stands for a gs:// bucket (see kfp_launcher_v2.py); real roots are refused."""
-    match = re.match(r'(^[a-z][a-z0-9]+:///?)([^/?]+)(/[^?]*)?(\?.+)?$', root)
-    if match is None and os.path.isabs(root):
+    gs://, s3://, minio:// and mem:// roots. A local absolute folder stands for a gs:// bucket
+    (see kfp_launcher_v2.py); s3:// and minio:// roots are real buckets (store_session_info);
+    gs:// is refused here (no GCS on this machine)."""
+    if kfp_objectstore.BUCKET_PATTERN.match(root) is None and os.path.isabs(root):
         return root
-    if match is None:
-        text = f'unrecognized pipeline root format: "{root}"'
-    elif match.group(1) not in ('gs://', 's3://', 'minio://', 'mem://'):
-        text = f'unsupported Cloud bucket: "{root}"'
-    else:
-        raise NotImplementedError(f'{root}: no object store here; give a local folder')
-    raise DriverError(f'driver.RootDAG({info}) failed: parse bucket config failed: {text}')
+    try:
+        config = kfp_objectstore.parse_bucket_path_to_config(root)
+    except kfp_objectstore.ObjectStoreError as error:
+        raise DriverError(f'driver.RootDAG({info}) failed: {error}')
+    if config.scheme == 'gs://':
+        raise NotImplementedError(f'{root}: no GCS here; give a local folder or an S3 bucket')
+    return root
+
+
+def store_session_info(root: str, info: str) -> Optional[dict]:
+    """driver/root_dag.go RootDAG(): the run's store session info (config/env.go
+    GetStoreSessionInfo, no kfp-launcher ConfigMap), kept in the run's context for the launcher;
+    None for a local folder (the stand-in for gs://)."""
+    if os.path.isabs(root):
+        return None
+    try:
+        return kfp_objectstore.store_session_info(root)
+    except kfp_objectstore.ObjectStoreError as error:
+        raise DriverError(f'driver.RootDAG({info}) failed: {error}')
 
 
 def resolve_parameter(spec, opts: dict, upstream_outputs) -> struct_pb2.Value:

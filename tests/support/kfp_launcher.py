@@ -19,6 +19,15 @@ secretAsEnv into env vars with secretKeyRef (kfp_driver.pod_env, driver/k8s.go
 extendPodSpecPatch), the kubelet reads them from the namespace's Secrets
 (kfp_launcher_v2.make_environment). The fake cluster (fake_k8s_*.py) has no Secret API and KFP's
 task pods are not its pods, so the Launcher holds the namespace's Secrets itself (`secrets`).
+
+The run's root (its runtime config's gcsOutputDirectory) is a local folder standing for a gs://
+bucket, or a real s3:// or minio:// bucket (SeaweedFS in the tests): then the driver keeps the
+run's store session info (no kfp-launcher ConfigMap: kfp_objectstore.store_session_info) and each
+pod's launcher opens the run's bucket, downloads the inputs and uploads the outputs through it
+(kfp_launcher_v2.RunStore). The launcher runs in the task's container, so it reads the pod's
+environment; host names resolve through the cluster's Services (`services`, e.g.
+{'seaweedfs.kubeflow:9000': '127.0.0.1:PORT'}), and a task's own process gets no variable of
+this process's AWS_*/S3_* (kfp_launcher_v2.run_command).
 """
 import dataclasses
 import os
@@ -32,6 +41,7 @@ from ml_metadata.proto import metadata_store_pb2
 import kfp_driver
 import kfp_launcher_v2
 import kfp_mlmd
+import kfp_objectstore
 import kfp_vertex
 from kfp_launcher_v2 import Pod
 
@@ -84,11 +94,14 @@ class Launcher:
 
     def __init__(self, mode: str = 'oss', workdir: Optional[str] = None,
                  publish_logs: bool = True, cache_disabled: bool = False,
-                 namespace: str = 'kubeflow', secrets: Optional[Dict[str, dict]] = None):
+                 namespace: str = 'kubeflow', secrets: Optional[Dict[str, dict]] = None,
+                 services: Optional[Dict[str, str]] = None):
         assert mode in ('oss', 'vertex'), mode
         self.mode, self.namespace = mode, namespace
         # The namespace's Secrets (name -> data), what the kubelet reads secretKeyRef env from.
         self.secrets = dict(secrets or {})
+        # The cluster's Services: "host:port" a pod dials -> the address serving it here.
+        self.services = dict(services or {})
         self.oss = mode == 'oss'
         # driver/main.go --publish_logs defaults to "true"; Vertex AI adds no such output.
         self.publish_logs = publish_logs and self.oss
@@ -109,8 +122,11 @@ class Launcher:
         info = f'pipelineName={name}, runID={run_id}, runtimeConfig, componentSpec'
         try:
             root = kfp_driver.check_pipeline_root(job.runtime_config.gcs_output_directory, info)
+            session = kfp_driver.store_session_info(root, info) if self.oss else None
         except kfp_driver.DriverError as error:
             raise TaskFailed(str(error))
+        if not self.oss and not os.path.isabs(root):
+            raise NotImplementedError(f'{root}: Vertex AI runs on gs:// roots only')
         # metadata/client.go GetPipeline(): the run's root is <root>/<pipeline name>/<run id>.
         run_root = kfp_driver.generate_output_uri(root, name, run_id) if self.oss else \
             kfp_vertex.run_root(root, run_id)
@@ -119,7 +135,8 @@ class Launcher:
             'display_name': _text(''), 'task_name': _text('')}, {})
         executors = json_format.MessageToDict(spec.deployment_spec)['executors']
         run = {'name': name, 'id': run_id, 'root': run_root, 'dag': dag, 'job': job,
-               'executions': {}, 'platform': platform_spec if self.oss else None}
+               'executions': {}, 'platform': platform_spec if self.oss else None,
+               'session': session}
         results = {}
         for task_name in topological_order(spec):
             task = spec.root.dag.tasks[task_name]
@@ -237,11 +254,28 @@ class Launcher:
                      pod_env)
         return TaskRecord(execution_id, False, executor_input, pod)
 
+    def _open_run_bucket(self, run, execution_id, pod_env) -> Optional[kfp_launcher_v2.RunStore]:
+        """launcher_v2.go Execute(): before anything runs, the run's root from its context (the
+        root generated with the pipeline name and run id) parsed with its session info
+        (objectstore.ParseBucketConfig) and opened (objectstore.OpenBucket); a failure fails the
+        task with no output recorded. None for a local root."""
+        if run['session'] is None:
+            return None
+        opener = kfp_objectstore.Opener(self.namespace, self.secrets, pod_env or {},
+                                        self.services)
+        try:
+            config = kfp_objectstore.parse_bucket_config(run['root'], run['session'])
+            return kfp_launcher_v2.RunStore(config, opener.open_bucket(config), opener)
+        except kfp_objectstore.ObjectStoreError as error:
+            self.store.publish_execution(execution_id, None, {}, _STATE.FAILED)
+            raise TaskFailed(f'failed to execute component: {error}')
+
     def _launch(self, run, execution_id, fingerprint, component, container, executor_input,
                 pod, pod_env=None):
         """launcher_v2.go: Execute() / executeV2() / execute()."""
         v2, output, state = kfp_launcher_v2, None, _STATE.FAILED
         recorded: Dict[str, int] = {}
+        remote = self._open_run_bucket(run, execution_id, pod_env) if self.oss else None
         try:
             if self.publish_logs:
                 v2.qualify_executor_logs(executor_input)
@@ -249,7 +283,7 @@ class Launcher:
                 v2.with_default_params(executor_input, component), pod,
                 container.get('command', []), container.get('args', []))
             if self.oss:
-                v2.download_artifacts(executor_input, pod)
+                v2.download_artifacts(executor_input, pod, remote)
                 v2.prepare_output_folders(executor_input, pod)
             else:  # a bucket has no folders: any path in it can be written at once
                 os.makedirs(os.path.dirname(executor_input.outputs.output_file), exist_ok=True)
@@ -264,12 +298,17 @@ class Launcher:
                 self._write_executor_logs(executor_input, pod)
             output = v2.read_executor_output(executor_input.outputs.output_file)
             v2.collect_output_parameters(executor_input, output, component)
-            recorded = v2.upload_output_artifacts(executor_input, output, pod, self.store, True)
+            recorded = v2.upload_output_artifacts(executor_input, output, pod, self.store, True,
+                                                  remote)
             state = _STATE.COMPLETE
         except (v2.LauncherError, kfp_mlmd.MLMDError) as error:
             if output is None and self.publish_logs:
-                recorded = v2.upload_output_artifacts(executor_input, None, pod, self.store,
-                                                      False)
+                try:  # executeV2(): its error is dropped (`outputArtifacts, _ :=`)
+                    recorded = v2.upload_output_artifacts(executor_input, None, pod, self.store,
+                                                          False, remote)
+                except (v2.LauncherError, kfp_mlmd.MLMDError,
+                        kfp_objectstore.ObjectStoreError):
+                    recorded = {}
             self.store.publish_execution(execution_id, None, recorded, state)
             raise TaskFailed(f'failed to execute component: {error}\n{pod.log_tail()}')
         self.store.publish_execution(execution_id, output.parameter_values, recorded, state)

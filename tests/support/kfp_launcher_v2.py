@@ -1,11 +1,18 @@
 """Open-source KFP's launcher (component/launcher_v2.go), transcribed: what happens inside a task's
 pod around the user's command.
 
-A task's pod is a folder (Pod): its absolute paths (/gcs/..., /tmp/kfp/...) are rebased under
-it. The pipeline root is a local folder standing for a gs:// bucket: a URI here is a local
-absolute path P, read as gs:/P, so component.LocalPathForURI maps it to <pod>/gcs/P. Test support
-only (no TFX imports).
+A task's pod is a folder (Pod): its absolute paths (/gcs/..., /s3/..., /tmp/kfp/...) are rebased
+under it. The pipeline root is either
+- a local folder standing for a gs:// bucket: a URI here is a local absolute path P, read as
+  gs:/P, so component.LocalPathForURI maps it to <pod>/gcs/P, and copies stand for uploads and
+  downloads; or
+- a real s3:// or minio:// bucket (tests/support/seaweedfs.py): the launcher opens the run's
+  bucket (RunStore; kfp_objectstore.py transcribes objectstore/), copies every input artifact
+  from it into the pod (downloadArtifacts) and uploads each output's local path
+  (uploadOutputArtifacts), refusing a URI outside the run's prefixed bucket (KeyFromURI).
+Test support only (no TFX imports).
 """
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -17,6 +24,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 import kfp_driver
 import kfp_mlmd
+import kfp_objectstore
 import warm_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -25,6 +33,18 @@ _TYPE = pipeline_spec_pb2.ParameterType
 
 class LauncherError(RuntimeError):
     """launcher_v2.go: Execute() failed; the message is KFP's, then the pod's log tail."""
+
+
+@dataclasses.dataclass
+class RunStore:
+    """The launcher's bucket for a run on an object store: launcher_v2.go Execute() parses the
+    run's root (the pipeline context's pipeline_root, <root>/<pipeline>/<run id>) with the run's
+    store session info (objectstore.ParseBucketConfig) and opens it (objectstore.OpenBucket);
+    `opener` opens the buckets of inputs stored elsewhere (fetchNonDefaultBuckets) and reopens
+    the run's for an upload retry."""
+    config: kfp_objectstore.Config
+    bucket: kfp_objectstore.Bucket
+    opener: kfp_objectstore.Opener
 
 
 class PodStartError(RuntimeError):
@@ -75,8 +95,16 @@ class Pod:
         return self.folder + absolute
 
     def local_path_for_uri(self, uri: str) -> str:
-        """component.LocalPathForURI(): gs://<bucket>/<key> -> /gcs/<bucket>/<key>."""
-        return self.path('/gcs' + uri)
+        """component.LocalPathForURI() (launcher_v2.go): gs://B/K -> /gcs/B/K, minio://B/K ->
+        /minio/B/K, s3://B/K -> /s3/B/K; a local absolute path P stands for gs:/P; any other
+        scheme is ValueError with KFP's message (oci:// is not transcribed)."""
+        for scheme, folder in (('gs://', '/gcs/'), ('minio://', '/minio/'), ('s3://', '/s3/')):
+            if uri.startswith(scheme):
+                return self.path(folder + uri[len(scheme):])
+        if uri.startswith('/'):
+            return self.path('/gcs' + uri)
+        raise ValueError(f'failed to generate local path for URI {uri}: unsupported storage '
+                         'scheme')
 
     def log_tail(self) -> str:
         if not os.path.exists(self.log_file):
@@ -85,15 +113,90 @@ class Pod:
             return log.read()[-4000:]
 
 
-def download_artifacts(executor_input, pod: Pod) -> None:
+def download_artifacts(executor_input, pod: Pod, remote: Optional[RunStore] = None) -> None:
     """launcher_v2.go: downloadArtifacts() over objectstore.DownloadBlob(): every file under each
     input artifact's URI is copied to its local path before the command runs (all artifacts of
-    each list; not those flagged _kfp_workspace). A URI with nothing under it copies nothing."""
+    each list; not those flagged _kfp_workspace). A URI with nothing under it copies nothing.
+    With a bucket (remote), from the bucket: _download_from_store."""
+    if remote is not None:
+        _download_from_store(executor_input, pod, remote)
+        return
     for artifacts in executor_input.inputs.artifacts.values():
         for artifact in artifacts.artifacts:
             if artifact.metadata.fields.get('_kfp_workspace', struct_pb2.Value()).bool_value:
                 continue
             _copy_blobs(artifact.uri, pod.local_path_for_uri(artifact.uri))
+
+
+def _q(text: str) -> str:
+    return kfp_objectstore._q(text)  # pylint: disable=protected-access  (Go's %q)
+
+
+def _fetch_non_default_buckets(artifacts, remote: RunStore) -> Dict[str, object]:
+    """launcher_v2.go: fetchNonDefaultBuckets(): for the first artifact of each input whose URI
+    is not under the run's prefixed bucket (a cached output of another run, an import), its
+    bucket opened, keyed by PrefixedBucket() (scheme + bucket: no prefix); the same scheme and
+    bucket reuse the run's session info, any other opens from the pod's environment."""
+    default, buckets = remote.config, {}
+    for name, artifact_list in artifacts.items():
+        if not artifact_list.artifacts:
+            continue
+        artifact = artifact_list.artifacts[0]
+        if artifact.uri.startswith('oci://') or \
+                artifact.uri.startswith(default.prefixed_bucket()):
+            continue
+        try:
+            config = kfp_objectstore.parse_bucket_config_for_artifact_uri(artifact.uri)
+        except kfp_objectstore.ObjectStoreError as error:
+            raise LauncherError(f'failed to parse bucketConfig for output artifact {_q(name)} '
+                                f'with uri {_q(artifact.uri)}: {error}')
+        if config.scheme == default.scheme and config.bucket_name == default.bucket_name:
+            config.session_info = default.session_info
+        try:
+            buckets[config.prefixed_bucket()] = remote.opener.open_bucket(config)
+        except kfp_objectstore.ObjectStoreError as error:
+            raise LauncherError(f'failed to open bucket for output artifact {_q(name)} with uri '
+                                f'{_q(artifact.uri)}: {error}')
+    return buckets
+
+
+def _download_from_store(executor_input, pod: Pod, remote: RunStore) -> None:
+    """launcher_v2.go: downloadArtifacts(): each input artifact (every one of each list) not
+    flagged _kfp_workspace and with a local path (LocalPathForURI) is copied from its bucket
+    (the run's, when its URI is under the run's prefixed bucket, else the one
+    fetchNonDefaultBuckets opened) by objectstore.DownloadBlob of its key (KeyFromURI)."""
+    artifacts = executor_input.inputs.artifacts
+    try:
+        others = _fetch_non_default_buckets(artifacts, remote)
+    except LauncherError as error:
+        raise LauncherError(f'failed to fetch non default buckets: {error}')
+    for name, artifact_list in artifacts.items():
+        for artifact in artifact_list.artifacts:
+            if artifact.metadata.fields.get('_kfp_workspace', struct_pb2.Value()).bool_value:
+                continue
+            try:
+                local = pod.local_path_for_uri(artifact.uri)
+            except ValueError:  # "does not have a recognized storage URI": skipped
+                continue
+            if artifact.uri.startswith('oci://'):
+                raise NotImplementedError('oci:// artifacts (Modelcar)')
+            bucket, config = remote.bucket, remote.config
+            if not artifact.uri.startswith(config.prefixed_bucket()):
+                try:
+                    config = kfp_objectstore.parse_bucket_config_for_artifact_uri(artifact.uri)
+                except kfp_objectstore.ObjectStoreError as error:
+                    raise LauncherError(f'failed to parse bucketConfig for output artifact '
+                                        f'{_q(name)} with uri {_q(artifact.uri)}: {error}')
+                bucket = others.get(config.prefixed_bucket())
+                if bucket is None:  # Go wraps the nil error it has at hand
+                    raise LauncherError(
+                        f'failed to get bucket when downloading input artifact {name} with '
+                        f'bucket key {config.prefixed_bucket()}: %!w(<nil>)')
+            try:
+                kfp_objectstore.download_blob(bucket, local, config.key_from_uri(artifact.uri))
+            except kfp_objectstore.ObjectStoreError as error:
+                raise LauncherError(f'failed to download input artifact {_q(name)} from remote '
+                                    f'storage URI {_q(artifact.uri)}: {error}')
 
 
 def _copy_blobs(source: str, dest: str) -> None:
@@ -167,11 +270,14 @@ def run_command(command: List[str], args: List[str], pod: Pod,
                 pod_env: Optional[Dict[str, str]] = None) -> None:
     """launcher_v2.go: execute(): the command, its stdout and stderr to the pod's log; a non-zero
     exit fails the task ("exit status N"). `python`, the image's interpreter, is this one; the
-    container's environment (make_environment) over this process's."""
+    container's environment (make_environment) over this process's, less this process's
+    object-store variables (AWS_*, and S3_* that components/common/storage.py derives): a pod
+    has only what the compiled spec and its Secrets give it."""
     assert command[0] == 'python', command
     argv = [sys.executable] + command[1:] + args
     os.makedirs(pod.folder, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2', **(pod_env or {}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(('AWS_', 'S3_'))}
+    env.update(PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2', **(pod_env or {}))
     # A child of the warm interpreter (tests/support/warm_python.py: TFX imported once), else a
     # fresh one.
     returncode = warm_python.run(argv[1:], REPO, env, pod.log_file, timeout=900)
@@ -248,21 +354,52 @@ def artifact_schema(artifact_type) -> str:
 
 
 def upload_output_artifacts(executor_input, output, pod: Pod, store: kfp_mlmd.Store,
-                            succeeded: bool) -> Dict[str, int]:
-    """launcher_v2.go: uploadOutputArtifacts(), tried twice (uploadOutputArtifactsWithRetry):
-    each output merged with the executor's first artifact of that key (executor-logs never),
-    its local path uploaded when it exists (a task may write the URI itself), then recorded in
-    ML Metadata; after a failed command only executor-logs is recorded."""
+                            succeeded: bool, remote: Optional[RunStore] = None
+                            ) -> Dict[str, int]:
+    """launcher_v2.go: uploadOutputArtifacts(), tried twice (uploadOutputArtifactsWithRetry,
+    the run's bucket reopened before the second try): each output merged with the executor's
+    first artifact of that key (executor-logs never), its local path uploaded when it exists (a
+    task may write the URI itself), then recorded in ML Metadata; after a failed command only
+    executor-logs is recorded. With a bucket (remote): objectstore.UploadBlob to the key of the
+    URI in the run's bucket (KeyFromURI: a URI outside the run's prefixed bucket fails the
+    task), and the artifact's store_session_info is the run's."""
     error = None
-    for _ in range(2):
+    for attempt in range(2):
         try:
-            return _upload_once(executor_input, output, pod, store, succeeded)
+            if attempt and remote is not None:
+                remote.bucket = remote.opener.open_bucket(remote.config)
+            return _upload_once(executor_input, output, pod, store, succeeded, remote)
         except (kfp_mlmd.MLMDError, LauncherError) as failure:
             error = failure  # artifacts recorded before the failure stay in ML Metadata
+        except kfp_objectstore.ObjectStoreError as failure:  # the reopen failed
+            error = LauncherError(str(failure))
     raise error
 
 
-def _upload_once(executor_input, output, pod, store, succeeded) -> Dict[str, int]:
+def _upload_to_store(name, artifact, pod, remote: RunStore) -> bool:
+    """uploadOutputArtifacts()'s upload step against a bucket; False: not to be recorded (an
+    executor-logs without a local path or file)."""
+    try:
+        local = pod.local_path_for_uri(artifact.uri)
+    except ValueError:  # "does not have a recognized storage URI": recorded, not uploaded
+        return name != 'executor-logs'
+    if artifact.uri.startswith('oci://'):
+        return True
+    try:
+        key = remote.config.key_from_uri(artifact.uri)
+    except kfp_objectstore.ObjectStoreError as error:
+        raise LauncherError(f'failed to upload output artifact {_q(name)}: {error}')
+    try:
+        kfp_objectstore.upload_blob(remote.bucket, local, key)
+    except FileNotFoundError:  # "We allow components to not produce output files"
+        return name != 'executor-logs'
+    except kfp_objectstore.ObjectStoreError as error:
+        raise LauncherError(f'failed to upload output artifact {_q(name)} to remote storage URI '
+                            f'{_q(artifact.uri)}: {error}')
+    return True
+
+
+def _upload_once(executor_input, output, pod, store, succeeded, remote=None) -> Dict[str, int]:
     recorded = {}
     for name, artifacts in executor_input.outputs.artifacts.items():
         if not succeeded and name != 'executor-logs':
@@ -271,6 +408,10 @@ def _upload_once(executor_input, output, pod, store, succeeded) -> Dict[str, int
             written = output.artifacts.get(name) if output is not None else None
             if name != 'executor-logs' and written is not None and written.artifacts:
                 merge_runtime_artifacts(written.artifacts[0], artifact)
+            if remote is not None:
+                if _upload_to_store(name, artifact, pod, remote):
+                    recorded[name] = _record(store, name, artifact, remote)
+                continue
             local = pod.local_path_for_uri(artifact.uri)
             if os.path.exists(local):
                 if os.path.isdir(local):
@@ -280,10 +421,16 @@ def _upload_once(executor_input, output, pod, store, succeeded) -> Dict[str, int
                     shutil.copyfile(local, artifact.uri)
             elif name == 'executor-logs':
                 continue  # no log on disk: not recorded
-            try:
-                recorded[name] = store.record_artifact(name, artifact_schema(artifact.type),
-                                                       artifact)
-            except kfp_mlmd.MLMDError as error:
-                raise kfp_mlmd.MLMDError(
-                    f'unable to produce MLMD artifact for output "{name}": {error}')
+            recorded[name] = _record(store, name, artifact, None)
     return recorded
+
+
+def _record(store: kfp_mlmd.Store, name: str, artifact, remote: Optional[RunStore]) -> int:
+    """uploadOutputArtifacts(): metadataClient.RecordArtifact() with the run's bucket config
+    (its session info becomes the artifact's store_session_info)."""
+    session = (kfp_objectstore.session_info_json(remote.config.session_info)
+               if remote is not None else None)
+    try:
+        return store.record_artifact(name, artifact_schema(artifact.type), artifact, session)
+    except kfp_mlmd.MLMDError as error:
+        raise kfp_mlmd.MLMDError(f'unable to produce MLMD artifact for output "{name}": {error}')

@@ -101,9 +101,12 @@ class Store:
         self.events.append(event)
 
     def record_artifact(self, output_name: str, schema: str,
-                        runtime: pipeline_spec_pb2.RuntimeArtifact) -> int:
+                        runtime: pipeline_spec_pb2.RuntimeArtifact,
+                        session_info: Optional[str] = None) -> int:
         """client.go: RecordArtifact(): toMLMDArtifact() converts the metadata (any error fails
-        the recording), then display_name and store_session_info are added if absent."""
+        the recording), then display_name and store_session_info (the bucket config's session
+        info as JSON; session_info, else the local folders' stand-in for gs://) are added if
+        absent."""
         artifact = metadata_store_pb2.Artifact(uri=runtime.uri,
                                                state=metadata_store_pb2.Artifact.LIVE)
         artifact.id = len(self.artifacts) + 1
@@ -123,8 +126,8 @@ class Store:
         if 'display_name' not in custom:
             custom['display_name'].string_value = output_name
         if 'store_session_info' not in custom:  # json.Marshal(bucketConfig.SessionInfo)
-            custom['store_session_info'].string_value = json.dumps(SESSION_INFO_GS,
-                                                                   separators=(',', ':'))
+            custom['store_session_info'].string_value = session_info or json.dumps(
+                SESSION_INFO_GS, separators=(',', ':'))
         self.artifacts[artifact.id] = artifact
         self.type_names[artifact.id] = schema_title(schema)
         return artifact.id

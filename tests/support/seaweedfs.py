@@ -67,6 +67,11 @@ class Server:
                 [BINARY, 'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
                  f'-dir={os.path.join(self.folder, "data")}', f'-master.port={master}',
                  f'-volume.port={volume}', f'-filer.port={filer}', '-s3', f'-s3.port={s3}',
+                 # Each bucket is a collection, and its first write grows 7 volumes
+                 # (master.toml copy_1); weed server's default of 8 volumes left a third
+                 # bucket with "No writable volumes and no free volumes left" (S3
+                 # InternalError). Small volumes, many of them: ~40 buckets per server.
+                 '-volume.max=300', '-master.volumeSizeLimitMB=64',
                  f'-s3.config={config}'],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_ready()

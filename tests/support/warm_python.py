@@ -183,7 +183,12 @@ def start(argv: List[str], cwd: str, env: Dict[str, str], stdout: str, stderr: s
 def _start() -> subprocess.Popen:
     global _server
     if _server is None or _server.poll() is not None:
-        env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2')
+        # Without this process's object-store variables (AWS_*, S3_*): with them, importing
+        # `components` would configure S3 in the server (components/common/storage.py
+        # enable_from_env) and every child would inherit "already enabled" with the server's
+        # settings instead of configuring S3 from its own environment, as a fresh `python` does.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(('AWS_', 'S3_'))}
+        env.update(PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2')
         _server = subprocess.Popen([sys.executable, SERVER], cwd=REPO,
                                    env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL, text=True)
