@@ -32,6 +32,7 @@ On Vertex AI inputs are typed and no output is added: the invocation is passed o
 runs hooks, and on Vertex AI the hook sees typed outputs and no inputs).
 """
 import json
+import re
 from typing import Dict, List, Optional, Tuple
 
 from absl import app
@@ -47,6 +48,8 @@ from components.common import stable_paths, storage
 # converter.go StructValueToMLMDValue: MLMD has no list value, so a list is stored as the struct
 # {"list": <list>} and a struct as {"struct": <struct>}; toRuntimeArtifact hands both back so.
 _MLMD_WRAPPERS = {'list': 'list_value', 'struct': 'struct_value'}
+# A JSON string value that starts with minio:// (after its opening quote).
+_QUOTED_MINIO = re.compile('(?<=")' + re.escape(storage.MINIO))
 
 
 def _untyped(artifact: pipeline_spec_pb2.RuntimeArtifact) -> bool:
@@ -103,19 +106,26 @@ def _artifacts(executor_input: pipeline_spec_pb2.ExecutorInput):
             yield from artifact_list.artifacts
 
 
+def parameter_to_s3(text: str) -> str:
+    """A string parameter with minio:// read as s3://: the whole value, or each JSON string in
+    it that starts with minio:// (TFX passes a proto exec property as JSON text: the Pusher's
+    push_destination holds {"filesystem": {"base_directory": "minio://..."}})."""
+    return _QUOTED_MINIO.sub(storage.S3, storage.to_s3(text))
+
+
 def to_s3(executor_input: pipeline_spec_pb2.ExecutorInput) -> Dict[str, str]:
-    """minio:// artifact URIs and string parameters as s3:// in place, which TensorFlow and Beam
-    read (components/common/storage.py); returns {s3 URI: minio URI} of the outputs, which the
-    task's ExecutorOutput must name as KFP handed them: the launcher takes a URI listed there
-    (component/launcher_v2.go mergeRuntimeArtifacts) and then refuses one outside its bucket
-    configuration (uploadOutputArtifacts, bucketConfig.KeyFromURI)."""
+    """minio:// artifact URIs and string parameters (parameter_to_s3) as s3:// in place, which
+    TensorFlow and Beam read (components/common/storage.py); returns {s3 URI: minio URI} of the
+    outputs, which the task's ExecutorOutput must name as KFP handed them: the launcher takes a
+    URI listed there (component/launcher_v2.go mergeRuntimeArtifacts) and then refuses one
+    outside its bucket configuration (uploadOutputArtifacts, bucketConfig.KeyFromURI)."""
     restore = {storage.to_s3(a.uri): a.uri for lst in executor_input.outputs.artifacts.values()
                for a in lst.artifacts if a.uri.startswith(storage.MINIO)}
     for artifact in _artifacts(executor_input):
         artifact.uri = storage.to_s3(artifact.uri)
     for value in executor_input.inputs.parameter_values.values():
         if value.WhichOneof('kind') == 'string_value':
-            value.string_value = storage.to_s3(value.string_value)
+            value.string_value = parameter_to_s3(value.string_value)
     return restore
 
 

@@ -66,3 +66,14 @@ def test_a_run_outside_the_compiled_root_is_refused(s3, tmp_path):
     RECEIVED.clear()
     kfp_entrypoint.main(_argv(tmp_path, compiled + '/', f'{compiled}/run-1/Trainer/model'))
     assert s3.keys() == {'team/pipeline_root/run-1/Trainer/model/weights.bin': 7}
+
+
+def test_minio_inside_a_json_parameter_is_read_as_s3():
+    """The Pusher's push_destination is a proto as JSON text (TFX's exec property), its
+    base_directory a minio:// URI on a minio:// root; other text stays as it is."""
+    destination = json.dumps({'filesystem': {'base_directory': 'minio://b/kfp/serving'}})
+    assert json.loads(kfp_entrypoint.parameter_to_s3(destination)) == \
+        {'filesystem': {'base_directory': 's3://b/kfp/serving'}}
+    assert kfp_entrypoint.parameter_to_s3('minio://b/x') == 's3://b/x'
+    assert kfp_entrypoint.parameter_to_s3('see minio://b/x, "gs://b/y"') == \
+        'see minio://b/x, "gs://b/y"'
