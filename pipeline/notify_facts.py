@@ -148,3 +148,31 @@ def labels(summary: RunSummary) -> Optional[dict]:
         stable = versions.served_version(serving_dir)
         return None if stable is None else {'stable': stable, 'canary': None}
     return {'stable': found.stable, 'canary': found.canary}
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """The Evaluator's figures (components/evaluate/figures.py): the candidate's accuracy and the
+    served model's on the same examples, the eval splits of the run's window."""
+    candidate: float
+    served: Optional[float]           # None: nothing was compared
+    served_version: Optional[int]     # the version compared with; None: none
+    examples: Optional[int]           # how many examples both were evaluated on
+    not_compared: Optional[str] = None  # 'served version N: why', when one was skipped
+
+
+def comparison(summary: RunSummary) -> Optional[Comparison]:
+    """The run's blessing's figures, or None (no Evaluator ran, or it ran before they were
+    recorded)."""
+    blessings = summary.outputs.get('ModelBlessing', [])
+    blessing = max(blessings, key=lambda a: a.id) if blessings else None
+    candidate = None if blessing is None else _custom(blessing, properties.CANDIDATE_ACCURACY)
+    if candidate is None:
+        return None
+    version = _custom(blessing, properties.COMPARED_VERSION)
+    served = _custom(blessing, properties.SERVED_ACCURACY)
+    examples = _custom(blessing, properties.EVAL_EXAMPLES)
+    return Comparison(candidate=float(candidate), served=None if served is None else float(served),
+                      served_version=None if version is None or version < 0 else int(version),
+                      examples=None if examples is None else int(examples),
+                      not_compared=_custom(blessing, properties.NOT_COMPARED) or None)

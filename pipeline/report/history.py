@@ -1,15 +1,24 @@
 """The report's history: one row per run of this pipeline, and accuracy per served version.
 
 Every run is read back from ML Metadata (pipeline/summary.py `read_runs`), so the table shows
-what each run recorded: the spans its model was trained on, the examples, the eval accuracy,
-the drift figures (when a drift check ran), and whether it pushed, and if not why (the
-blessing's reasons; a run whose model was already served says so). ML Metadata records that a
-stage failed, not why: the reason comes from the run's JSON summary next to its log
-(pipeline/notify.py) when it is there, and the current run's from this process. Rollbacks
-(pipeline/rollback.py, `<output>/rollbacks.jsonl`) are rows too, in time order.
+what each run recorded: the spans its model was trained on, the examples, the eval accuracy of
+the candidate against the served model's on the same examples, the drift figures (when a drift
+check ran), and whether it pushed, and if not why (the blessing's reasons; a run whose model was
+already served says so). ML Metadata records that a stage failed, not why: the reason comes from
+the run's JSON summary next to its log (pipeline/notify.py) when it is there, and the current
+run's from this process. Rollbacks (pipeline/rollback.py, `<output>/rollbacks.jsonl`) are rows
+too, in time order.
 
-The picture: one bar per version that was served (pushed, or a rollback's copy, which carries
-the accuracy of the version it copies), the one served now darker.
+Like with like: each run's window has its own eval split, so two runs' accuracies come from
+different data and cannot be compared. What can be compared is what each run's Evaluator
+measured on one set of examples: the candidate and the model served then (the blessing's
+figures, components/evaluate/figures.py). A row and the picture show that pair, and the number
+of examples it is from. Runs recorded before the Evaluator kept its figures show the trainer's
+eval accuracy alone.
+
+The picture: per version that was made (pushed, or a rollback's copy, which keeps the pair of the
+version it copies), the candidate's bar beside the served model's on the same examples; the
+stable version darker, the canary marked (components/common/serving_labels.py).
 """
 import dataclasses
 import datetime
@@ -18,14 +27,15 @@ import json
 import os
 from typing import List, Optional
 
-from components.common import versions
+from components.common import serving_labels, versions
 from pipeline import notify_facts as facts
 from pipeline import rollback as rollback_lib
 from pipeline import summary as summary_lib
 from pipeline.report import plots
 from pipeline.report.html_parts import img, table
 
-HEADER = ['run', 'spans', 'examples (train / eval)', 'eval accuracy', 'drift', 'outcome']
+HEADER = ['run', 'spans', 'examples (train / eval)',
+          'eval accuracy: candidate vs served, same examples', 'drift', 'outcome']
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,10 +50,31 @@ class Row:
     version: Optional[int]        # the version made (pushed, or a rollback's copy)
     reasons: List[str]
     copy_of: Optional[int] = None  # a rollback's source version
+    # The Evaluator's figures (accuracy is then the candidate's); None: recorded before them,
+    # and accuracy is the trainer's eval accuracy.
+    compared: Optional[facts.Comparison] = None
+
+    def accuracy_text(self) -> str:
+        """'0.9557 vs 0.9416 (served version 1) on the same 497 examples', or the candidate's
+        alone with why there is no served figure."""
+        if self.accuracy is None:
+            return ''
+        value = f'{self.accuracy:.4f}'
+        found = self.compared
+        if found is None:
+            return value
+        on = '' if found.examples is None else f' on {found.examples} examples'
+        if found.served is not None:
+            count = '' if found.examples is None else f' {found.examples}'
+            return (f'{value} vs {found.served:.4f} (served version {found.served_version}) on '
+                    f'the same{count} examples')
+        if found.not_compared:
+            return f'{value}{on} ({found.not_compared.split(":")[0]} not compared)'
+        return f'{value}{on} (nothing served)'
 
     def cells(self) -> list:
         examples = '' if self.examples is None else f'{self.examples[0]} / {self.examples[1]}'
-        accuracy = '' if self.accuracy is None else f'{self.accuracy:.4f}'
+        accuracy = self.accuracy_text()
         if self.outcome == 'rollback':
             verdict = f'rollback: version {self.version} = copy of version {self.copy_of}'
         elif self.outcome == 'pushed':
@@ -71,10 +102,12 @@ def run_row(summary: summary_lib.RunSummary, output_dir: str) -> Row:
     if outcome == 'failed' and summary.failure is None:
         reasons = _saved_failure(output_dir, summary.run_id) or reasons
     drift = facts.drift(summary)
+    compared = facts.comparison(summary)
     return Row(time=(summary.created_ms or 0) / 1000, run=summary.run_id,
                spans=facts.spans(summary), examples=facts.example_counts(summary),
-               accuracy=facts.eval_accuracy(summary), drift=drift and drift.text,
-               outcome=outcome, version=version, reasons=reasons)
+               accuracy=(facts.eval_accuracy(summary) if compared is None
+                         else compared.candidate), drift=drift and drift.text,
+               outcome=outcome, version=version, reasons=reasons, compared=compared)
 
 
 def _rollback_row(record: dict) -> Row:
@@ -104,20 +137,67 @@ def read_rows(metadata_path: str, pipeline_name: str, output_dir: str,
     return sorted(rows, key=lambda row: row.time)
 
 
-def served_versions(rows: List[Row]) -> List[tuple]:
-    """(label, accuracy, version) per version that was made, in version order: a pushed one
-    with its run's accuracy, a rollback's copy with the accuracy of the version it copies."""
-    accuracy = {}
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One version in the picture: its candidate figure and the served model's beside it."""
+    version: int
+    label: str                     # 'v2', or 'v3 (= v1)' for a rollback's copy
+    candidate: float
+    compared: Optional[facts.Comparison]  # None: the trainer's eval accuracy alone
+
+
+def points(rows: List[Row]) -> List[Point]:
+    """Per version that was made, in version order: a pushed one with its run's figures, a
+    rollback's copy with those of the version it copies (None when that one is unknown)."""
+    made = {}
     found = []
     for row in sorted((r for r in rows if r.version is not None), key=lambda r: r.version):
         if row.outcome == 'rollback':
-            value, label = accuracy.get(row.copy_of), f'v{row.version} (= v{row.copy_of})'
+            source = made.get(row.copy_of)
+            point = source and dataclasses.replace(
+                source, version=row.version, label=f'v{row.version} (= v{row.copy_of})')
         else:
-            value, label = row.accuracy, f'v{row.version}'
-        accuracy[row.version] = value
-        if value is not None:
-            found.append((label, value, row.version))
+            point = None if row.accuracy is None else Point(
+                row.version, f'v{row.version}', row.accuracy, row.compared)
+        made[row.version] = point
+        if point is not None:
+            found.append(point)
     return found
+
+
+def served_versions(rows: List[Row]) -> List[tuple]:
+    """(label, accuracy, version) per version that was made, in version order: a pushed one
+    with its run's (candidate) accuracy, a rollback's copy with that of the version it copies."""
+    return [(p.label, p.candidate, p.version) for p in points(rows)]
+
+
+def _served_now(serving_dir: str) -> tuple:
+    """(stable, canary, sentence): what models.config labels now (or the newest version, for a
+    folder pushed before labels existed)."""
+    labels = serving_labels.read(serving_dir)
+    if labels is None:
+        stable = versions.served_version(serving_dir)
+        return stable, None, 'none' if stable is None else f'version {stable}'
+    if labels.stable is None:
+        return None, labels.canary, 'none' + (f', canary version {labels.canary}'
+                                               if labels.canary is not None else '')
+    return labels.stable, labels.canary, f'stable version {labels.stable}, ' + (
+        f'canary version {labels.canary}' if labels.canary is not None else 'no canary')
+
+
+def _tick(point: Point, stable: Optional[int], canary: Optional[int]) -> str:
+    """'v2 vs v1', then how many examples the pair is from, then its label now."""
+    found = point.compared
+    if found is None:
+        lines = [point.label, "trainer's eval"]
+    else:
+        against = (f'vs v{found.served_version}' if found.served is not None
+                   else 'not compared' if found.not_compared else 'nothing served')
+        lines = [f'{point.label} {against}']
+        if found.examples is not None:
+            lines.append(f'{found.examples} examples')
+    label = 'stable' if point.version == stable else 'canary' if point.version == canary else ''
+    return '\n'.join(lines + ([f'({label})'] if label else []))
 
 
 def section(rows: List[Row], serving_dir: str, folder: str) -> str:
@@ -126,14 +206,23 @@ def section(rows: List[Row], serving_dir: str, folder: str) -> str:
     if not rows:
         return '<p>No run of this pipeline is recorded yet.</p>'
     out = table(HEADER, [row.cells() for row in rows], text=True)
-    points = served_versions(rows)
-    if points:
-        served = versions.served_version(serving_dir)
-        index = next((i for i, p in enumerate(points) if p[2] == served), -1)
-        picture = plots.accuracy_per_version([p[0] for p in points], [p[1] for p in points],
-                                             index, folder)
-        out += img(picture, 'eval accuracy per served version') + (
-            '<p>Each version\'s accuracy is that of its run\'s eval split (a rollback\'s copy: '
-            'the version it copies). Served now: '
-            + html.escape('none' if served is None else f'version {served}') + '.</p>')
+    found = points(rows)
+    stable, canary, now = _served_now(serving_dir)
+    out += ('<p>Eval accuracy: each run\'s Evaluator measured the candidate and the model served '
+            'then on the same examples, the eval splits of that run\'s training window (the '
+            'eval count in the examples column), so the two figures of a row compare like with '
+            'like. Figures of different rows come from different windows. A row with one '
+            'figure and no count is the trainer\'s eval accuracy (recorded before the Evaluator '
+            'kept its figures).</p>')
+    if found:
+        picture = plots.accuracy_per_version(
+            [_tick(p, stable, canary) for p in found], [p.candidate for p in found],
+            next((i for i, p in enumerate(found) if p.version == stable), -1), folder,
+            served_then=[None if p.compared is None else p.compared.served for p in found],
+            canary=next((i for i, p in enumerate(found) if p.version == canary), -1))
+        out += img(picture, 'eval accuracy per version: candidate vs served on the same '
+                            'examples') + (
+            '<p>Each pair: the version (candidate) and the model served when it was evaluated, '
+            'on the same examples (the count under the pair; a rollback\'s copy repeats the '
+            'pair of the version it copies). Served now: ' + html.escape(now) + '.</p>')
     return out

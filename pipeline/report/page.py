@@ -16,7 +16,7 @@ import os
 import re
 from typing import List, Optional, Tuple
 
-from components.common import properties
+from components.common import properties, serving_labels
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import history as history_lib, readers
@@ -72,10 +72,17 @@ def _baseline_lines(summary) -> str:
     now = summary_text.served_now(summary)
     if now is not None:
         pushed = sections_lib.only(summary, 'PushedModel')
-        ours = pushed is not None and summary_lib.custom_property(
-            pushed, properties.PUSHED_VERSION) == str(now[0])
-        lines += '<br>' + html.escape(f'Served now: version {now[0]} ({now[1]})'
-                                      + (", this run's model" if ours else ''))
+        ours = lambda v: pushed is not None and summary_lib.custom_property(  # noqa: E731
+            pushed, properties.PUSHED_VERSION) == str(v)
+        serving_dir = os.path.dirname(now[1])
+        labels = serving_labels.read(serving_dir)  # None: pushed before labels existed
+        text = (f'{"version" if labels is None else "stable version"} {now[0]} ({now[1]})'
+                + (", this run's model" if ours(now[0]) else ''))
+        if labels is not None and labels.canary is not None:
+            text += (f'; canary version {labels.canary} '
+                     f'({os.path.join(serving_dir, str(labels.canary))})'
+                     + (", this run's model" if ours(labels.canary) else ''))
+        lines += '<br>' + html.escape(f'Served now: {text}')
     return lines
 
 

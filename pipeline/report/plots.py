@@ -7,7 +7,7 @@ grow with the number of classes and the length of their names, legends sit outsi
 they cover no bars, and the saved image is cropped to everything drawn (axis titles included).
 """
 import os
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import matplotlib
 matplotlib.use('Agg')  # files only: runs on machines and CI workers without a display
@@ -117,20 +117,43 @@ def confusion_matrix(matrix: np.ndarray, class_names: Sequence[str], folder: str
 
 
 def accuracy_per_version(labels: Sequence[str], accuracies: Sequence[float], served: int,
-                         folder: str, name: str = 'history_accuracy.png') -> str:
-    """One bar per served version, oldest first, its eval accuracy on top; the bar at index
-    `served` (what is served now) in a darker colour; y from the lowest value, so the
-    differences between versions show."""
-    width = max(5.0, 0.6 * len(labels) + 2.0)
-    figure, axes = plt.subplots(figsize=(width, 3.2 + _label_inches(labels) / 2),
-                                layout='constrained')
+                         folder: str, name: str = 'history_accuracy.png',
+                         served_then: Optional[Sequence[Optional[float]]] = None,
+                         canary: int = -1) -> str:
+    """Per version, oldest first: its (the candidate's) eval accuracy, and beside it the
+    accuracy of the model served when it was evaluated, on the same examples (served_then; None
+    where nothing was compared), each value on top. The candidate bar at index `served` (stable
+    now) darker, the one at `canary` hatched; y from the lowest value, so differences show."""
+    served_then = list(served_then) if served_then is not None else [None] * len(labels)
+    pairs = any(v is not None for v in served_then)
+    lines = max((label.count('\n') + 1 for label in labels), default=1)
+    width = max(5.0, (1.1 if pairs else 0.6) * len(labels) + 2.5)
+    figure, axes = plt.subplots(
+        figsize=(width, 3.2 + _label_inches([max(label.split('\n'), key=len)
+                                             for label in labels]) / 2 + 0.15 * lines),
+        layout='constrained')
+    positions = np.arange(len(labels))
+    bar = 0.38 if pairs else 0.6
+    offset = bar / 2 if pairs else 0.0
     colours = ['#1f4e79' if i == served else '#9dc3e6' for i in range(len(labels))]
-    bars = axes.bar(np.arange(len(labels)), accuracies, color=colours)
+    bars = axes.bar(positions - offset, accuracies, bar, color=colours,
+                    hatch=['//' if i == canary else '' for i in range(len(labels))],
+                    edgecolor='#1f4e79', linewidth=0.6, label='candidate (the version)')
     axes.bar_label(bars, labels=[f'{a:.4f}' for a in accuracies], fontsize=8, padding=2)
-    low = min(accuracies, default=0.0)
+    values = list(accuracies)
+    if pairs:
+        shown = [(i, v) for i, v in enumerate(served_then) if v is not None]
+        others = axes.bar([positions[i] + offset for i, _ in shown], [v for _, v in shown], bar,
+                          color='#bdbdbd', edgecolor='#616161', linewidth=0.6,
+                          label='served then, same examples')
+        axes.bar_label(others, labels=[f'{v:.4f}' for _, v in shown], fontsize=8, padding=2)
+        values += [v for _, v in shown]
+        axes.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
+    low = min(values, default=0.0)
     axes.set_ylim(max(0.0, low - max(0.05, (1.0 - low) * 0.5)), 1.0)
-    axes.set_xticks(np.arange(len(labels)), labels)
-    _rotate_if_crowded(axes, labels, width / max(1, len(labels)))
-    axes.set_xlabel('served version (dark: served now)')
-    axes.set_ylabel('eval accuracy')
+    axes.set_xticks(positions, labels, fontsize=8)
+    _rotate_if_crowded(axes, [max(label.split('\n'), key=len) for label in labels],
+                       width / max(1, len(labels)))
+    axes.set_xlabel('version (dark: stable now; hatched: canary)')
+    axes.set_ylabel("eval accuracy on its run's examples")
     return _save(figure, folder, name)

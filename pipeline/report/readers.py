@@ -4,7 +4,15 @@ TFDV statistics via `tfdv.load_stats_binary`, anomalies via the gate's reader, t
 via TensorBoard's EventAccumulator, and metrics, plots and the validation result via TFMA's
 loaders. Inputs are the ML Metadata artifacts that `pipeline.summary` already read, so the
 report and the printed summary describe the same run.
+
+The examples per class of the training window (`window_class_counts`) are counted from the
+window's records: StatisticsGen describes the newest span only, ingestion records per span the
+counts per split but not per class, and the statistics of an older span belong to the run
+that ingested it (or to none: spans converted into `Span-<N>/` on a first run). Only the label
+feature is parsed. A span folder never changes (an artifact's files are immutable), so its
+counts are kept by folder in `reports/.window_class_counts.json` and each span is read once.
 """
+import collections
 import dataclasses
 import json
 import os
@@ -15,8 +23,9 @@ import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
+import tensorflow as tf
 
-from components.common import features, inputs
+from components.common import features, inputs, window as window_lib
 from components.common import properties as property_names
 from components.evaluate import checks
 from components.gate import anomalies as anomalies_lib
@@ -72,6 +81,80 @@ def data_summary(statistics: Artifact) -> Dict[str, SplitData]:
                 sizes[name.split('/')[-1]] = (feature.num_stats.min, feature.num_stats.max)
         result[split] = SplitData(int(dataset.num_examples), dict(sorted(counts.items())), sizes)
     return result
+
+
+@dataclasses.dataclass
+class WindowData:
+    entries: List[window_lib.SpanEntry]       # oldest span first
+    class_counts: Dict[str, Dict[str, int]]   # split -> label name -> examples, over the window
+
+
+def window_entries(examples: Artifact) -> List[window_lib.SpanEntry]:
+    """The spans the run trained and evaluated on (the Examples' `window`), or the Examples'
+    own span for Examples from before windows."""
+    text = custom_property(examples, window_lib.PROPERTY)
+    if text:
+        return window_lib.from_json(text)
+    return [window_lib.SpanEntry(
+        span=int(custom_property(examples, 'span') or 0), uri=examples.uri, fingerprint='',
+        num_train=int(custom_property(examples, property_names.NUM_WRITTEN_TRAIN) or 0),
+        num_eval=int(custom_property(examples, property_names.NUM_WRITTEN_EVAL) or 0))]
+
+
+def _count_labels(folder: str) -> Dict[str, int]:
+    """Examples per label name in one Split-<name> folder of TFRecords (gzip'd or not)."""
+    if not tf.io.gfile.isdir(folder):
+        raise FileNotFoundError(f'{folder} is no longer there')
+    counts: Dict[str, int] = collections.Counter()
+    for path in sorted(tf.io.gfile.glob(os.path.join(folder, '*'))):
+        records = tf.data.TFRecordDataset(
+            path, compression_type='GZIP' if path.endswith(features.FILE_SUFFIX) else '')
+        for batch in records.batch(4096):
+            parsed = tf.io.parse_example(batch, {
+                features.LABEL_NAME_KEY: tf.io.VarLenFeature(tf.string)})
+            counts.update(v.decode('utf-8') for v in
+                          parsed[features.LABEL_NAME_KEY].values.numpy())
+    return dict(counts)
+
+
+def _read_cache(path: Optional[str]) -> dict:
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return json.load(handle)
+    except (TypeError, OSError, ValueError):
+        return {}
+
+
+def _write_cache(path: Optional[str], kept: dict) -> None:
+    if not path:
+        return
+    partial = f'{path}.tmp-{os.getpid()}'
+    try:
+        with open(partial, 'w', encoding='utf-8') as handle:
+            json.dump(kept, handle, sort_keys=True)
+        os.replace(partial, path)  # whole or not at all; two runs writing agree
+    except OSError:
+        pass  # a cache: the next report counts again
+
+
+def window_class_counts(examples: Artifact, splits: List[str],
+                        cache_path: Optional[str] = None) -> WindowData:
+    """Examples per class and split, summed over the window's spans. Raises OSError (or
+    tf.errors.OpError) when a span's records can no longer be read."""
+    entries = window_entries(examples)
+    cache = _read_cache(cache_path)
+    kept, totals = {}, {split: collections.Counter() for split in splits}
+    for entry in entries:
+        per_split = cache.get(entry.uri)
+        if not isinstance(per_split, dict) or set(per_split) != set(splits):
+            per_split = {split: _count_labels(os.path.join(entry.uri, f'Split-{split}'))
+                         for split in splits}
+        kept[entry.uri] = per_split
+        for split in splits:
+            totals[split].update(per_split[split])
+    _write_cache(cache_path, kept)  # the current window's spans only: it stays small
+    return WindowData(entries, {split: dict(sorted(counts.items()))
+                                for split, counts in totals.items()})
 
 
 def anomalies_by_split(anomalies: Artifact) -> Dict[str, str]:

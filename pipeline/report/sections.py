@@ -4,11 +4,13 @@
 pipeline/report/page.py chooses which sections a run's page has and assembles the page.
 """
 import html
+import os
 from typing import Optional
 
 import numpy as np
+import tensorflow as tf
 
-from components.common import properties, versions
+from components.common import properties, versions, window as window_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import plots, readers
@@ -23,18 +25,77 @@ def only(summary: summary_lib.RunSummary, type_name: str):
     return max(found, key=lambda a: a.id) if found else None
 
 
+# Beside each run's pictures (reports/<run>/): the window's counts per span folder (readers.py).
+WINDOW_COUNTS_FILE = '.window_class_counts.json'
+
+
+def _spans_text(entries) -> str:
+    spans = [entry.span for entry in entries]
+    if len(spans) == 1:
+        return f'span {spans[0]}'
+    if spans == list(range(spans[0], spans[-1] + 1)):
+        return f'spans {spans[0]}-{spans[-1]}'
+    return 'spans ' + ', '.join(map(str, spans))
+
+
+def _window_table(entries, examples) -> str:
+    """Which spans the model learnt from, and each one's examples per split."""
+    left_out = summary_lib.custom_property(examples, window_lib.NOTE_PROPERTY)
+    out = (f'<p>Training window: {html.escape(_spans_text(entries))}. The model was trained on '
+           f'the train splits and evaluated on the eval splits of '
+           f'{"all of them" if len(entries) > 1 else "it"}; the counts per class are summed over '
+           'the window.' + (f' Left out: {html.escape(left_out)}.' if left_out else '') + '</p>')
+    rows = [[f'span {e.span}' + (' (newest)' if e is entries[-1] and len(entries) > 1 else ''),
+             e.num_train, e.num_eval] for e in entries]
+    if len(entries) > 1:
+        rows.append(['window', sum(e.num_train for e in entries),
+                     sum(e.num_eval for e in entries)])
+    return out + table(['span', 'train', 'eval'], rows)
+
+
 def data_section(summary, folder) -> str:
-    by_split = readers.data_summary(only(summary, 'ExampleStatistics'))
-    classes = sorted({c for s in by_split.values() for c in s.class_counts})
-    rows = [[c] + [s.class_counts.get(c, 0) for s in by_split.values()] for c in classes]
-    rows.append(['total'] + [s.num_examples for s in by_split.values()])
-    picture = plots.class_counts({k: s.class_counts for k, s in by_split.items()}, folder)
-    out = table(['class'] + list(by_split), rows) + img(picture, 'examples per class')
+    """The training window: its spans with their examples per split, and the examples per class
+    and split summed over the window (what the model was trained and evaluated on). Image sizes
+    come from StatisticsGen, which describes the newest span only."""
+    statistics = only(summary, 'ExampleStatistics')
+    by_split = readers.data_summary(statistics)
+    examples = only(summary, 'Examples')
+    newest = readers.window_entries(examples)[-1] if examples is not None else None
+    splits = list(by_split)
+    counted, note = None, ''
+    if examples is not None:
+        try:
+            counted = readers.window_class_counts(
+                examples, splits, os.path.join(os.path.dirname(folder), WINDOW_COUNTS_FILE))
+        except (OSError, tf.errors.OpError) as error:  # e.g. retention deleted an old span
+            note = (f'The window\'s records can no longer be read ({error}); the counts per '
+                    f'class are those of span {newest.span} only (StatisticsGen).')
+    over_window = counted is not None and any(counted.class_counts.values())
+    # No span folders (one entry, span 0): the run's examples are all the data, no window.
+    no_spans = over_window and [e.span for e in counted.entries] == [0]
+    if over_window:
+        counts = counted.class_counts
+        out = '' if no_spans else _window_table(counted.entries, examples)
+    else:
+        counts = {k: s.class_counts for k, s in by_split.items()}
+        which = (f'span {newest.span}' if newest is not None and newest.span
+                 else 'this run\'s examples')
+        out = f'<p>{html.escape(note or f"Examples of {which}.")}</p>'
+    classes = sorted({c for split in counts.values() for c in split})
+    rows = [[c] + [counts[split].get(c, 0) for split in splits] for c in classes]
+    rows.append(['total'] + [sum(counts[split].values()) for split in splits])
+    picture = plots.class_counts({split: counts[split] for split in splits}, folder)
+    header = [f'{split} (window)' for split in splits] if over_window and not no_spans \
+        else splits
+    out += table(['class'] + header, rows) + img(picture, 'examples per class')
     size_keys = next((list(s.image_sizes) for s in by_split.values() if s.image_sizes), [])
     if size_keys:  # images only: a table has no image sizes
         sizes = [[split] + [f'{lo:g}..{hi:g}' for lo, hi in s.image_sizes.values()]
                  for split, s in by_split.items()]
-        out += '<p>Image sizes (pixels, min..max):</p>' + table(['split'] + size_keys, sizes)
+        of = f' of span {newest.span}, the newest' if newest is not None and not no_spans \
+            else ''
+        out += (f'<p>Image sizes{html.escape(of)} (pixels, min..max):</p>'
+                + table(['split'] + size_keys, sizes))
     return out
 
 

@@ -134,8 +134,8 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     assert 'Every step was served from the cache' in newest
     assert ('Baseline: none (nothing was served), chosen when this model was first evaluated '
             '(reused from the cache)') in newest
-    assert (f'Served now: version 1 ({os.path.join(out, "serving", "1")}), this run&#x27;s '
-            'model') in newest
+    assert (f'Served now: stable version 1 ({os.path.join(out, "serving", "1")}), this '
+            'run&#x27;s model') in newest
     # The notification: the cached run's outcome, and the same JSON in the summary file.
     posted, = _Receiver.bodies
     assert posted['outcome'] == 'not pushed' and posted['exit_code'] == 0
@@ -154,10 +154,20 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     train, evaluated = map(int, rows[0][2].split(' / '))
     assert train + evaluated == 80 and evaluated > 0 and rows[0][5] == 'pushed: version 1'
     assert rows[0][1] == rows[1][1] != ''  # the span
-    assert float(rows[0][3]) == float(rows[1][3]) > 0  # the cached run's model is the first's
+    # The Evaluator's figure, on the run's eval examples: nothing was served to compare with.
+    accuracy = re.fullmatch(r'(0\.\d{4}) on (\d+) examples \(nothing served\)', rows[0][3])
+    assert accuracy and int(accuracy.group(2)) == evaluated
+    assert rows[1][3] == rows[0][3] and float(accuracy.group(1)) > 0  # the first run's model
     assert rows[1][5] == ('not pushed: version 1 already serves this model: pushed by an '
                           'earlier run (the Pusher was cached)')
-    assert 'Served now: version 1.' in newest
+    assert 'Served now: stable version 1, no canary.' in newest
+    # The Data table: per class and split (no span folders: the data is one window of itself),
+    # counted from the records, its total the run's.
+    data = newest.split('<h2 id="data">Data</h2>')[1].split('<h2')[0]
+    assert '<th>class</th><th>train</th><th>eval</th>' in data and 'window' not in data
+    counts = re.findall(r'<tr><td>([^<]+)</td><td>(\d+)</td><td>(\d+)</td></tr>', data)
+    assert [c[0] for c in counts] == [LONG.format(d) for d in '0123'] + ['total']
+    assert counts[-1][1:] == (str(train), str(evaluated))
     # Long class names: the confusion matrix is drawn big enough for its rotated labels.
     matrix = os.path.join(out, page.REPORTS_DIR, second[:-len('.html')], 'confusion_matrix.png')
     with Image.open(matrix) as image:

@@ -50,3 +50,21 @@ def write_anomalies(uri, anomalous_split):
         with open(os.path.join(uri, f'Split-{split}', 'SchemaDiff.pb'), 'wb') as handle:
             handle.write(found.SerializeToString())
     return artifact(uri)
+
+
+def write_span_records(uri, counts_by_split, compress=True):
+    """A span folder as ingestion writes it: Split-<split>/ of TFRecords (gzip'd by default),
+    one Example per counted image with its label and label_name (components/common/features)."""
+    import tensorflow as tf
+    from components.common import features
+    for split, counts in counts_by_split.items():
+        os.makedirs(os.path.join(uri, f'Split-{split}'))
+        path = os.path.join(uri, f'Split-{split}', 'data_tfrecord-00000-of-00001'
+                            + (features.FILE_SUFFIX if compress else ''))
+        options = tf.io.TFRecordOptions(compression_type='GZIP' if compress else '')
+        with tf.io.TFRecordWriter(path, options) as writer:
+            for index, (name, count) in enumerate(sorted(counts.items())):
+                for _ in range(count):
+                    writer.write(features.make_example(
+                        b'png', index, name, 8, 8, f'{name}/x.png').SerializeToString())
+    return str(uri)

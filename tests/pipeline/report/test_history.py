@@ -9,8 +9,9 @@ import os
 
 from PIL import Image
 
+from components.common import properties, serving_labels
 from pipeline import summary as summary_lib
-from pipeline.report import history
+from pipeline.report import history, plots
 from pipeline.summary import RunSummary
 
 from helpers import mlmd_artifact
@@ -23,11 +24,14 @@ def _artifact(artifact_id=1, **custom):
 
 
 def _run(run_id, created_s, accuracy, pushed, spans='1', blessed=1, reasons=(), drift=None,
-         states=None):
+         states=None, figures=None):
+    """figures: the Evaluator's (candidate_accuracy, served_accuracy, compared_version, ...);
+    None for a run recorded before it kept them."""
     outputs = {'Examples': [_artifact(num_written_train=80, num_written_eval=20, span=1)],
                'Model': [_artifact(eval_accuracy=accuracy, spans=spans)],
                'ModelBlessing': [_artifact(blessed=blessed,
-                                           blessing_reasons=json.dumps(list(reasons)))],
+                                           blessing_reasons=json.dumps(list(reasons)),
+                                           **(figures or {}))],
                'PushedModel': [_artifact(**pushed)]}
     if drift:
         outputs['ExampleAnomalies'] = [_artifact(9, drift_text=drift, drift_values='[]')]
@@ -116,3 +120,97 @@ def test_the_anomalies_section_reads_the_validators_artifact_not_the_drift_check
     drift = _artifact(9, drift_text='drift: label L\u221e 0.63 > 0.30')  # newer, no files
     summary = RunSummary(run_id='r', states={}, outputs={'ExampleAnomalies': [validator, drift]})
     assert sections.anomalies_section(summary) == '<p>train: <span class="yes">none</span></p>'
+
+
+def _compared(candidate, examples, served=None, version=-1, **more):
+    """The blessing's figures as our Evaluator records them (components/evaluate/figures.py)."""
+    figures = {properties.CANDIDATE_ACCURACY: candidate, properties.EVAL_EXAMPLES: examples,
+               properties.COMPARED_VERSION: version, **more}
+    if served is not None:
+        figures[properties.SERVED_ACCURACY] = served
+    return figures
+
+
+def _compared_history(tmp_path, monkeypatch, labels=None):
+    """Three runs that kept the Evaluator's figures (the trainer's eval accuracy differs: it is
+    not what the history shows), then a rollback of version 3 to a copy of version 2."""
+    runs = [
+        _run('day-1', 100, 0.5, {'pushed': 1, 'pushed_version': '1'},
+             figures=_compared(0.9, 20)),
+        _run('day-2', 200, 0.5, {'pushed': 1, 'pushed_version': '2'}, spans='1,2',
+             figures=_compared(0.925, 40, served=0.875, version=1)),
+        _run('day-3', 300, 0.5, {'pushed': 1, 'pushed_version': '3'}, spans='1,2,3',
+             figures=_compared(0.95, 60, served=0.9, version=2)),
+        _run('day-4', 400, 0.5, {'pushed': 0}, spans='2,3,4', blessed=1,
+             figures=_compared(0.9, 60, not_compared="served version 3: served model predicts "
+                               "classes ['0', '1']")),
+    ]
+    monkeypatch.setattr(summary_lib, 'read_runs', lambda path, name: list(runs))
+    out = tmp_path / 'out'
+    os.makedirs(out / 'logs')
+    with open(out / 'rollbacks.jsonl', 'w') as handle:
+        when = datetime.datetime.fromtimestamp(500).isoformat()
+        handle.write(json.dumps({'time': when, 'version': 4, 'copy_of': 2}) + '\n')
+    for version in ('1', '2', '3', '4'):
+        os.makedirs(out / 'serving' / version)
+        (out / 'serving' / version / 'saved_model.pb').write_bytes(b'x')
+    if labels is not None:
+        serving_labels.write(str(out / 'serving'), 'model', labels)
+    return history.read_rows('unused.sqlite', 'p', str(out)), out
+
+
+def test_each_row_shows_the_candidate_against_the_served_model_on_the_same_examples(
+        tmp_path, monkeypatch):
+    rows, _ = _compared_history(tmp_path, monkeypatch)
+    assert [row.cells()[3] for row in rows] == [
+        '0.9000 on 20 examples (nothing served)',
+        '0.9250 vs 0.8750 (served version 1) on the same 40 examples',
+        '0.9500 vs 0.9000 (served version 2) on the same 60 examples',
+        '0.9000 on 60 examples (served version 3 not compared)',
+        '']  # the rollback measured nothing
+    assert history.HEADER[3] == 'eval accuracy: candidate vs served, same examples'
+
+
+def test_the_picture_pairs_each_version_with_the_served_model_on_its_examples(
+        tmp_path, monkeypatch):
+    rows, out = _compared_history(tmp_path, monkeypatch,
+                                  labels=serving_labels.Labels(stable=4, canary=3))
+    # A rollback's copy keeps the pair of the version it copies.
+    assert [(p.label, p.candidate, p.compared and p.compared.served)
+            for p in history.points(rows)] == [
+        ('v1', 0.9, None), ('v2', 0.925, 0.875), ('v3', 0.95, 0.9), ('v4 (= v2)', 0.925, 0.875)]
+    drawn = {}
+    real = plots.accuracy_per_version
+
+    def spy(labels, accuracies, served, folder, **options):
+        drawn.update(labels=labels, accuracies=accuracies, served=served, **options)
+        return real(labels, accuracies, served, folder, **options)
+
+    monkeypatch.setattr(plots, 'accuracy_per_version', spy)
+    pictures = tmp_path / 'pictures'
+    os.makedirs(pictures)
+    text = history.section(rows, str(out / 'serving'), str(pictures))
+    assert drawn['labels'] == ['v1 nothing served\n20 examples', 'v2 vs v1\n40 examples',
+                               'v3 vs v2\n60 examples\n(canary)',
+                               'v4 (= v2) vs v1\n40 examples\n(stable)']
+    assert drawn['accuracies'] == [0.9, 0.925, 0.95, 0.925]
+    assert drawn['served_then'] == [None, 0.875, 0.9, 0.875]
+    assert (drawn['served'], drawn['canary']) == (3, 2)
+    assert 'Served now: stable version 4, canary version 3.' in text
+    assert "on the same examples, the eval splits of that run's training window" in text
+
+
+def _pixels(path, colour):
+    with Image.open(path) as image:
+        return sum(1 for pixel in image.convert('RGB').getdata() if pixel == colour)
+
+
+def test_the_served_models_bars_are_drawn_beside_the_candidates_only_where_compared(tmp_path):
+    grey = (0xbd, 0xbd, 0xbd)   # the served model's bars
+    plain = plots.accuracy_per_version(['v1', 'v2'], [0.9, 0.92], 1, str(tmp_path),
+                                       name='plain.png')
+    paired = plots.accuracy_per_version(['v1', 'v2'], [0.9, 0.92], 1, str(tmp_path),
+                                        name='paired.png', served_then=[None, 0.88])
+    # A few anti-aliased pixels of text can be that grey; a bar is hundreds.
+    assert _pixels(tmp_path / plain, grey) < 50
+    assert _pixels(tmp_path / paired, grey) > 500
