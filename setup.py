@@ -39,10 +39,12 @@ setup(
         # in anyway. ruff: `make test` lints before the tests (ruff.toml).
         'dev': ['pytest', 'pytest-xdist', 'scikit-learn', 'ruff'],
         # Compiling for and scheduling on Kubeflow Pipelines; the image installs it too. The
-        # kubernetes client (also a kfp dependency) creates the trainer's TFJob.
+        # kubernetes client (also a kfp dependency) creates the trainer's TrainJob or TFJob;
+        # kubeflow-trainer-api: Trainer v2's typed models, which build the TrainJob
+        # (launch/trainjob.py; it needs pydantic >= 2.10).
         # kfp-kubernetes: the Kubernetes platform spec's protos (the object store's Secret for
         # every task, pipeline/kubeflow.py); 1.5.0 is the newest for protobuf 4 and kfp 2.13.
         'kubeflow': ['kfp==2.13.0', 'kfp-pipeline-spec==0.6.0', 'kfp-kubernetes==1.5.0',
-                     'kubernetes'],
+                     'kubernetes', 'kubeflow-trainer-api==2.3.0'],
     },
 )
