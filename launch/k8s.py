@@ -1,6 +1,8 @@
-"""The Kubernetes calls behind tfjob.py (no TFX imports): clients, a foreground delete that waits
-until the job and its pods are gone, and what the task reports about pods that fail or never
-start (their state, events and log tails).
+"""The Kubernetes calls behind tfjob.py and trainjob.py (no TFX imports): clients, API discovery,
+a foreground delete that waits until the job and its pods are gone, and what the task reports
+about pods that fail or never start (their state, events and log tails). Each call takes the
+job's `Api` (TFJOB, the default, or TRAINJOB): its group, version, plural, the label every pod
+of a job carries and the container that trains.
 
 Why the waiting: deletion on Kubernetes is asynchronous. A deleted pod gets SIGTERM and a
 grace period (30 s by default) before SIGKILL, and a same-name TFJob created meanwhile meets
@@ -9,12 +11,32 @@ and retries, and the old pods, still running, write into the same folders. So a 
 deleted with propagationPolicy Foreground (the job stays visible, with a deletionTimestamp,
 until the garbage collector has removed its pods) and the task waits for both to be gone.
 """
+import dataclasses
 import time
 from typing import Any, Dict, List
 
 GROUP, VERSION, PLURAL = 'kubeflow.org', 'v1', 'tfjobs'
 JOB_LABEL = 'training.kubeflow.org/job-name'   # the operator labels every pod of a job with it
 CONTAINER = 'tensorflow'                        # the container the operator gives TF_CONFIG
+
+
+@dataclasses.dataclass(frozen=True)
+class Api:
+    """A training job's custom resource, and how its pods are found."""
+    kind: str
+    group: str
+    version: str
+    plural: str
+    pod_label: str   # every pod of job `name` carries pod_label=name
+    container: str   # the container that trains (its log is the one shown)
+
+
+TFJOB = Api('TFJob', GROUP, VERSION, PLURAL, JOB_LABEL, CONTAINER)
+# Trainer v2: the JobSet is named after the TrainJob (jobset.go Build: JobSet(trainJob.Name, ...)),
+# and JobSet labels every Job and pod with its name (jobset_controller.go labelAndAnnotateObject);
+# the trainer's container is `node` (trainer pkg/constants Node).
+TRAINJOB = Api('TrainJob', 'trainer.kubeflow.org', 'v1alpha1', 'trainjobs',
+               'jobset.sigs.k8s.io/jobset-name', 'node')
 _TAIL_LINES = 30
 _NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace'
 
@@ -37,15 +59,28 @@ def clients():
     return client.CustomObjectsApi(), client.CoreV1Api(), namespace
 
 
-def pods(core, namespace: str, name: str) -> List[Any]:
-    return core.list_namespaced_pod(namespace, label_selector=f'{JOB_LABEL}={name}').items
+def pods(core, namespace: str, name: str, api: Api = TFJOB) -> List[Any]:
+    return core.list_namespaced_pod(namespace, label_selector=f'{api.pod_label}={name}').items
 
 
-def delete(objects, namespace: str, name: str) -> bool:
-    """Deletes the TFJob in the foreground; False if it was already gone."""
+def served(objects, api: Api) -> bool:
+    """Whether the cluster serves api's resource: API discovery (GET /apis/<group>/<version>),
+    404 when no CRD of that group and version is installed."""
     from kubernetes.client.exceptions import ApiException
     try:
-        objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
+        resources = objects.get_api_resources(api.group, api.version)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        return False
+    return any(r.name == api.plural for r in resources.resources or [])
+
+
+def delete(objects, namespace: str, name: str, api: Api = TFJOB) -> bool:
+    """Deletes the job in the foreground; False if it was already gone."""
+    from kubernetes.client.exceptions import ApiException
+    try:
+        objects.delete_namespaced_custom_object(api.group, api.version, namespace, api.plural, name,
                                                 propagation_policy='Foreground')
         return True
     except ApiException as error:
@@ -54,37 +89,37 @@ def delete(objects, namespace: str, name: str) -> bool:
         return False
 
 
-def leftovers(objects, core, namespace: str, name: str) -> List[str]:
-    """What is left of a TFJob of this name: the job itself (first), pods with its label."""
+def leftovers(objects, core, namespace: str, name: str, api: Api = TFJOB) -> List[str]:
+    """What is left of a job of this name: the job itself (first), pods with its label."""
     from kubernetes.client.exceptions import ApiException
     try:
-        objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
-        left = [f'TFJob {name}']
+        objects.get_namespaced_custom_object(api.group, api.version, namespace, api.plural, name)
+        left = [f'{api.kind} {name}']
     except ApiException as error:
         if error.status != 404:
             raise
         left = []
     return left + [f'pod {p.metadata.name} ({p.status.phase})'
-                   for p in pods(core, namespace, name)]
+                   for p in pods(core, namespace, name, api)]
 
 
 def wait_gone(objects, core, namespace: str, name: str, timeout: float,
-              poll_seconds: float) -> None:
-    """Waits until no TFJob of this name and no pod with its label are left."""
+              poll_seconds: float, api: Api = TFJOB) -> None:
+    """Waits until no job of this name and no pod with its label are left."""
     deadline = time.time() + timeout
     while True:
-        left = leftovers(objects, core, namespace, name)
+        left = leftovers(objects, core, namespace, name, api)
         if not left:
             return
         if time.time() > deadline:
-            raise RuntimeError(f'TFJob {namespace}/{name}: still there after {timeout:.0f} s '
+            raise RuntimeError(f'{api.kind} {namespace}/{name}: still there after {timeout:.0f} s '
                                f'of deletion: {", ".join(left)}')
         time.sleep(poll_seconds)
 
 
-def started(core, namespace: str, name: str, replicas: int) -> bool:
+def started(core, namespace: str, name: str, replicas: int, api: Api = TFJOB) -> bool:
     """Every replica's pod has started (Running) or already ended: training can progress."""
-    phases = [p.status.phase for p in pods(core, namespace, name) if p.status]
+    phases = [p.status.phase for p in pods(core, namespace, name, api) if p.status]
     return sum(phase in ('Running', 'Succeeded', 'Failed') for phase in phases) >= replicas
 
 
@@ -97,11 +132,11 @@ def _events(core, namespace: str, name: str, uid: str) -> List[str]:
                                                         else '') for e in items]
 
 
-def describe_pods(core, namespace: str, name: str, uid: str) -> str:
+def describe_pods(core, namespace: str, name: str, uid: str, api: Api = TFJOB) -> str:
     """Each pod's phase, unready conditions, waiting containers and events, then the job's
     events, like `kubectl describe`: why a job never started."""
     parts = []
-    for pod in pods(core, namespace, name):
+    for pod in pods(core, namespace, name, api):
         status = pod.status
         parts.append(f'--- pod {pod.metadata.name}: {status.phase}')
         for condition in status.conditions or []:
@@ -114,31 +149,32 @@ def describe_pods(core, namespace: str, name: str, uid: str) -> str:
                 parts.append(f'    container {container.name} waiting: {waiting.reason}: '
                              f'{waiting.message or ""}')
         parts += _events(core, namespace, pod.metadata.name, pod.metadata.uid)
-    parts.append(f'--- TFJob {name} events:')
+    parts.append(f'--- {api.kind} {name} events:')
     parts += _events(core, namespace, name, uid)
     return '\n'.join(parts) if parts else '(no pods found)'
 
 
-def failed_pod_logs(core, namespace: str, name: str) -> str:
+def failed_pod_logs(core, namespace: str, name: str, api: Api = TFJOB) -> str:
     """The log tails of the job's failed pods (every pod's if none is marked failed)."""
     from kubernetes.client.exceptions import ApiException
-    found = pods(core, namespace, name)
+    found = pods(core, namespace, name, api)
     failed = [p for p in found if p.status and p.status.phase == 'Failed'] or found
     parts = []
     for pod in failed:
         try:
             log = core.read_namespaced_pod_log(pod.metadata.name, namespace,
-                                               container=CONTAINER, tail_lines=_TAIL_LINES)
+                                               container=api.container, tail_lines=_TAIL_LINES)
         except ApiException as error:  # e.g. never scheduled: say so, keep the others
             log = f'(no log: {error.status} {error.reason})'
         parts.append(f'--- pod {pod.metadata.name} ({pod.status.phase}), last lines:\n{log}')
     return '\n'.join(parts) or '(no pods found)'
 
 
-def conditions_logged(status: Dict[str, Any], seen: set, log, name: str) -> None:
+def conditions_logged(status: Dict[str, Any], seen: set, log, name: str,
+                      kind: str = 'TFJob') -> None:
     """Logs each condition change of the job once."""
     for condition in status.get('conditions') or []:
         key = tuple(condition.get(k, '') for k in ('type', 'status', 'reason'))
         if key not in seen:
             seen.add(key)
-            log('TFJob %s: %s=%s (%s) %s', name, *key, condition.get('message', ''))
+            log('%s %s: %s=%s (%s) %s', kind, name, *key, condition.get('message', ''))

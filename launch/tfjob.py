@@ -1,5 +1,9 @@
 """Training as a Kubernetes TFJob (Kubeflow Training Operator, kubeflow.org/v1); no TFX imports.
 
+Deprecated with the Training Operator v1 (only its release-1.9 branch is maintained): used on
+clusters that do not serve Kubeflow Trainer v2's TrainJob (launch/trainjob.py), which
+launch/cluster.py asks for first. TFJobSpec is what the compile fixes for either.
+
     metrics = tfjob.run(job, serving_dir, log_dir, checkpoint_dir, TFJobSpec(workers=2, ...),
                         name='train-1a2b3c')
 
@@ -48,7 +52,7 @@ from typing import Any, Dict, List, Tuple
 from absl import logging
 
 from launch import k8s, sequence, worker
-from launch.k8s import CONTAINER, GROUP, PLURAL, VERSION
+from launch.k8s import CONTAINER, GROUP, VERSION
 
 ISTIO_INJECT = 'sidecar.istio.io/inject'
 _DELETE_TIMEOUT_S = 300.0  # pods get 30 s of grace by default; the garbage collector some more
@@ -71,6 +75,10 @@ class TFJobSpec:
     # into their template instead (pipeline/kubeflow.py, docs/kubeflow.md "Object stores").
     env: Tuple[Tuple[str, str], ...] = ()
     secret_env: Tuple[Tuple[str, str, str], ...] = ()
+    # Kubeflow Trainer v2: the ClusterTrainingRuntime the TrainJob uses
+    # (deploy/tensorflow-runtime.yaml); a cluster that has it is asked for a TrainJob first
+    # (launch/cluster.py), one with only the Training Operator v1 gets this TFJob.
+    runtime: str = 'image-pipeline-tensorflow'
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -110,22 +118,24 @@ def manifest(name: str, spec: TFJobSpec, args: List[str]) -> Dict[str, Any]:
                              'spec': pod_spec}}}}}
 
 
-def _create(objects, core, namespace: str, body: Dict[str, Any], poll_seconds: float) -> None:
-    """Creates the TFJob. One of the same name (or its pods, still terminating) is left by an
+def _create(objects, core, namespace: str, body: Dict[str, Any], poll_seconds: float,
+            api: k8s.Api = k8s.TFJOB) -> None:
+    """Creates the job. One of the same name (or its pods, still terminating) is left by an
     earlier attempt of this very task that was killed outright (its name hashes the Model
     folder): it would write into the same folders, so it is deleted and waited for first."""
     from kubernetes.client.exceptions import ApiException
     name = body['metadata']['name']
     while True:
-        left = k8s.leftovers(objects, core, namespace, name)
+        left = k8s.leftovers(objects, core, namespace, name, api)
         if left:
-            logging.warning('TFJob %s/%s: left by an earlier attempt: %s; deleting and waiting',
-                            namespace, name, ', '.join(left))
-            k8s.delete(objects, namespace, name)
+            logging.warning('%s %s/%s: left by an earlier attempt: %s; deleting and waiting',
+                            api.kind, namespace, name, ', '.join(left))
+            k8s.delete(objects, namespace, name, api)
             k8s.wait_gone(objects, core, namespace, name, _DELETE_TIMEOUT_S,
-                                poll_seconds)
+                          poll_seconds, api)
         try:
-            objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+            objects.create_namespaced_custom_object(api.group, api.version, namespace,
+                                                    api.plural, body)
             return
         except ApiException as error:
             if error.status != 409:  # 409: created again meanwhile; delete it again
@@ -147,31 +157,35 @@ def _terminate_raises():
 
 
 def _wait(objects, core, namespace: str, name: str, spec: TFJobSpec,
-          poll_seconds: float) -> str:
-    """Polls the job until it ends: 'Succeeded' or 'Failed'. Raises if its workers have not
-    all started within spec.start_timeout_s."""
+          poll_seconds: float, api: k8s.Api = k8s.TFJOB,
+          ends: Tuple[str, str] = ('Succeeded', 'Failed')) -> str:
+    """Polls the job until one of its `ends` conditions (success, failure) is True; returns
+    it. Raises if its workers have not all started within spec.start_timeout_s."""
     seen, begun, deadline = set(), False, time.time() + spec.start_timeout_s
     while True:
-        current = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        current = objects.get_namespaced_custom_object(api.group, api.version, namespace,
+                                                       api.plural, name)
         status = current.get('status') or {}
-        k8s.conditions_logged(status, seen, logging.info, name)
+        k8s.conditions_logged(status, seen, logging.info, name, api.kind)
         for condition in status.get('conditions') or []:
-            if condition.get('type') in ('Succeeded', 'Failed') and \
-                    condition.get('status') == 'True':
+            if condition.get('type') in ends and condition.get('status') == 'True':
                 return condition['type']
-        begun = begun or k8s.started(core, namespace, name, spec.workers)
+        begun = begun or k8s.started(core, namespace, name, spec.workers, api)
         if not begun and time.time() > deadline:
             raise RuntimeError(
-                f'TFJob {namespace}/{name}: its {spec.workers} workers had not all started '
-                f'after {spec.start_timeout_s:g} s (start_timeout_s); the pods, their '
+                f'{api.kind} {namespace}/{name}: its {spec.workers} workers had not all '
+                f'started after {spec.start_timeout_s:g} s (start_timeout_s); the pods, their '
                 f'conditions and events:\n'
-                + k8s.describe_pods(core, namespace, name, current['metadata']['uid']))
+                + k8s.describe_pods(core, namespace, name, current['metadata']['uid'], api))
         time.sleep(poll_seconds)
 
 
 class TFJobWorkers(sequence.Launcher):
-    """spec.workers pods of a TFJob named `name`, in the namespace of the clients."""
+    """spec.workers pods of a TFJob named `name`, in the namespace of the clients.
+    launch/trainjob.py's TrainJobWorkers is the same with another `api`, `ends` and body."""
     folder = 'tfjob'
+    api = k8s.TFJOB
+    ends = ('Succeeded', 'Failed')   # the job's conditions of success and failure
 
     def __init__(self, spec: TFJobSpec, name: str, poll_seconds: float = 2.0):
         self._spec, self._name, self._poll = spec, name, poll_seconds
@@ -179,29 +193,34 @@ class TFJobWorkers(sequence.Launcher):
         self._restore = None
         self._ended = False
 
+    def body(self, args: List[str]) -> Dict[str, Any]:
+        return manifest(self._name, self._spec, args)
+
     def start(self, args: List[str]) -> None:
         # The client comes with the `kubeflow` extra (through kfp), which a local install need
         # not have: imported in k8s.py's functions only.
         objects, core, namespace = self._clients = k8s.clients()
-        body = manifest(self._name, self._spec, args)
-        _create(objects, core, namespace, body, self._poll)
-        logging.info('Created TFJob %s/%s: %d workers of %s, each %s', namespace, self._name,
-                     self._spec.workers, self._spec.image,
-                     body['spec']['tfReplicaSpecs']['Worker']['template']['spec']['containers']
-                     [0]['resources']['requests'])
+        body = self.body(args)
+        _create(objects, core, namespace, body, self._poll, self.api)
+        amounts = {'cpu': f'{self._spec.cpu:g}', 'memory': f'{self._spec.memory_gb:g}G'}
+        if self._spec.gpus:
+            amounts[self._spec.gpu_resource] = str(self._spec.gpus)
+        logging.info('Created %s %s/%s: %d workers of %s, each %s', self.api.kind, namespace,
+                     self._name, self._spec.workers, self._spec.image, amounts)
         self._restore = _terminate_raises()
 
     def wait(self) -> None:
         objects, core, namespace = self._clients
         try:
-            outcome = _wait(objects, core, namespace, self._name, self._spec, self._poll)
+            outcome = _wait(objects, core, namespace, self._name, self._spec, self._poll,
+                            self.api, self.ends)
         except RuntimeError:  # never started: the task still ends in order (not when
             self._ended = True  # interrupted: SystemExit, KeyboardInterrupt pass through)
             raise
         self._ended = True
-        if outcome == 'Failed':
-            raise RuntimeError(f'TFJob {namespace}/{self._name} failed; '
-                               f'{k8s.failed_pod_logs(core, namespace, self._name)}')
+        if outcome == self.ends[1]:
+            raise RuntimeError(f'{self.api.kind} {namespace}/{self._name} failed; '
+                               f'{k8s.failed_pod_logs(core, namespace, self._name, self.api)}')
 
     def stop(self) -> None:
         """Ended, failed or interrupted: its pods go with it (owner references)."""
@@ -209,10 +228,11 @@ class TFJobWorkers(sequence.Launcher):
             return  # never created
         self._restore()
         objects, core, namespace = self._clients
-        if k8s.delete(objects, namespace, self._name):
-            logging.info('Deleting TFJob %s/%s (foreground)', namespace, self._name)
+        if k8s.delete(objects, namespace, self._name, self.api):
+            logging.info('Deleting %s %s/%s (foreground)', self.api.kind, namespace, self._name)
         if self._ended:  # a cancelled task has its own grace period: it does not wait then
-            k8s.wait_gone(objects, core, namespace, self._name, _DELETE_TIMEOUT_S, self._poll)
+            k8s.wait_gone(objects, core, namespace, self._name, _DELETE_TIMEOUT_S, self._poll,
+                          self.api)
 
 
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpec,

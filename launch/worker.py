@@ -1,12 +1,29 @@
-"""The entry point every training worker runs, locally or in a TFJob pod (no TFX imports).
+"""The entry point every training worker runs, locally, in a TFJob pod or in a TrainJob pod
+(no TFX imports).
 
     python -m launch.worker JOB_FILE SERVING_DIR LOG_DIR CHECKPOINT_DIR
 
 It reads the TrainJob written as JSON (launch/sequence.py) and runs the same
-`job.train_and_export` the single-process path calls; TF_CONFIG, set by launch/local.py or by
-the Training Operator, makes it build a MultiWorkerMirroredStrategy. The chief (worker 0)
-writes its progress events as lines on its output (training/progress.py), which the launcher
-relays to the parent process.
+`job.train_and_export` the single-process path calls; TF_CONFIG makes it build a
+MultiWorkerMirroredStrategy. launch/local.py sets TF_CONFIG, and so does the Training Operator
+for a TFJob. Kubeflow Trainer v2 does not: its PlainML policy sets only the node count and the
+TrainJob's env (trainer pkg/runtime/framework/plugins/plainml/plainml.go EnforceMLPolicy), so
+in a TrainJob pod the worker builds TF_CONFIG itself (trainjob_tf_config) from what the pod
+gets:
+- JOB_COMPLETION_INDEX, the pod's index in its Indexed Job, which Kubernetes' Job controller
+  puts in every container (pkg/controller/job/indexed_job_utils.go addCompletionIndexEnvVariable);
+- JOBSET_NAME, REPLICATED_JOB_NAME and JOB_INDEX, which the project's runtime
+  (deploy/tensorflow-runtime.yaml) sets through the downward API from the labels JobSet puts on
+  every pod (jobset pkg/controllers/jobset_controller.go labelAndAnnotateObject);
+- TRAINJOB_NUM_NODES, the TrainJob's own env (launch/trainjob.py), since nothing of the real
+  system tells a pod how many pods its Job has.
+Pod i of the Job is reachable as `<jobset>-<replicatedJob>-<jobIndex>-<i>.<subdomain>`: the Job
+controller names its hostname `<job>-<i>` (job_controller.go manageJob), JobSet names the Job
+`<jobset>-<replicatedJob>-<jobIndex>` (placement.go GenJobName) and gives it the subdomain of a
+headless Service named after the JobSet (GetSubdomain, createHeadlessSvcIfNecessary), the
+endpoints Trainer itself computes (jobset.go IdentifyPodNetwork). The chief is pod 0.
+The chief writes its progress events as lines on its output (training/progress.py), which
+the launcher relays to the parent process.
 """
 import dataclasses
 import json
@@ -22,6 +39,11 @@ from absl import logging
 from components.common import storage
 
 MODULE = 'launch.worker'   # python -m MODULE job_file serving_dir log_dir checkpoint_dir
+PORT = 2222                # a TrainJob worker's gRPC port (deploy/tensorflow-runtime.yaml)
+# What a TrainJob's pod gets (the module docstring says from where).
+INDEX_ENV = 'JOB_COMPLETION_INDEX'
+JOBSET_ENV, REPLICATED_JOB_ENV, JOB_INDEX_ENV = 'JOBSET_NAME', 'REPLICATED_JOB_NAME', 'JOB_INDEX'
+NUM_NODES_ENV = 'TRAINJOB_NUM_NODES'
 
 
 def job_to_json(job) -> str:
@@ -48,6 +70,23 @@ def job_from_json(text: str):
     return job_lib.TrainJob(**fields)
 
 
+def trainjob_tf_config(env) -> str:
+    """TF_CONFIG for a pod of a TrainJob (the module docstring), or '' outside one (or where
+    TF_CONFIG is already set: local processes, a TFJob)."""
+    names = (INDEX_ENV, JOBSET_ENV, REPLICATED_JOB_ENV, JOB_INDEX_ENV, NUM_NODES_ENV)
+    if env.get('TF_CONFIG') or not any(env.get(name) for name in names):
+        return ''
+    missing = [name for name in names if not env.get(name)]
+    if missing:
+        raise RuntimeError(f'a TrainJob pod without {", ".join(missing)}: is the TrainJob\'s '
+                           'runtime deploy/tensorflow-runtime.yaml (docs/kubeflow.md)?')
+    jobset = env[JOBSET_ENV]
+    job = f'{jobset}-{env[REPLICATED_JOB_ENV]}-{env[JOB_INDEX_ENV]}'
+    hosts = [f'{job}-{i}.{jobset}:{PORT}' for i in range(int(env[NUM_NODES_ENV]))]
+    return json.dumps({'cluster': {'worker': hosts},
+                       'task': {'type': 'worker', 'index': int(env[INDEX_ENV])}})
+
+
 def is_chief() -> bool:
     """Worker 0 of TF_CONFIG's cluster (or no cluster at all) is the chief."""
     task = json.loads(os.environ.get('TF_CONFIG') or '{}').get('task') or {}
@@ -72,6 +111,10 @@ def main(argv: List[str]) -> None:
     logging.set_verbosity(logging.INFO)
     # A run root in a bucket: TensorFlow's s3:// scheme, and this worker's own exit code.
     storage.enable_for(argv[1:5])
+    config = trainjob_tf_config(os.environ)
+    if config:  # before TensorFlow reads it
+        os.environ['TF_CONFIG'] = config
+        logging.info('TrainJob pod: TF_CONFIG=%s', config)
     import tensorflow as tf  # gfile: in a TFJob the file is on the pipeline root (gs://...)
     from training import job as job_lib, progress
     if is_chief():

@@ -46,8 +46,9 @@ class KubeflowConfig:
     trainer_memory_gb: float = 16.0
     trainer_gpus: int = 0
     gpu_type: str = 'nvidia.com/gpu'   # Kubernetes resource name (Vertex AI: e.g. NVIDIA_TESLA_T4)
-    # > 1: the trainer's task creates a TFJob of this many workers (Kubeflow Training Operator),
-    # each with the trainer's cpu/memory/gpus, and waits for it (launch/tfjob.py).
+    # > 1: the trainer's task creates a Kubeflow Trainer v2 TrainJob of this many workers, or a
+    # TFJob (Training Operator v1, deprecated) where the cluster serves only that, each with the
+    # trainer's cpu/memory/gpus, and waits for it (launch/cluster.py).
     trainer_workers: int = 1
     # The Kubernetes service account of those worker pods (e.g. one bound to a cloud identity
     # that can write the gs:// pipeline root); '' = the namespace's default.

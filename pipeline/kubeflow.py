@@ -10,7 +10,9 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
 - the trainer's task gets its resources through TFX's own `with_platform_config`, which the
   compiler copies into the task's container `resources` (both the numeric fields Vertex AI reads
   and the string fields open-source KFP prefers); with `trainer_workers` > 1 those resources go
-  to each pod of a TFJob the task creates instead (launch/tfjob.py), and the task
+  to each pod of the TrainJob (Trainer v2) or TFJob the task creates instead (the compiled
+  `tfjob` property, a launch/tfjob.py TFJobSpec naming the Trainer v2 runtime too; which API
+  is used is discovered at run time, launch/cluster.py), and the task
   itself, which only waits, gets 1 core and 4 GB, and ingestion leaves a train shard per pod;
 - every task runs our entry point, `python -m pipeline.kfp_entrypoint`, with the arguments TFX
   compiles: it prepares the ExecutorInput open-source KFP's driver hands over, then runs TFX's

@@ -9,7 +9,8 @@ records how long training ran and why it stopped (the loop's metrics): `steps_ru
 `stop_reason`, and with epochs `epochs_run`, `best_epoch`, `held_out_accuracy`,
 `held_out_examples`, and how it was spread: `num_workers` (processes; `num_workers` > 1 runs
 them on this machine through launch/local.py; with the `tfjob` property, set by the Kubeflow
-compile, they are the Worker pods of a TFJob, tfjob.py) and `num_replicas`.
+compile, they are the pods of a Kubeflow Trainer v2 TrainJob, or of a TFJob where the cluster
+serves only that: launch/cluster.py, which `training_api` records) and `num_replicas`.
 
 The data is the training window recorded on the Examples (components/common/window.py): the
 train and eval splits of every span in it, read from their folders, and the step arithmetic
@@ -38,7 +39,7 @@ from tfx.utils import path_utils
 
 from components.common import image_shape, inputs, properties, stable_paths, versions, window
 from components.trainer import unchanged
-from launch import local, tfjob
+from launch import cluster, local, tfjob
 from training import job as job_lib, plan
 from training import loop
 from training.params import TrainParams
@@ -158,10 +159,12 @@ class Executor(base_executor.BaseExecutor):
                                'fingerprint, training parameters and model code; not trained)'))
             metrics.pop('epochs_run', None)
             logging.info('Training skipped: %s', metrics['stop_reason'])
-        elif props.get('tfjob'):  # Kubeflow with --trainer-workers: the pods of a TFJob
-            metrics = tfjob.run(job, spec=tfjob.TFJobSpec.from_json(props['tfjob']),
-                                name='train-' + hashlib.sha256(
-                                    model.uri.encode('utf-8')).hexdigest()[:12], **paths)
+        elif props.get('tfjob'):  # Kubeflow with --trainer-workers: a TrainJob's or TFJob's pods
+            spec = tfjob.TFJobSpec.from_json(props['tfjob'])
+            api = cluster.discover(spec)  # TrainJob (Trainer v2) first, else TFJob
+            model.set_string_custom_property(properties.TRAINING_API, api.kind)
+            metrics = cluster.run(api, job, spec=spec, name='train-' + hashlib.sha256(
+                model.uri.encode('utf-8')).hexdigest()[:12], **paths)
         elif params.workers > 1:  # processes on this machine, each with its TF_CONFIG
             metrics = local.run(job, num_workers=params.workers, **paths)
         else:

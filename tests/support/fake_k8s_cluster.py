@@ -1,10 +1,15 @@
 """The fake cluster's state behind fake_k8s_server.py's HTTP front: the API server's object
 rules (409 on a taken name, defaults, Istio's sidecar injector, graceful pod deletion,
 propagation policies), the garbage collector, and the loop that runs GC, kubelet
-(fake_k8s_kubelet.py) and operator (fake_k8s_reconcile.py) every 0.1 s, as their watches would.
-So everything is asynchronous, as on a cluster: a delete returns before the pods are gone.
-Test support only; tests read its fields (jobs, pods, events, created, requests) under `lock`.
+(fake_k8s_kubelet.py), the Training Operator (fake_k8s_reconcile.py) and, when installed,
+Kubeflow Trainer v2 (fake_k8s_trainjob.py), JobSet (fake_k8s_jobset.py) and the Job controller
+(fake_k8s_batchjob.py) every 0.1 s, as their watches would. So everything is asynchronous, as
+on a cluster: a delete returns before the pods are gone.
+Test support only; tests read its fields (jobs, objects, pods, events, created, requests)
+under `lock`. `jobs` holds the TFJobs; `objects` every other kind by (kind, namespace, name):
+TrainJob, ClusterTrainingRuntime (namespace ''), TrainingRuntime, JobSet, Job, ConfigMap.
 """
+import copy
 import os
 import threading
 import time
@@ -12,21 +17,36 @@ import traceback
 import uuid
 from typing import Any, Dict, List
 
+import fake_k8s_batchjob
+import fake_k8s_jobset
 import fake_k8s_kubelet
 import fake_k8s_operator
 import fake_k8s_reconcile
+import fake_k8s_trainjob
 from fake_k8s_scheduler import now
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ISTIO_ANNOTATION = 'sidecar.istio.io/inject'
+# kind -> (resource as the API server names it in messages, namespaced)
+RESOURCES = {'TrainJob': ('trainjobs.trainer.kubeflow.org', True),
+             'TrainingRuntime': ('trainingruntimes.trainer.kubeflow.org', True),
+             'ClusterTrainingRuntime': ('clustertrainingruntimes.trainer.kubeflow.org', False),
+             'JobSet': ('jobsets.jobset.x-k8s.io', True), 'Job': ('jobs.batch', True),
+             'ConfigMap': ('configmaps', True)}
 
 
 class Cluster:
     def __init__(self, log_dir: str, istio: bool, unpullable, grace_seconds: float,
-                 allocatable: Dict[str, str]):
+                 allocatable: Dict[str, str], tfjob: bool = True, trainer: bool = False):
         self.lock = threading.RLock()
         self.istio, self.grace_seconds = istio, grace_seconds
+        # What is installed: the Training Operator v1 (TFJob CRD), Trainer v2 with JobSet.
+        self.tfjob, self.trainer = tfjob, trainer
         self.jobs: Dict[str, Dict[str, Any]] = {}            # name -> stored TFJob
+        self.objects: Dict[tuple, Dict[str, Any]] = {}       # (kind, namespace, name) -> object
+        self.job_failures: Dict[str, Dict[str, float]] = {}  # Job uid -> failed pod uid -> time
+        self.job_succeeded: Dict[str, set] = {}              # Job uid -> succeeded indexes
+        self.discoveries: List[Dict[str, Any]] = []          # GET /apis/<group>/<version>
         self.pods: Dict[tuple, Dict[str, Any]] = {}          # (namespace, name) -> pod
         self.services: Dict[tuple, Dict[str, Any]] = {}
         self.events: List[Dict[str, Any]] = []
@@ -74,6 +94,93 @@ class Cluster:
         self.created.append(body)
         self.jobs[name] = job
         return job
+
+    # --- Trainer v2, JobSet, Job, ConfigMap objects --------------------------------------
+    def create_object(self, kind: str, namespace: str, body: Dict[str, Any]) -> Dict[str, Any]:
+        """POST of any kind in RESOURCES: 409 on a taken name (registry store.go Create), the
+        kind's admission (CRD rules, defaulting and validating webhooks), uid and timestamp.
+        Raises fake_k8s_jobset.Refused with the API's code."""
+        resource, namespaced = RESOURCES[kind]
+        namespace = namespace if namespaced else ''
+        name = (body.get('metadata') or {}).get('name', '')
+        if (kind, namespace, name) in self.objects:
+            raise fake_k8s_jobset.Refused(409, 'AlreadyExists',
+                                          f'{resource} "{name}" already exists')
+        if kind == 'TrainJob':
+            obj = fake_k8s_trainjob.admit_trainjob(self, namespace, body)
+        elif kind in ('TrainingRuntime', 'ClusterTrainingRuntime'):
+            obj = fake_k8s_trainjob.admit_runtime(kind, body)
+        elif kind == 'JobSet':
+            obj = fake_k8s_jobset.admit(body)
+        elif kind == 'Job':
+            obj = fake_k8s_batchjob.admit(body)
+        else:
+            obj = copy.deepcopy(body)
+        obj['metadata'].update(uid=str(uuid.uuid4()), creationTimestamp=now())
+        if namespace:
+            obj['metadata']['namespace'] = namespace
+        obj['kind'] = kind
+        if kind == 'Job':
+            fake_k8s_batchjob.created(obj)
+        if kind == 'TrainJob':
+            self.created.append(body)
+        self.objects[(kind, namespace, name)] = obj
+        return obj
+
+    def try_create(self, kind: str, namespace: str, body: Dict[str, Any]) -> str:
+        """A controller's create: '' or the API's error message."""
+        try:
+            self.create_object(kind, namespace, body)
+            return ''
+        except fake_k8s_jobset.Refused as refused:
+            return str(refused)
+
+    def runtime(self, kind: str, namespace: str, name: str):
+        return self.objects.get((kind, namespace if kind == 'TrainingRuntime' else '', name))
+
+    def owned(self, kind: str, uid: str) -> List[Dict[str, Any]]:
+        """Objects of kind whose controller reference is uid (controller-runtime's
+        ownership index, JobSet's JobsIndexByJobSetKey)."""
+        return [o for (k, _, _), o in sorted(self.objects.items()) if k == kind and any(
+            r['uid'] == uid and r.get('controller')
+            for r in o['metadata'].get('ownerReferences') or [])]
+
+    def owned_pods(self, uid: str) -> List[Dict[str, Any]]:
+        return [p for _, p in sorted(self.pods.items()) if any(
+            r['uid'] == uid and r.get('controller')
+            for r in p['metadata'].get('ownerReferences') or [])]
+
+    def delete_object(self, kind: str, namespace: str, name: str,
+                      propagation: str) -> Dict[str, Any]:
+        """DELETE with a propagation policy, as delete_job does for TFJobs; built-in kinds
+        and custom resources alike default to Background here (Jobs' own default, Orphan
+        for batch/v1 through kubectl, is not modelled)."""
+        _, namespaced = RESOURCES[kind]
+        key = (kind, namespace if namespaced else '', name)
+        obj = self.objects[key]
+        if propagation == 'Foreground':
+            obj['metadata'].setdefault('deletionTimestamp', now())
+            obj['metadata']['finalizers'] = ['foregroundDeletion']
+            return obj
+        del self.objects[key]
+        if propagation == 'Orphan':
+            for other in self._dependents():
+                other[2]['metadata']['ownerReferences'] = [
+                    r for r in other[2]['metadata'].get('ownerReferences') or []
+                    if r['uid'] != obj['metadata']['uid']]
+        return obj
+
+    def delete_jobs(self, jobs) -> None:
+        """JobSet's deleteJobs: each Job not already being deleted, in the foreground."""
+        for job in jobs:
+            if not job['metadata'].get('deletionTimestamp'):
+                meta = job['metadata']
+                self.delete_object('Job', meta['namespace'], meta['name'], 'Foreground')
+
+    def _dependents(self):
+        return ([('pod', k, p) for k, p in list(self.pods.items())]
+                + [('service', k, s) for k, s in list(self.services.items())]
+                + [('object', k, o) for k, o in list(self.objects.items())])
 
     def create_pod(self, pod) -> str:
         """POST pods: 409 on a taken name; defaults; Istio's sidecar injector (a mutating
@@ -129,22 +236,39 @@ class Cluster:
         return job
 
     def _collect_garbage(self) -> None:
-        """garbagecollector.go: dependents of a missing owner, or of an owner being deleted in
-        the foreground, are deleted; a foreground owner goes when they are gone."""
-        live = {j['metadata']['uid']: j for j in self.jobs.values()}
-        doomed = {uid for uid, j in live.items() if j['metadata'].get('deletionTimestamp')}
-        for store in (self.pods, self.services):
-            for key, obj in list(store.items()):
-                owners = {r['uid'] for r in obj['metadata'].get('ownerReferences') or []}
-                if owners and (owners - set(live) or owners & doomed):
-                    if store is self.pods:
-                        self.delete_pod(obj)
-                    else:
-                        del store[key]
+        """garbagecollector.go: dependents of a missing owner are deleted (in the background),
+        those of an owner being deleted in the foreground are deleted in the foreground too
+        (attemptToDeleteItem: an owner waitingForDependentsDeletion); a foreground owner goes
+        once no dependent with blockOwnerDeletion is left."""
+        live = {j['metadata']['uid']: ('TFJob', j['metadata']['name'])
+                for j in self.jobs.values()}
+        live.update({o['metadata']['uid']: key for key, o in self.objects.items()})
+        doomed = {uid for uid, key in live.items()
+                  if (self.jobs[key[1]] if key[0] == 'TFJob' else self.objects[key])[
+                      'metadata'].get('deletionTimestamp')}
+        for kind, key, obj in self._dependents():
+            owners = {r['uid'] for r in obj['metadata'].get('ownerReferences') or []}
+            if not owners or not (owners - set(live) or owners & doomed):
+                continue
+            if kind == 'pod':
+                self.delete_pod(obj)
+            elif kind == 'service':
+                del self.services[key]
+            elif owners - set(live):
+                self.objects.pop(key, None)
+            elif not obj['metadata'].get('deletionTimestamp'):
+                obj['metadata']['deletionTimestamp'] = now()
+                obj['metadata']['finalizers'] = ['foregroundDeletion']
         for uid in doomed:
-            if not any(uid in {r['uid'] for r in p['metadata'].get('ownerReferences') or []}
-                       for p in self.pods.values()):
-                del self.jobs[live[uid]['metadata']['name']]
+            blocked = any(r['uid'] == uid and r.get('blockOwnerDeletion', True)
+                          for _, _, o in self._dependents()
+                          for r in o['metadata'].get('ownerReferences') or [])
+            if not blocked:
+                key = live[uid]
+                if key[0] == 'TFJob':
+                    del self.jobs[key[1]]
+                else:
+                    del self.objects[key]
 
     def _loop(self) -> None:
         while not self._stop.wait(0.1):
@@ -154,6 +278,11 @@ class Cluster:
                     self.kubelet.sync()
                     for job in list(self.jobs.values()):
                         fake_k8s_reconcile.reconcile(self, job)
+                    for kind, module in (('TrainJob', fake_k8s_trainjob),
+                                         ('JobSet', fake_k8s_jobset), ('Job', fake_k8s_batchjob)):
+                        for key in sorted(k for k in self.objects if k[0] == kind):
+                            if key in self.objects:
+                                module.reconcile(self, self.objects[key])
                 except Exception:  # kept for the test to see; the loop goes on
                     self.errors.append(traceback.format_exc())
 

@@ -37,6 +37,22 @@ def image_env(workdir: str) -> Dict[str, str]:
     return env
 
 
+def _field(pod, var) -> str:
+    """The downward API's fieldRef (kubelet_pods.go makeEnvironmentVariables ->
+    podFieldSelectorRuntimeValue, fieldpath.ExtractFieldPathAsString): metadata.name,
+    .namespace, .uid, .labels['k'], .annotations['k']; a missing key is ''. Other sources
+    (secretKeyRef, configMapKeyRef, resourceFieldRef) are not modelled."""
+    path = ((var.get('valueFrom') or {}).get('fieldRef') or {}).get('fieldPath', '')
+    meta = pod['metadata']
+    for field in ('labels', 'annotations'):
+        prefix = f"metadata.{field}['"
+        if path.startswith(prefix) and path.endswith("']"):
+            return (meta.get(field) or {}).get(path[len(prefix):-2], '')
+    if path in ('metadata.name', 'metadata.namespace', 'metadata.uid'):
+        return meta[path.split('.')[1]]
+    raise NotImplementedError(f'fake kubelet: env valueFrom ({var})')
+
+
 class Kubelet:
     def __init__(self, store, log_dir: str, workdir: str, allocatable: Dict[str, str],
                  unpullable: List[str]):
@@ -83,11 +99,11 @@ class Kubelet:
                               f'{meta["namespace"]}_{meta["name"]}_{meta["uid"]}')
         processes = {}
         for container in pod['spec']['containers']:
-            env = dict(image_env(self.workdir), HOSTNAME=meta['name'])
+            # kubelet_pods.go GeneratePodHostNameAndDomain: spec.hostname when set (an
+            # Indexed Job's pods), else the pod's name.
+            env = dict(image_env(self.workdir), HOSTNAME=self.hostname(pod))
             for var in container.get('env') or []:
-                if 'value' not in var:
-                    raise NotImplementedError(f'fake kubelet: env valueFrom ({var})')
-                env[var['name']] = var['value']
+                env[var['name']] = var['value'] if 'value' in var else _field(pod, var)
             log = os.path.join(folder, container['name'], '0.log')
             os.makedirs(os.path.dirname(log), exist_ok=True)
             with open(log, 'ab') as output:
@@ -172,26 +188,41 @@ class Kubelet:
                     pass
         return not alive
 
+    @staticmethod
+    def hostname(pod) -> str:
+        return pod['spec'].get('hostname') or pod['metadata']['name']
+
     def _dns(self) -> None:
         """CoreDNS for headless Services: `<svc>.<ns>.svc` -> the IP of the ready pod the
-        Service selects (endpointslice controller: terminating pods are not published)."""
+        Service selects (endpointslice controller: terminating pods are not published, not
+        ready ones only with publishNotReadyAddresses); and a pod with a hostname and a
+        subdomain naming that Service gets `<hostname>.<subdomain>.<ns>.svc.cluster.local`
+        (the kubernetes plugin's pod records), which the pod's resolv.conf search list
+        (`<ns>.svc.cluster.local svc.cluster.local cluster.local`, kubelet
+        network/dns/dns.go) also resolves as `<hostname>.<subdomain>`, `...<ns>` and
+        `...<ns>.svc`: those names are written out, as /etc/hosts has no search list."""
         records: Dict[str, str] = {}
         for service in self.store.services.values():
             selector = service['spec'].get('selector') or {}
-            ns = service['metadata']['namespace']
+            ns, svc = service['metadata']['namespace'], service['metadata']['name']
             for pod in self.store.pods.values():
                 labels = pod['metadata'].get('labels') or {}
                 ready = any(c['type'] == 'Ready' and c['status'] == 'True'
                             for c in pod['status'].get('conditions') or [])
-                if (pod['metadata']['namespace'] == ns and ready
+                ip = pod['status'].get('podIP')
+                if (pod['metadata']['namespace'] == ns and ip
+                        and (ready or service['spec'].get('publishNotReadyAddresses'))
                         and not pod['metadata'].get('deletionTimestamp')
                         and all(labels.get(k) == v for k, v in selector.items())):
-                    name = f'{service["metadata"]["name"]}.{ns}.svc'
-                    records[name] = records[name + '.cluster.local'] = pod['status']['podIP']
+                    records[f'{svc}.{ns}.svc'] = records[f'{svc}.{ns}.svc.cluster.local'] = ip
+                    if pod['spec'].get('hostname') and pod['spec'].get('subdomain') == svc:
+                        host = f'{pod["spec"]["hostname"]}.{svc}'
+                        for suffix in ('', f'.{ns}', f'.{ns}.svc', f'.{ns}.svc.cluster.local'):
+                            records[host + suffix] = ip
         for pod in self.store.pods.values():
             run = self.running.get(pod['metadata']['uid'])
             if run:
-                run['sandbox'].write_hosts(pod['metadata']['name'], records)
+                run['sandbox'].write_hosts(self.hostname(pod), records)
 
     def log_path(self, pod, container: Optional[str]) -> str:
         run = self.running.get(pod['metadata']['uid'])

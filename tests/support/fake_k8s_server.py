@@ -5,8 +5,16 @@ Operator (v1.9.0) behind it: the REST endpoints launch/tfjob.py calls through th
     server, cluster = start(log_dir, istio=False, unpullable=(), grace_seconds=30)
 
 Endpoints: TFJobs (create, get, delete with propagationPolicy), pods (list by label selector,
-get, delete, log), events (list by fieldSelector). Anything else answers
-404, so an unexpected call fails. Every request is recorded in cluster.requests.
+get, delete, log), events (list by fieldSelector); with `trainer=True` Kubeflow Trainer v2.3's
+TrainJobs, TrainingRuntimes and ClusterTrainingRuntimes and JobSets (create, get, list,
+delete); batch/v1 Jobs and ConfigMaps (get, list); API discovery (GET /apis/<group>/<version>:
+the installed groups only). Anything else answers 404, so an unexpected call fails. Every
+request is recorded in cluster.requests, but discovery requests, which go to
+cluster.discoveries.
+
+With `trainer=True` a TrainJob runs through transcriptions of Trainer v2.3
+(fake_k8s_trainjob.py), JobSet v0.12 (fake_k8s_jobset.py) and Kubernetes' Job controller
+(fake_k8s_batchjob.py), on the same scheduler, kubelet and pod network.
 
 The cluster behind it (fake_k8s_cluster.py, with fake_k8s_operator.py, fake_k8s_reconcile.py,
 fake_k8s_scheduler.py, fake_k8s_kubelet.py, fake_k8s_network.py) is a transcription: admission
@@ -23,10 +31,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 import fake_k8s_cluster
+import fake_k8s_jobset
 import fake_k8s_operator
 
 JOB_LABEL = fake_k8s_operator.JOB_LABEL
 _JOBS = r'/apis/kubeflow.org/v1/namespaces/([^/]+)/tfjobs(?:/([^/]+))?'
+_DISCOVERY = r'/apis/([^/]+)/([^/]+)/?'
+_OBJECTS = (r'/apis?/(trainer\.kubeflow\.org/v1alpha1|jobset\.x-k8s\.io/v1alpha2|batch/v1|v1)/'
+            r'(?:namespaces/([^/]+)/)?([a-z]+)(?:/([^/]+))?')
+# group/version -> plural -> kind: what each install serves (CRDs), besides the core API.
+_TRAINER = {'trainer.kubeflow.org/v1alpha1': {
+                'trainjobs': 'TrainJob', 'trainingruntimes': 'TrainingRuntime',
+                'clustertrainingruntimes': 'ClusterTrainingRuntime'},
+            'jobset.x-k8s.io/v1alpha2': {'jobsets': 'JobSet'}}
+_BUILTIN = {'batch/v1': {'jobs': 'Job'}, 'v1': {'configmaps': 'ConfigMap'}}
+_TFJOB = {'kubeflow.org/v1': {'tfjobs': 'TFJob'}}
 _PODS = r'/api/v1/namespaces/([^/]+)/pods(?:/([^/]+))?(/log)?'
 _EVENTS = r'/api/v1/namespaces/([^/]+)/events'
 
@@ -48,9 +67,67 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep test output quiet
         pass
 
+    def _served(self):
+        cluster = self.cluster
+        return {**_BUILTIN, **(_TRAINER if cluster.trainer else {}),
+                **(_TFJOB if cluster.tfjob else {})}
+
+    def _discovery(self, group: str, version: str):
+        """GET /apis/<group>/<version>: the APIResourceList of an installed group, else 404
+        (apiextensions-apiserver serves a CRD's group version only while one is installed)."""
+        resources = self._served().get(f'{group}/{version}')
+        if resources is None or group == 'batch' and version != 'v1':
+            return _status(404, 'NotFound', 'the server could not find the requested resource')
+        return 200, {'kind': 'APIResourceList', 'apiVersion': 'v1',
+                     'groupVersion': f'{group}/{version}', 'resources': [
+                         {'name': plural, 'singularName': kind.lower(), 'kind': kind,
+                          'namespaced': kind != 'ClusterTrainingRuntime',
+                          'verbs': ['create', 'delete', 'get', 'list', 'patch', 'update',
+                                    'watch']} for plural, kind in resources.items()]}
+
+    def _objects(self, method, match, query, body):
+        """Trainer v2's, JobSet's, batch/v1 Jobs' and ConfigMaps' REST endpoints."""
+        cluster = self.cluster
+        group_version, namespace, plural, name = match.groups()
+        kind = self._served().get(group_version, {}).get(plural)
+        if kind is None or kind == 'TFJob':
+            return None
+        resource, namespaced = fake_k8s_cluster.RESOURCES[kind]
+        if namespaced != bool(namespace):
+            return None
+        namespace = namespace or ''
+        if method == 'POST' and not name:
+            try:
+                return 201, cluster.create_object(kind, namespace, body)
+            except fake_k8s_jobset.Refused as refused:
+                return _status(refused.code, refused.reason, str(refused))
+        if method == 'GET' and not name:
+            selector = query.get('labelSelector', [''])[0]
+            return 200, {'kind': f'{kind}List', 'apiVersion': group_version, 'metadata': {},
+                         'items': [o for (k, ns, _), o in sorted(cluster.objects.items())
+                                   if k == kind and ns == namespace and _matches(
+                                       o['metadata'].get('labels') or {}, selector)]}
+        obj = cluster.objects.get((kind, namespace, name))
+        if obj is None:
+            return _status(404, 'NotFound', f'{resource} "{name}" not found')
+        if method == 'GET':
+            return 200, obj
+        if method == 'DELETE':
+            policy = (query.get('propagationPolicy', [''])[0]
+                      or (body or {}).get('propagationPolicy') or 'Background')
+            return 200, cluster.delete_object(kind, namespace, name, policy)
+        return None
+
     def _route(self, method: str, path: str, query, body):
         cluster = self.cluster
         jobs, pods, events = (re.fullmatch(p, path) for p in (_JOBS, _PODS, _EVENTS))
+        if jobs and not cluster.tfjob:  # no TFJob CRD installed
+            jobs = None
+        objects = re.fullmatch(_OBJECTS, path)
+        if objects:
+            answer = self._objects(method, objects, query, body)
+            if answer:
+                return answer
         if jobs and method == 'POST' and not jobs.group(2):
             try:
                 return 201, cluster.start(jobs.group(1), body)
@@ -129,8 +206,13 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b'null') if length else None
         with self.cluster.lock:
             record = dict(method=self.command, path=url.path, query=query, time=time.time())
-            self.cluster.requests.append(record)
-            status, payload = self._route(self.command, url.path, query, body)
+            discovery = re.fullmatch(_DISCOVERY, url.path)
+            if discovery and self.command == 'GET':  # kept apart: not a resource call
+                self.cluster.discoveries.append(record)
+                status, payload = self._discovery(*discovery.groups())
+            else:
+                self.cluster.requests.append(record)
+                status, payload = self._route(self.command, url.path, query, body)
             record['status'] = status
             data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
         self.send_response(status)
@@ -144,15 +226,17 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def start(log_dir: str, istio: bool = False, unpullable=(), grace_seconds: float = 30,
-          allocatable=None):
+          allocatable=None, tfjob: bool = True, trainer: bool = False):
     """Returns (server, cluster); the URL is f'http://127.0.0.1:{server.server_port}'.
     istio: sidecar injection on in every namespace (a Kubeflow profile namespace);
     unpullable: images whose pull fails; grace_seconds: the pods' default
-    terminationGracePeriodSeconds (Kubernetes: 30); allocatable: the node's resources.
+    terminationGracePeriodSeconds (Kubernetes: 30); allocatable: the node's resources;
+    tfjob: the Training Operator v1.9 installed (its TFJob CRD served); trainer: Kubeflow
+    Trainer v2.3 with JobSet installed (no runtime: a test applies one).
     Stop with server.shutdown() and cluster.shutdown() (kills what still runs)."""
     cluster = fake_k8s_cluster.Cluster(log_dir, istio, unpullable, grace_seconds,
                                        allocatable or {'cpu': '64', 'memory': '256Gi',
-                                                       'pods': '110'})
+                                                       'pods': '110'}, tfjob, trainer)
     handler = type('BoundHandler', (Handler,), {'cluster': cluster})
     server = ThreadingHTTPServer(('127.0.0.1', 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

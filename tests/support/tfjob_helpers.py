@@ -40,3 +40,38 @@ def failing_job(tmp_path):
 def paths(tmp_path):
     return dict(serving_dir=str(tmp_path / 'serving'), log_dir=str(tmp_path / 'logs'),
                 checkpoint_dir=str(tmp_path / 'ckpt'))
+
+
+def artifacts(tmp_path, train_files=2):
+    """The trainer's Examples (one train file per worker: FILE sharding) and its outputs, as
+    tests/launch/test_tfjob.py makes them."""
+    import json
+    import os
+    from tfx.types import artifact_utils, standard_artifacts
+    from helpers import write_digit_examples
+    examples = standard_artifacts.Examples()
+    examples.uri = str(tmp_path / 'examples')
+    examples.split_names = artifact_utils.encode_split_names(['train', 'eval'])
+    for index in range(train_files):
+        write_digit_examples(os.path.join(examples.uri, 'Split-train', f'part-{index}.gz'),
+                             ('0', '1'), 16, offset=16 * index)
+    write_digit_examples(os.path.join(examples.uri, 'Split-eval', 'part-0.gz'), ('0', '1'), 8,
+                         offset=40)
+    examples.set_string_custom_property('class_names', json.dumps(['0', '1']))
+    examples.set_int_custom_property('num_written_train', 32 * train_files)
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '5')
+    model_run = standard_artifacts.ModelRun()
+    model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '5')
+    return {'examples': [examples]}, {'model': [model], 'model_run': [model_run]}
+
+
+def properties(spec, **overrides):
+    """The trainer's execution properties with the compiled workers spec (`tfjob`)."""
+    from training.params import TrainParams
+    props = TrainParams.bare(
+        model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
+        train_steps=6, global_batch_size=8, learning_rate=3e-3, seed=1,
+        skip_unchanged=False).to_properties()
+    props.update(tfjob=spec.to_json(), **overrides)
+    return props
