@@ -22,6 +22,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
+from components.common import storage
+
 RECORD_PATH = os.path.join('assets.extra', 'training_record.json')
 # Properties that say where things are, not how the model is trained: a moved output folder
 # (another pipeline root) must not retrain an unchanged model.
@@ -86,8 +88,9 @@ def served_match(record: Dict[str, str], serving_dir: str,
 def copy_model(source: str, destination: str) -> None:
     """Copies a SavedModel folder file by file (tf.io.gfile: local or cloud storage)."""
     for root, _, files in tf.io.gfile.walk(source):
-        target = os.path.join(destination, os.path.relpath(root, source))
+        relative = os.path.relpath(root, source)
+        # Never '<destination>/.': an S3 key with '/./' in it is refused (SignatureDoesNotMatch).
+        target = destination if relative == '.' else os.path.join(destination, relative)
         tf.io.gfile.makedirs(target)
         for name in files:
-            tf.io.gfile.copy(os.path.join(root, name), os.path.join(target, name),
-                             overwrite=True)
+            storage.copy_file(os.path.join(root, name), os.path.join(target, name))

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from helpers import copy_digits, run_command, run_pipeline
+from helpers import copy_digits, run_command, run_pipeline, version_folders
 
 
 @pytest.fixture(scope='session')
@@ -44,7 +44,7 @@ def served_digits(tmp_path_factory):
         cfg.beam_args, cfg.ingest.data_dir, (config_lib.SETUP_FILE_ARG,))[0])
     shared = types.SimpleNamespace(cfg=cfg, data=data, first_run=first_run)
     shared.first = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
-    shared.served_after_first = sorted(os.listdir(cfg.serving_dir))
+    shared.served_after_first = version_folders(cfg.serving_dir)
     shared.served_files_after_first = set(_snapshot(cfg.serving_dir))
     report = os.path.join(os.path.abspath(cfg.output_dir), page.REPORT_FILE)
     with open(report, encoding='utf-8') as handle:
@@ -64,14 +64,14 @@ def served_digits(tmp_path_factory):
         [sys.executable, 'runner.py', '--local', '--config', 'smoke', '--data', other,
          '--output', cfg.output_dir, '--schema', config_lib.DIGITS_SCHEMA])
     shared.guarded = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
-    shared.served_after_guard = sorted(os.listdir(cfg.serving_dir))
+    shared.served_after_guard = version_folders(cfg.serving_dir)
     shared.served_files_after_guard = _snapshot(cfg.serving_dir)
 
     # test_serving_e2e.py: only the Pusher's setting changed.
     changed = dataclasses.replace(cfg, push=config_lib.PushConfig(keep_versions=3))
     tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(changed))
     shared.pusher_rerun = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
-    shared.served_after_pusher_rerun = sorted(os.listdir(cfg.serving_dir))
+    shared.served_after_pusher_rerun = version_folders(cfg.serving_dir)
     return shared
 
 

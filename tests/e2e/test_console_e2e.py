@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from helpers import REPO_ROOT, copy_digits, run_command, run_log, runner_command
+from helpers import REPO_ROOT, copy_digits, run_command, run_log, runner_command, version_folders
 
 pytestmark = pytest.mark.e2e
 
@@ -98,7 +98,7 @@ def test_a_second_run_waits_and_each_summary_names_its_own_run_and_version(two_r
         assert f'pushed: version {version} at {os.path.join(out, "serving", str(version))}' \
             in summary, summary
     assert runs[0] != runs[1] and holder == f'run {runs[0]} (pid {pid})'
-    assert sorted(os.listdir(os.path.join(out, 'serving'))) == ['1', '2']
+    assert version_folders(os.path.join(out, 'serving')) == ['1', '2']
 
 
 def test_the_same_command_again_is_cached_and_every_run_keeps_its_log(two_runs):

@@ -31,7 +31,7 @@ from pipeline import summary as summary_lib
 from pipeline import summary_text
 
 import photo_folders
-from helpers import run_command, run_log, runner_command
+from helpers import run_command, run_log, runner_command, version_folders
 from ingest_helpers import bomb_png
 
 pytestmark = pytest.mark.e2e
@@ -108,7 +108,7 @@ def test_the_pushed_model_is_blessed_and_serves_every_size_and_mode(run):
     (blessing,) = summary.outputs['ModelBlessing']
     assert summary_lib.custom_property(blessing, 'blessed') == 1
     assert summary_lib.custom_property(summary.trained_model(), 'eval_accuracy') >= MIN_ACCURACY
-    [version] = os.listdir(cfg.serving_dir)
+    [version] = version_folders(cfg.serving_dir)
     served = tf.saved_model.load(os.path.join(cfg.serving_dir, version))
     picks = {}
     for path, info in sorted(written.items()):  # one file per (size, mode, format)

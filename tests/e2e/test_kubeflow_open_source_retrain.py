@@ -23,7 +23,7 @@ from google.protobuf import json_format
 from pipeline import config as config_lib
 from pipeline import kubeflow
 
-from helpers import copy_digits
+from helpers import copy_digits, version_folders
 import kfp_launcher
 
 pytestmark = pytest.mark.e2e
@@ -45,7 +45,7 @@ def runs(tmp_path_factory):
     launcher = kfp_launcher.Launcher(workdir=str(base / 'pods'))
     first = launcher.run_job(job, 'run-1')
     unchanged = launcher.run_job(job, 'run-2')
-    versions_after_unchanged = sorted(os.listdir(cfg.serving_dir))
+    versions_after_unchanged = version_folders(cfg.serving_dir)
     copy_digits(str(data / 'span-3'), per_class=40)  # the next day's data arrives
     third = launcher.run_job(job, 'run-3')
     return cfg, launcher, first, unchanged, versions_after_unchanged, third
@@ -151,7 +151,7 @@ def test_a_new_span_retrains_and_pushes_a_new_version(runs):
     model = _metadata(third, 'ImageTrainer', 'model')
     assert 'training_skipped' not in model and model['steps_run'] == 30
     assert _metadata(third, 'Pusher', 'pushed_model')['pushed_version'] == '2'
-    assert sorted(os.listdir(cfg.serving_dir)) == ['1', '2']
+    assert version_folders(cfg.serving_dir) == ['1', '2']
 
 
 def test_the_window_is_recorded_and_nothing_is_converted_twice(runs):

@@ -94,7 +94,7 @@ def runs(store, tmp_path_factory):
     versions_after_second = _versions(store, bucket)
     try:
         third = launcher.run_job(job, 'run-3', platform)  # nothing new
-    except kfp_launcher.TaskFailed as failure:  # kept for its test (see UNCHANGED_COPY)
+    except kfp_launcher.TaskFailed as failure:  # kept for its test, which raises it
         third = failure
     return {'cfg': cfg, 'bucket': bucket, 'server': store, 'launcher': launcher,
             'runs': [first, second, third], 'versions_after_second': versions_after_second}
@@ -211,21 +211,9 @@ def test_the_second_run_trains_on_the_window_and_pushes_version_two(runs):
         assert 'serving_default' in loaded.signatures
 
 
-# A product defect (not editable from this test): on unchanged data the trainer copies the
-# served version into its Model artifact with components/trainer/unchanged.py copy_model, whose
-# top-level target is os.path.join(destination, os.path.relpath(root, source)) =
-# "<destination>/.", so the keys are "<model>/Format-Serving/./saved_model.pb"; S3 answers
-# tensorflow-io's request with "SignatureDoesNotMatch" (PermissionDeniedError) and the task
-# exits 1. Strict: once fixed, this test passes and the mark must go.
-UNCHANGED_COPY = ('components/trainer/unchanged.py copy_model writes "<dest>/./<file>" keys: '
-                  'SignatureDoesNotMatch on S3')
-
-
-@pytest.mark.xfail(strict=True, raises=kfp_launcher.TaskFailed, reason=UNCHANGED_COPY)
 def test_the_third_run_trains_nothing_and_pushes_nothing(runs):
     _, second, third = runs['runs']
     if isinstance(third, Exception):
-        assert 'ImageTrainer' in str(third) and 'SignatureDoesNotMatch' in str(third), third
         raise third
     _check_completed(runs['launcher'], 'run-3', runs['server'], runs['bucket'])
     assert runs['launcher'].tasks[('run-3', 'ImportSchemaGen')].cached

@@ -17,7 +17,7 @@ from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
-from helpers import run_pipeline
+from helpers import run_pipeline, version_folders
 
 pytestmark = pytest.mark.e2e
 
@@ -82,4 +82,4 @@ def test_the_model_is_pushed_and_a_second_run_is_fully_cached(runs):
     (pushed,) = first.outputs['PushedModel']
     assert summary_lib.custom_property(pushed, 'pushed') == 1
     assert {s for n, s in second.states.items() if n != 'Resolver'} == {'CACHED'}
-    assert len(os.listdir(cfg.serving_dir)) == 1
+    assert len(version_folders(cfg.serving_dir)) == 1

@@ -17,7 +17,7 @@ from pipeline import config as config_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 
-from helpers import copy_digits, run_pipeline
+from helpers import copy_digits, run_pipeline, version_folders
 
 pytestmark = pytest.mark.e2e
 
@@ -94,7 +94,7 @@ def test_blessing_written_and_model_pushed_to_serving(first_and_second_run):
     cfg, first, _ = first_and_second_run
     blessing = _only(first, 'ModelBlessing')
     assert os.path.exists(os.path.join(blessing.uri, 'BLESSED'))
-    versions = os.listdir(cfg.serving_dir)
+    versions = version_folders(cfg.serving_dir)
     assert len(versions) == 1 and versions[0].isdigit()
     assert os.path.exists(os.path.join(cfg.serving_dir, versions[0], 'saved_model.pb'))
     pushed = _only(first, 'PushedModel')
@@ -109,7 +109,7 @@ def test_second_run_with_nothing_changed_is_served_from_the_cache(first_and_seco
     assert second.run_id != first.run_id
     assert set(second.states.values()) == {'CACHED'}, second.states
     assert len(second.states) == 10
-    assert len(os.listdir(cfg.serving_dir)) == 1  # no second copy of the same model
+    assert len(version_folders(cfg.serving_dir)) == 1  # no second copy of the same model
 
 
 def test_new_class_with_other_image_size_stops_the_run_before_training(tmp_path):
@@ -137,7 +137,7 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
         first_and_second_run):
     # Runs after the tests above (file order): it adds data to the same input and run folder.
     cfg, first, _ = first_and_second_run
-    [production] = os.listdir(cfg.serving_dir)
+    [production] = version_folders(cfg.serving_dir)
     copy_digits(cfg.ingest.data_dir, classes=('0', '1', '2'), per_class=40)  # 10 new per class
 
     # New data: new ingestion and training (warm-started from production), evaluated against it.
@@ -151,8 +151,8 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
     blessing = _only(third, 'ModelBlessing')
     assert blessing.custom_properties['baseline_model'].string_value  # compared with it
     assert blessing.custom_properties['blessed'].int_value == 1  # smoke bar: any drop allowed
-    assert len(os.listdir(cfg.serving_dir)) == 2
-    newest = max(os.listdir(cfg.serving_dir), key=int)
+    assert len(version_folders(cfg.serving_dir)) == 2
+    newest = max(version_folders(cfg.serving_dir), key=int)
     # Compared with production on the same examples: the change and its interval are stated.
     assert blessing.custom_properties['regression_check'].string_value.startswith(
         f'sparse_categorical_accuracy change vs served version {production} ')
@@ -169,4 +169,4 @@ def test_retraining_new_data_is_compared_with_production_and_pushed_only_if_not_
     assert 'worse beyond noise' in _only(fourth, 'ModelBlessing').custom_properties[
         'blessing_reasons'].string_value
     assert _only(fourth, 'PushedModel').custom_properties['pushed'].int_value == 0
-    assert sorted(os.listdir(cfg.serving_dir), key=int)[-1] == newest  # production unchanged
+    assert sorted(version_folders(cfg.serving_dir), key=int)[-1] == newest  # production unchanged

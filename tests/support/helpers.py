@@ -174,3 +174,9 @@ def runner_configs(*flags):
     """(PipelineConfig, KubeflowConfig or None) that runner.py builds from these flags."""
     import runner
     return runner.build_configs(runner.build_parser().parse_args(list(flags)))
+
+
+def version_folders(serving_dir: str) -> list:
+    """The names in a serving folder but models.config (components/common/serving_labels.py),
+    which the Pusher writes beside the version folders; sorted as listed."""
+    return sorted(name for name in os.listdir(serving_dir) if name != 'models.config')
