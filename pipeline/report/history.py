@@ -172,17 +172,16 @@ def served_versions(rows: List[Row]) -> List[tuple]:
 
 
 def _served_now(serving_dir: str) -> tuple:
-    """(stable, canary, sentence): what models.config labels now (or the newest version, for a
-    folder pushed before labels existed)."""
+    """(stable, canary, sentence): the stable version, then the labels models.config gives (a
+    folder pushed before labels existed has none: its newest version is served)."""
     labels = serving_labels.read(serving_dir)
-    if labels is None:
-        stable = versions.served_version(serving_dir)
-        return stable, None, 'none' if stable is None else f'version {stable}'
-    if labels.stable is None:
-        return None, labels.canary, 'none' + (f', canary version {labels.canary}'
-                                               if labels.canary is not None else '')
-    return labels.stable, labels.canary, f'stable version {labels.stable}, ' + (
-        f'canary version {labels.canary}' if labels.canary is not None else 'no canary')
+    stable = versions.served_version(serving_dir) if labels is None else labels.stable
+    text = 'none' if stable is None else f'version {stable}'
+    if labels is not None:
+        text += ('. Labels (models.config): ' + ('no stable' if stable is None else
+                                                 f'stable version {stable}') + ', '
+                 + ('no canary' if labels.canary is None else f'canary version {labels.canary}'))
+    return stable, None if labels is None else labels.canary, text
 
 
 def _tick(point: Point, stable: Optional[int], canary: Optional[int]) -> str:

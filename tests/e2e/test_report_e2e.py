@@ -160,7 +160,7 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     assert rows[1][3] == rows[0][3] and float(accuracy.group(1)) > 0  # the first run's model
     assert rows[1][5] == ('not pushed: version 1 already serves this model: pushed by an '
                           'earlier run (the Pusher was cached)')
-    assert 'Served now: stable version 1, no canary.' in newest
+    assert 'Served now: version 1. Labels (models.config): stable version 1, no canary.' in newest
     # The Data table: per class and split (no span folders: the data is one window of itself),
     # counted from the records, its total the run's.
     data = newest.split('<h2 id="data">Data</h2>')[1].split('<h2')[0]

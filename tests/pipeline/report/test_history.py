@@ -196,7 +196,8 @@ def test_the_picture_pairs_each_version_with_the_served_model_on_its_examples(
     assert drawn['accuracies'] == [0.9, 0.925, 0.95, 0.925]
     assert drawn['served_then'] == [None, 0.875, 0.9, 0.875]
     assert (drawn['served'], drawn['canary']) == (3, 2)
-    assert 'Served now: stable version 4, canary version 3.' in text
+    assert ('Served now: version 4. Labels (models.config): stable version 4, canary version 3.'
+            in text)
     assert "on the same examples, the eval splits of that run's training window" in text
 
 
