@@ -176,3 +176,10 @@ def comparison(summary: RunSummary) -> Optional[Comparison]:
                       served_version=None if version is None or version < 0 else int(version),
                       examples=None if examples is None else int(examples),
                       not_compared=_custom(blessing, properties.NOT_COMPARED) or None)
+
+
+def pushed_as(summary: RunSummary) -> str:
+    """'canary' when the run's push went out as the canary (candidate mode), else ''."""
+    pushed = max(summary.outputs.get('PushedModel', []), key=lambda a: a.id, default=None)
+    label = pushed is not None and _custom(pushed, properties.SERVING_LABEL)
+    return label if label == serving_labels.CANARY else ''

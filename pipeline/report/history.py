@@ -53,6 +53,7 @@ class Row:
     # The Evaluator's figures (accuracy is then the candidate's); None: recorded before them,
     # and accuracy is the trainer's eval accuracy.
     compared: Optional[facts.Comparison] = None
+    pushed_as: str = ''           # 'canary' for a candidate push (serving_labels), else ''
 
     def accuracy_text(self) -> str:
         """'0.9557 vs 0.9416 (served version 1) on the same 497 examples', or the candidate's
@@ -78,7 +79,8 @@ class Row:
         if self.outcome == 'rollback':
             verdict = f'rollback: version {self.version} = copy of version {self.copy_of}'
         elif self.outcome == 'pushed':
-            verdict = f'pushed: version {self.version}'
+            verdict = f'pushed: version {self.version}' + (
+                f' as {self.pushed_as}' if self.pushed_as else '')
         else:
             verdict = self.outcome + (f': {"; ".join(self.reasons)}' if self.reasons else '')
         drift = 'not measured' if self.drift is None else self.drift.removeprefix('drift: ')
@@ -107,7 +109,8 @@ def run_row(summary: summary_lib.RunSummary, output_dir: str) -> Row:
                spans=facts.spans(summary), examples=facts.example_counts(summary),
                accuracy=(facts.eval_accuracy(summary) if compared is None
                          else compared.candidate), drift=drift and drift.text,
-               outcome=outcome, version=version, reasons=reasons, compared=compared)
+               outcome=outcome, version=version, reasons=reasons, compared=compared,
+               pushed_as=facts.pushed_as(summary) if outcome == 'pushed' else '')
 
 
 def _rollback_row(record: dict) -> Row:

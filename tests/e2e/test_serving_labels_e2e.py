@@ -49,6 +49,8 @@ def test_candidate_promote_reject_rollback(tmp_path):
     assert f'pushed: version 2 at {serving}/2 as canary; stable is version 1' in second
     assert 'baseline: served version 1' in second
     assert _config(serving) == ([1, 2], {'stable': 1, 'canary': 2})
+    with open(os.path.join(out, 'report.html'), encoding='utf-8') as handle:
+        assert 'pushed: version 2 as canary' in handle.read()   # the history's outcome
 
     assert 'labels now stable 2 in' in _runner('--promote', '2', '--output', out)
     assert _config(serving) == ([2], {'stable': 2})
