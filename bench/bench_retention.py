@@ -34,12 +34,12 @@ CLASSES = ('0', '1', '2')
 class Row:
     run: int
     root: int          # pipeline_root bytes
-    output: int        # the whole output folder: ML Metadata, logs, reports, serving/, root
     serving: int       # serving/ bytes
     model: int         # the run's trained Model (0 when it was cached)
     copies: int        # the baseline's and the PushedModel's folders: model copies
     retention: str     # the summary's retention line
     seconds: float
+    output: int = 0    # the whole output folder: ML Metadata, logs, reports, serving/, root
 
 
 def add_span(data: str, span: int, per_class: int) -> None:
@@ -107,16 +107,22 @@ def table(without: List[Row], with_keep: List[Row], keep: int) -> str:
     lines.append(f'growth per run over the last {len(without) - len(without) // 2} runs: keep '
                  f'all {growth(without) / 1e6:+.2f} MB, keep {keep} '
                  f'{growth(with_keep) / 1e6:+.2f} MB')
-    lines.append('')
-    lines.append(f'keep {keep}: the whole output folder (ML Metadata, logs, reports, serving/, '
-                 'pipeline_root) and each run\'s wall time')
-    lines.append(f'{"run":>3}  {"output MB":>9}  {"seconds":>7}')
-    lines += [f'{b.run:>3}  {mb(b.output):>9}  {b.seconds:7.1f}' for b in with_keep]
-    if len(with_keep) >= 12:   # issue 33's check: after the last run against after run 8
-        eighth, last = with_keep[7], with_keep[-1]
-        half = len(with_keep) // 2
-        early = sum(r.seconds for r in with_keep[1:half]) / max(1, half - 1)
-        late = sum(r.seconds for r in with_keep[half:]) / (len(with_keep) - half)
+    return '\n'.join(lines)
+
+
+def output_table(rows: List[Row], keep: int) -> str:
+    """The whole output folder after each run with keep K, and each run's wall time; with 12
+    runs or more, the output after the last run against after run 8 and the mean wall time of
+    the second half against the first (run 1 aside: it has nothing to compare or keep)."""
+    mb = lambda n: f'{n / 1e6:6.2f}'   # noqa: E731
+    lines = [f'keep {keep}: the whole output folder (ML Metadata, logs, reports, serving/, '
+             'pipeline_root) and each run\'s wall time', f'{"run":>3}  {"output MB":>9}  '
+             f'{"seconds":>7}']
+    lines += [f'{r.run:>3}  {mb(r.output):>9}  {r.seconds:7.1f}' for r in rows]
+    if len(rows) >= 12:
+        eighth, last, half = rows[7], rows[-1], len(rows) // 2
+        early = sum(r.seconds for r in rows[1:half]) / (half - 1)
+        late = sum(r.seconds for r in rows[half:]) / (len(rows) - half)
         lines.append(f'whole output after run {last.run} / after run 8: '
                      f'{last.output / eighth.output:.3f}; mean wall time runs {half + 1}-'
                      f'{last.run} / runs 2-{half}: {late / early:.2f}')
@@ -162,6 +168,8 @@ def main(argv=None) -> int:
           f'8x8 digits), {args.steps} training steps, serving/ keeps {versions} versions; '
           f'folders under {work}\n')
     print(table(rows[0], rows[keep], keep))
+    print()
+    print(output_table(rows[keep], keep))
     return 0
 
 

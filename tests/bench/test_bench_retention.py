@@ -24,3 +24,13 @@ def test_the_table_shows_both_sizes_their_ratio_and_the_growth_per_run():
     assert lines[5].endswith('kept 2 runs, ...')
     assert lines[-1] == ('growth per run over the last 2 runs: keep all +1.00 MB, '
                          'keep 2 +0.25 MB')
+
+
+def test_the_output_table_compares_the_last_run_with_run_8_and_the_halves():
+    rows = [bench.Row(i, 0, 0, 0, 0, '', 10.0 if i <= 6 else 11.0, output=(100 + i) * 1_000_000)
+            for i in range(1, 13)]
+    lines = bench.output_table(rows, keep=3).splitlines()
+    assert lines[2].split() == ['1', '101.00', '10.0']
+    assert lines[-1] == ('whole output after run 12 / after run 8: 1.037; mean wall time runs '
+                         '7-12 / runs 2-6: 1.10')
+    assert 'after run 8' not in bench.output_table(rows[:11], keep=3)
