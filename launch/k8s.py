@@ -1,5 +1,5 @@
 """The Kubernetes calls behind tfjob.py and trainjob.py (no TFX imports): clients, API discovery,
-a foreground delete that waits until the job and its pods are gone, and what the task reports
+a delete that waits until the job and its pods are gone, and what the task reports
 about pods that fail or never start (their state, events and log tails). Each call takes the
 job's `Api` (TFJOB, the default, or TRAINJOB): its group, version, plural, the label every pod
 of a job carries and the container that trains.
@@ -29,14 +29,22 @@ class Api:
     plural: str
     pod_label: str   # every pod of job `name` carries pod_label=name
     container: str   # the container that trains (its log is the one shown)
+    propagation: str = 'Foreground'   # how delete() deletes it (see TRAINJOB)
 
 
 TFJOB = Api('TFJob', GROUP, VERSION, PLURAL, JOB_LABEL, CONTAINER)
 # Trainer v2: the JobSet is named after the TrainJob (jobset.go Build: JobSet(trainJob.Name, ...)),
 # and JobSet labels every Job and pod with its name (jobset_controller.go labelAndAnnotateObject);
 # the trainer's container is `node` (trainer pkg/constants Node).
+#
+# Deleted in the background, then waited for: trainjob_controller.go Reconcile removes the Failed
+# condition and re-applies the runtime's objects on every pass (reconcileObjects, server-side
+# apply), so while a TrainJob waits in a foreground deletion it can create again the JobSet the
+# garbage collector has just removed, and the two can go on taking turns. A background delete
+# removes the TrainJob at once (its next reconcile finds nothing), and the collector removes the
+# JobSet, its Jobs and their pods, which wait_gone waits for by label.
 TRAINJOB = Api('TrainJob', 'trainer.kubeflow.org', 'v1alpha1', 'trainjobs',
-               'jobset.sigs.k8s.io/jobset-name', 'node')
+               'jobset.sigs.k8s.io/jobset-name', 'node', propagation='Background')
 _TAIL_LINES = 30
 _NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace'
 
@@ -77,11 +85,12 @@ def served(objects, api: Api) -> bool:
 
 
 def delete(objects, namespace: str, name: str, api: Api = TFJOB) -> bool:
-    """Deletes the job in the foreground; False if it was already gone."""
+    """Deletes the job (in the foreground, or as api.propagation says); False if it was
+    already gone."""
     from kubernetes.client.exceptions import ApiException
     try:
         objects.delete_namespaced_custom_object(api.group, api.version, namespace, api.plural, name,
-                                                propagation_policy='Foreground')
+                                                propagation_policy=api.propagation)
         return True
     except ApiException as error:
         if error.status != 404:  # already gone (deleted by hand) is what was wanted

@@ -5,6 +5,7 @@ the project's runtime (deploy/tensorflow-runtime.yaml) and launch/trainjob.py's 
 a tiny Python command instead of training.
 """
 import copy
+import dataclasses
 import json
 import os
 
@@ -215,7 +216,8 @@ def test_a_foreground_delete_removes_the_jobset_jobs_pods_service_and_snapshot_f
         kinds = sorted(k for k, _, _ in cluster.objects)
         assert ('ml-team', 'gone') in cluster.services   # JobSet's headless Service
     assert kinds == ['ClusterTrainingRuntime', 'ConfigMap', 'Job', 'JobSet', 'TrainJob']
-    assert k8s.delete(objects, 'ml-team', 'gone', k8s.TRAINJOB)
+    foreground = dataclasses.replace(k8s.TRAINJOB, propagation='Foreground')
+    assert k8s.delete(objects, 'ml-team', 'gone', foreground)
     with cluster.lock:   # still there, being deleted
         assert cluster.objects[('TrainJob', 'ml-team', 'gone')]['metadata']['finalizers'] == [
             'foregroundDeletion']
@@ -224,6 +226,21 @@ def test_a_foreground_delete_removes_the_jobset_jobs_pods_service_and_snapshot_f
         assert sorted(k for k, _, _ in cluster.objects) == ['ClusterTrainingRuntime']
         assert cluster.pods == {} and cluster.services == {}
     assert not k8s.delete(objects, 'ml-team', 'gone', k8s.TRAINJOB)   # 404: already gone
+
+
+def test_a_background_delete_removes_the_trainjob_at_once_and_the_rest_after(cluster):
+    """What the task does (launch/k8s.py TRAINJOB): the TrainJob goes at once, so its
+    controller cannot apply its JobSet again; the collector removes the JobSet, Jobs, pods,
+    Service and snapshot, whose owner is gone."""
+    objects, _, _ = k8s.clients()
+    _apply(objects, _runtime())
+    _create(objects, _trainjob('bg'))
+    cluster.wait(lambda: _ended(cluster, 'bg'), timeout=60)
+    assert k8s.delete(objects, 'ml-team', 'bg', k8s.TRAINJOB)
+    with cluster.lock:
+        assert ('TrainJob', 'ml-team', 'bg') not in cluster.objects
+    cluster.wait(lambda: sorted(k for k, _, _ in cluster.objects) == ['ClusterTrainingRuntime']
+                 and not cluster.pods and not cluster.services)
 
 
 def test_discovery_serves_only_the_installed_apis(cluster):

@@ -175,8 +175,8 @@ def _pod_log(tmp_path, hostname: str) -> str:
 
 def _check_lifecycle(state, name):
     """Discovery (TrainJob served, the runtime there), nothing left of an earlier job, the
-    TrainJob created, polled, deleted in the foreground and waited for until it and its pods
-    were gone."""
+    TrainJob created, polled, deleted in the background (launch/k8s.py TRAINJOB says why) and
+    waited for until it and its pods were gone."""
     assert [r['path'] for r in state.discoveries] == ['/apis/trainer.kubeflow.org/v1alpha1']
     calls = tfjob_helpers.calls(state)
     assert calls[:2] == [('POST', 'clustertrainingruntimes'),   # the test's kubectl apply
@@ -185,7 +185,7 @@ def _check_lifecycle(state, name):
     assert set(calls[2:post]) == {('GET', name), ('GET', 'pods')}
     assert {c for c in calls[post + 1:delete]} <= {('GET', name), ('GET', 'pods'),
                                                    ('GET', 'log')}
-    assert state.requests[delete]['query']['propagationPolicy'] == ['Foreground']
+    assert state.requests[delete]['query']['propagationPolicy'] == ['Background']
     assert set(calls[delete + 1:]) == {('GET', name), ('GET', 'pods')}
     assert all('/namespaces/ml-team/' in r['path'] for r in state.requests[2:])
     assert sorted(k for k, _, _ in state.objects) == ['ClusterTrainingRuntime']

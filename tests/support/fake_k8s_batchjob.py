@@ -146,7 +146,12 @@ def reconcile(store, job) -> None:
               and not p['metadata'].get('deletionTimestamp')]
     terminating = [p for p in pods if p['status'].get('phase') not in terminal
                    and p['metadata'].get('deletionTimestamp')]
-    failed = [p for p in pods if p['status'].get('phase') == 'Failed']
+    # job_controller.go isPodFailed: with podReplacementPolicy TerminatingOrFailed (the default
+    # without podFailurePolicy) a pod being deleted counts as failed before it reaches a phase
+    # ("Count deleted Pods as failures to account for orphan Pods that never have a chance to
+    # reach the Failed phase"), so a deleted pod uses up the backoff limit like a failed one.
+    failed = [p for p in pods if p['status'].get('phase') == 'Failed' or (
+        p['metadata'].get('deletionTimestamp') and p['status'].get('phase') != 'Succeeded')]
     # A pod's failure counts once, also after the pod is gone (the job-tracking finalizer).
     seen = store.job_failures.setdefault(meta['uid'], {})
     for pod in failed:
