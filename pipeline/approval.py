@@ -62,12 +62,7 @@ def decide(output_dir: str, serving: str, action: str, version: int,
               'action': action, 'version': version, 'reason': reason or '',
               'before': {'stable': before.stable, 'canary': before.canary},
               'after': {'stable': after.stable, 'canary': after.canary}}
-    fd = os.open(os.path.join(os.path.abspath(output_dir), APPROVALS_FILE),
-                 os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, (json.dumps(record) + '\n').encode('utf-8'))
-    finally:
-        os.close(fd)
+    rollback_lib.append_record(output_dir, APPROVALS_FILE, record)
     return record
 
 

@@ -78,13 +78,19 @@ def rollback(output_dir: str, version: int, serving: Optional[str] = None) -> di
     record = {'time': datetime.datetime.now().isoformat(timespec='seconds'),
               'version': new, 'copy_of': version, 'previously_served': served,
               'digest': versions.model_digest(os.path.join(serving, str(new)))}
-    fd = os.open(os.path.join(os.path.abspath(output_dir), ROLLBACKS_FILE),
+    append_record(output_dir, ROLLBACKS_FILE, record)
+    return record
+
+
+def append_record(output_dir: str, file_name: str, record: dict) -> None:
+    """Appends record to <output_dir>/<file_name> as one JSON line with one write(): a reader
+    never sees half a line, and two appends never interleave."""
+    fd = os.open(os.path.join(os.path.abspath(output_dir), file_name),
                  os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, (json.dumps(record) + '\n').encode('utf-8'))
     finally:
         os.close(fd)
-    return record
 
 
 def output_folder(output: Optional[str], config_file: Optional[str]) -> str:

@@ -14,12 +14,9 @@ import subprocess
 
 import pytest
 import tensorflow as tf
-from tfx.types import artifact_utils, standard_artifacts
 
 from components.trainer import executor
 from launch import tfjob
-from training.params import TrainParams
-from helpers import write_digit_examples
 import tfjob_helpers
 
 SPEC = tfjob.TFJobSpec(workers=2, image='registry/image-pipeline:1', cpu=8.0, memory_gb=30.0,
@@ -72,31 +69,9 @@ def _pod_log(tmp_path, pod: str) -> str:
         return handle.read()
 
 
-def _artifacts(tmp_path, train_files=2):
-    examples = standard_artifacts.Examples()
-    examples.uri = str(tmp_path / 'examples')
-    examples.split_names = artifact_utils.encode_split_names(['train', 'eval'])
-    for index in range(train_files):  # one file per worker: FILE sharding
-        write_digit_examples(os.path.join(examples.uri, 'Split-train', f'part-{index}.gz'),
-                             ('0', '1'), 16, offset=16 * index)
-    write_digit_examples(os.path.join(examples.uri, 'Split-eval', 'part-0.gz'), ('0', '1'), 8,
-                         offset=40)
-    examples.set_string_custom_property('class_names', json.dumps(['0', '1']))
-    examples.set_int_custom_property('num_written_train', 32 * train_files)
-    model = standard_artifacts.Model()
-    model.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model' / '5')
-    model_run = standard_artifacts.ModelRun()
-    model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '5')
-    return {'examples': [examples]}, {'model': [model], 'model_run': [model_run]}
-
-
 def _properties(**overrides):
-    props = TrainParams.bare(
-        model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
-        train_steps=6, global_batch_size=8, learning_rate=3e-3, seed=1,
-        skip_unchanged=False).to_properties()
-    props.update(tfjob=tfjob.TFJobSpec(workers=2, image='local').to_json(), **overrides)
-    return props
+    return tfjob_helpers.properties(tfjob.TFJobSpec(workers=2, image='local'), **overrides)
+
 
 def _check_lifecycle(state, name):
     """Nothing left of an earlier job was found, the job was created, polled, deleted in the
@@ -114,7 +89,7 @@ def _check_lifecycle(state, name):
 
 @pytest.mark.slow
 def test_two_pods_train_and_the_chief_export_becomes_the_model(cluster, tmp_path):
-    inputs, outputs = _artifacts(tmp_path)
+    inputs, outputs = tfjob_helpers.artifacts(tmp_path)
     executor.Executor().Do(inputs, outputs, _properties(pipeline_root=str(tmp_path / 'root')))
     [model], [model_run] = outputs['model'], outputs['model_run']
     [created] = cluster.created
@@ -138,7 +113,7 @@ def test_two_pods_train_and_the_chief_export_becomes_the_model(cluster, tmp_path
 
 @pytest.mark.slow
 def test_a_failing_pod_fails_the_task_with_its_log_and_the_job_is_deleted(cluster, tmp_path):
-    inputs, outputs = _artifacts(tmp_path, train_files=1)
+    inputs, outputs = tfjob_helpers.artifacts(tmp_path, train_files=1)
     for name in os.listdir(os.path.join(inputs['examples'][0].uri, 'Split-train')):
         os.remove(os.path.join(inputs['examples'][0].uri, 'Split-train', name))
     with pytest.raises(RuntimeError) as error:
