@@ -2,6 +2,7 @@
 `--push-mode candidate` (a new span each), `--promote`, a third run, `--reject --reason`, and
 `--rollback`. After each step serving/models.config is parsed as TF Serving parses it
 (model_server_config_pb2) and its labels and loaded versions are checked."""
+import glob
 import json
 import os
 import sys
@@ -51,6 +52,14 @@ def test_candidate_promote_reject_rollback(tmp_path):
     assert _config(serving) == ([1, 2], {'stable': 1, 'canary': 2})
     with open(os.path.join(out, 'report.html'), encoding='utf-8') as handle:
         assert 'pushed: version 2 as canary' in handle.read()   # the history's outcome
+    # What a notification carries (the run's JSON summary is its payload, pipeline/notify.py).
+    summaries = sorted(glob.glob(os.path.join(out, 'logs', '*.summary.json')))
+    with open(summaries[-1]) as handle:
+        payload = json.load(handle)
+    assert (payload['outcome'], payload['pushed_version']) == ('pushed', 2)
+    assert payload['push_mode'] == 'candidate'
+    assert payload['labels'] == {'stable': 1, 'canary': 2}
+    assert 'as canary; stable is version 1' in payload['summary']
 
     assert 'labels now stable 2 in' in _runner('--promote', '2', '--output', out)
     assert _config(serving) == ([2], {'stable': 2})
