@@ -13,7 +13,6 @@ import os
 import subprocess
 
 import pytest
-import tensorflow as tf
 
 from components.trainer import executor
 from launch import tfjob
@@ -100,13 +99,8 @@ def test_two_pods_train_and_the_chief_export_becomes_the_model(cluster, tmp_path
         text = _pod_log(tmp_path, f'{name}-worker-{index}')
         assert 'Training models.resnet.build_model on 2 replica(s)' in text, text[-2000:]
         assert 'FILE sharding of the train split' in text
-    serving = os.path.join(model.uri, 'Format-Serving')
-    assert 'serving_default' in tf.saved_model.load(serving).signatures
-    recorded = {key: model.get_float_custom_property(key)
-                for key in ('num_workers', 'num_replicas', 'steps_run')}
-    assert recorded == {'num_workers': 2.0, 'num_replicas': 2.0, 'steps_run': 6.0}
+    tfjob_helpers.assert_two_workers_trained(model, model_run)
     assert model.get_string_custom_property('input_sharding') == 'FILE'
-    assert json.load(open(os.path.join(model_run.uri, 'metrics.json')))['num_workers'] == 2
     # Created in the kubeconfig's namespace, polled until it ended, then deleted.
     _check_lifecycle(cluster, name)
 

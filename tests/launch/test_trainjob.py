@@ -14,7 +14,6 @@ import json
 import os
 
 import pytest
-import tensorflow as tf
 import yaml
 from absl import logging
 
@@ -208,13 +207,8 @@ def test_two_nodes_train_with_tf_config_from_the_jobset_and_the_chief_exports(cl
         assert f'TrainJob pod: TF_CONFIG={json.dumps(config)}' in text, text[-2000:]
         assert 'Training models.resnet.build_model on 2 replica(s)' in text, text[-2000:]
         assert 'FILE sharding of the train split' in text
-    serving = os.path.join(model.uri, 'Format-Serving')
-    assert 'serving_default' in tf.saved_model.load(serving).signatures
-    recorded = {key: model.get_float_custom_property(key)
-                for key in ('num_workers', 'num_replicas', 'steps_run')}
-    assert recorded == {'num_workers': 2.0, 'num_replicas': 2.0, 'steps_run': 6.0}
+    tfjob_helpers.assert_two_workers_trained(model, model_run)
     assert model.get_string_custom_property('training_api') == 'TrainJob'
-    assert json.load(open(os.path.join(model_run.uri, 'metrics.json')))['num_workers'] == 2
     assert os.path.exists(os.path.join(model_run.uri, 'trainjob', 'job.json'))
     _check_lifecycle(cluster, name)
 

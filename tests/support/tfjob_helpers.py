@@ -75,3 +75,18 @@ def properties(spec, **overrides):
         skip_unchanged=False).to_properties()
     props.update(tfjob=spec.to_json(), **overrides)
     return props
+
+
+def assert_two_workers_trained(model, model_run) -> None:
+    """What a two-worker job (TFJob or TrainJob) leaves: the chief's SavedModel as the Model,
+    and the figures of a 2-replica, 6-step training on the Model and in metrics.json."""
+    import json
+    import os
+    import tensorflow as tf
+    serving = os.path.join(model.uri, 'Format-Serving')
+    assert 'serving_default' in tf.saved_model.load(serving).signatures
+    recorded = {key: model.get_float_custom_property(key)
+                for key in ('num_workers', 'num_replicas', 'steps_run')}
+    assert recorded == {'num_workers': 2.0, 'num_replicas': 2.0, 'steps_run': 6.0}
+    with open(os.path.join(model_run.uri, 'metrics.json')) as handle:
+        assert json.load(handle)['num_workers'] == 2
