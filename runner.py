@@ -92,13 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument_group('data').add_argument
     add('--source', choices=config_lib.SOURCES, help='images: one sub-folder per class; csv: CSV '
-        f'files with a header and a label column (default: {i.source})')
+        'files with a header and a label column; parquet: Parquet files with a label column '
+        f'(docs/data.md) (default: {i.source})')
     add('--data', help='input base (a URI for Kubeflow); may hold span-<N>/ folders (default: '
-        'the embedded digits, or the embedded wine table for --source csv)')
+        'the embedded digits, or the embedded wine table for --source csv; needed for parquet)')
     add('--schema', help='curated schema file, or "infer" (default: curated for embedded data, '
         'else infer)')
-    add('--label-column', metavar='NAME', help='csv: the column holding the class (default: '
-        f'{i.label_column})')
+    add('--label-column', metavar='NAME', help='csv, parquet: the column holding the class '
+        f'(default: {i.label_column})')
     add('--window', type=int, metavar='N', help='with span-<N>/ folders: train and evaluate on '
         'the last N spans; spans ingested before are not converted again (default: '
         f'{i.window})')

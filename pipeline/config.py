@@ -9,7 +9,7 @@ import re
 from typing import Optional, Tuple
 
 from components.common import serving_labels, storage
-from components.ingest import csv_records, image_formats
+from components.ingest import csv_records, image_formats, registry
 # Re-exported: the [kubeflow] settings and the retraining tables live in modules of their own.
 from pipeline.config_kubeflow import (  # noqa: F401
     SCORE_SPEC_FILE, KubeflowConfig, check_kubeflow_root, spec_file)
@@ -22,11 +22,13 @@ DEFAULT_CSV_DATA = os.path.join(REPO_ROOT, 'data', 'wine')
 # Curated schemas for the embedded data (docs/data.md, "Schema"); other data infers one.
 DIGITS_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'digits.pbtxt')
 WINE_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'wine.pbtxt')
-SOURCES = ('images', 'csv')
-# Per source: the embedded data, its curated schema, and the default model builder.
+SOURCES = registry.NAMES   # --source choices (components/ingest/registry.py)
+# Per source: the embedded data, its curated schema (None: none, --data is needed), and the
+# default model builder.
 SOURCE_DEFAULTS = {
     'images': (DEFAULT_DATA, DIGITS_SCHEMA, 'models.resnet.build_model'),
     'csv': (DEFAULT_CSV_DATA, WINE_SCHEMA, 'models.mlp.build_model'),
+    'parquet': (None, None, 'models.mlp.build_model'),
 }
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
@@ -51,7 +53,7 @@ class IngestConfig:
     latest span is ingested, and the model trains on the last `window` spans (docs/data.md,
     Spans and the training window)."""
     data_dir: str = DEFAULT_DATA
-    source: str = 'images'           # images: <data>/<class>/<file>; csv: <data>/*.csv
+    source: str = 'images'           # images: <data>/<class>/<file>; csv: <data>/*.csv; parquet
     train_percent: int = 80
     num_shards: int = 2              # per split; 0 = automatic, ~128 MB per shard
     compress: bool = True            # GZIP'd TFRecords
@@ -59,7 +61,7 @@ class IngestConfig:
     max_rejected_fraction: float = 0.01
     image_size: Optional[Tuple[int, int]] = None   # (height, width) to resize to at ingestion
     image_storage: str = 'encoded'   # 'encoded' keeps the file's bytes; 'raw' stores uint8 pixels
-    label_column: str = 'label'      # csv: the column holding the class
+    label_column: str = 'label'      # csv, parquet: the column holding the class
     # csv: (column, 'numeric' | 'categorical') pairs; columns not given are inferred
     feature_types: Tuple[Tuple[str, str], ...] = ()
     drop_columns: Tuple[str, ...] = ()   # csv: columns that are neither features nor label
