@@ -69,6 +69,13 @@ class CompileError(Exception):
         return CompileError(f'{prefix}: {self.message}', self.code)
 
 
+def protojson_error(error: json_format.ParseError) -> str:
+    """protojson's wording of a strict parse's unknown field (`proto: (line 1:2): unknown field
+    "x"`) for json_format's; the position is left out, other causes keep Python's text."""
+    found = re.search(r'has no field named "([^"]+)"', str(error))
+    return f'proto: unknown field "{found.group(1)}"' if found else str(error)
+
+
 def _invalid_input(message: str) -> CompileError:
     """util.NewInvalidInputError: internal text `Invalid input error: <message>`."""
     return CompileError(f'Invalid input error: {message}', 'InvalidArgument')
@@ -82,13 +89,14 @@ def _invalid_spec(details: str, platform: bool = False) -> CompileError:
 
 # ---- entry point
 def compile_run(upload: Union[str, bytes, os.PathLike], root: str, run_id: str,
-                params: Union[None, str, Mapping] = None, display_name: str = 'run',
+                params: Union[None, str, Mapping] = None, name: Optional[str] = None,
                 namespace: str = 'kubeflow', service_account: str = '', run_at: int = 0,
                 scheduled_at: int = 0, server_env: Optional[Mapping[str, str]] = None,
                 cache_disabled: bool = False) -> dict:
     """template.go New + v2_template.go RunWorkflow, as resource_manager.go CreateRun calls
     them: `upload` a file path or the upload's text; `root` the run's pipeline root
-    (runtime_config.pipeline_root); `params` its parameters (a dict or their JSON); `run_at`
+    (runtime_config.pipeline_root); `params` its parameters (a dict or their JSON; none: `{}`);
+    `name` its display name (none: `run`, handcompile's default); `run_at`
     the creation time in epoch seconds (RunWorkflowOptions.RunAt; the by-hand handcompile
     passes 0), `scheduled_at` ScheduledAtInSec (0: not scheduled); `server_env` the API
     server's configuration and environment (kfp_argo_templates.ServerConfig; none: a default
@@ -99,8 +107,8 @@ def compile_run(upload: Union[str, bytes, os.PathLike], root: str, run_id: str,
     if isinstance(params, Mapping):
         params = json.dumps(params)
     return run_workflow(spec, platform, root, run_id, params if params is not None else '{}',
-                        display_name, namespace, service_account, run_at, scheduled_at, config,
-                        cache_disabled)
+                        'run' if name is None else name, namespace, service_account, run_at,
+                        scheduled_at, config, cache_disabled)
 
 
 def _read_upload(upload) -> bytes:
@@ -197,9 +205,11 @@ def runtime_config(params_json: str, root: str):
     if params_json:
         try:
             parameters = json.loads(params_json)
-        except ValueError as error:
-            raise CompileError(f'error unmarshalling model runtime config parameters: {error}'
-                               ).wrap('Failed to convert to PipelineJob RuntimeConfig')
+        except ValueError as error:  # (Python's decoder words the cause otherwise)
+            raise CompileError(
+                'InternalServerError: Failed to convert to PipelineJob RuntimeConfig: '
+                f'InternalServerError: error unmarshalling model runtime config parameters: '
+                f'{error}') from None
         for name, value in (parameters or {}).items():
             json_format.ParseDict(value, config.parameter_values[name])
     return config
@@ -673,7 +683,8 @@ class Compiler:
                     raise NotImplementedError(f'{sorted(named)}: fields of KFP 2.17.0\'s '
                                               'KubernetesExecutorConfig the installed '
                                               f'kfp-kubernetes lacks ({error})') from None
-                raise CompileError(f'failed to unmarshal kubernetes config: {error}')
+                raise CompileError(f'failed to unmarshal kubernetes config: '
+                                   f'{protojson_error(error)}')
             if config.HasField('pod_metadata'):
                 raise NotImplementedError('container.go metadata-N-M-system-container-* '
                                           'templates (pod metadata) are not transcribed')
