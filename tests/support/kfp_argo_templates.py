@@ -265,10 +265,10 @@ def apply_security_context_to_executor_template(template: dict) -> None:
 
 
 # ---- the templates
-def dag_driver_template(config: ServerConfig, pipeline_name: str, display_name: str,
-                        cache_disabled: bool = False, ml_pipeline_tls: bool = False) -> dict:
-    """dag.go addDAGDriverTemplate: `system-dag-driver`."""
-    args = ['--type', input_value('driver-type'),
+def _driver_args(driver_type: str, pipeline_name: str, display_name: str) -> List[str]:
+    """The head both driver templates' args share (dag.go addDAGDriverTemplate, container.go
+    addContainerDriverTemplate): the run, then the task's parameters."""
+    return ['--type', driver_type,
             '--pipeline_name', pipeline_name,
             '--run_id', '{{workflow.uid}}',  # argo.go runID: the API server puts the run id
             '--run_name', '{{workflow.name}}',
@@ -277,36 +277,48 @@ def dag_driver_template(config: ServerConfig, pipeline_name: str, display_name: 
             '--dag_execution_id', input_value('parent-dag-id'),
             '--component', input_value('component'),
             '--task', input_value('task'),
-            '--task_name', input_value('task-name'),
-            '--runtime_config', input_value('runtime-config'),
-            '--iteration_index', input_value('iteration-index'),
-            '--execution_id_path', output_path('execution-id'),
-            '--iteration_count_path', output_path('iteration-count'),
-            '--condition_path', output_path('condition')]
-    args += config.server_args(cache_disabled, ml_pipeline_tls)
+            '--task_name', input_value('task-name')]
+
+
+def _driver_template(config: ServerConfig, name: str, args: List[str], env: list, inputs: list,
+                     outputs: list) -> dict:
+    """What both driver templates are: the driver image with its resources, the runtime role,
+    the full security context."""
     container = {'name': '', 'image': config.driver_image, 'command': config.driver_command,
                  'args': args, 'resources': copy.deepcopy(DRIVER_RESOURCES)}
-    if config.proxy_env():
-        container['env'] = config.proxy_env()
-    template = new_template(
-        'system-dag-driver',
-        inputs={'parameters': [{'name': 'component'},
-                               {'name': 'runtime-config', 'default': ''},
-                               {'name': 'task', 'default': ''},
-                               {'name': 'task-name', 'default': ''},
-                               {'name': 'parent-dag-id', 'default': '0'},
-                               {'name': 'iteration-index', 'default': '-1'},
-                               {'name': 'driver-type', 'default': 'DAG'}]},
-        outputs={'parameters': [
-            {'name': 'execution-id', 'valueFrom': {'path': '/tmp/outputs/execution-id'}},
-            {'name': 'iteration-count', 'valueFrom': {'path': '/tmp/outputs/iteration-count',
-                                                      'default': '0'}},
-            {'name': 'condition', 'valueFrom': {'path': '/tmp/outputs/condition',
-                                                'default': 'true'}}]},
-        container=container)
+    if env:  # a nil slice is left out
+        container['env'] = env
+    template = new_template(name, inputs={'parameters': inputs},
+                            outputs={'parameters': outputs}, container=container)
     set_runtime_role(template, 'driver')
     apply_security_context_to_template(template)
     return template
+
+
+def dag_driver_template(config: ServerConfig, pipeline_name: str, display_name: str,
+                        cache_disabled: bool = False, ml_pipeline_tls: bool = False) -> dict:
+    """dag.go addDAGDriverTemplate: `system-dag-driver` (env: the proxy variables only)."""
+    args = _driver_args(input_value('driver-type'), pipeline_name, display_name) + [
+        '--runtime_config', input_value('runtime-config'),
+        '--iteration_index', input_value('iteration-index'),
+        '--execution_id_path', output_path('execution-id'),
+        '--iteration_count_path', output_path('iteration-count'),
+        '--condition_path', output_path('condition')]
+    args += config.server_args(cache_disabled, ml_pipeline_tls)
+    return _driver_template(
+        config, 'system-dag-driver', args, config.proxy_env(),
+        inputs=[{'name': 'component'},
+                {'name': 'runtime-config', 'default': ''},
+                {'name': 'task', 'default': ''},
+                {'name': 'task-name', 'default': ''},
+                {'name': 'parent-dag-id', 'default': '0'},
+                {'name': 'iteration-index', 'default': '-1'},
+                {'name': 'driver-type', 'default': 'DAG'}],
+        outputs=[{'name': 'execution-id', 'valueFrom': {'path': '/tmp/outputs/execution-id'}},
+                 {'name': 'iteration-count',
+                  'valueFrom': {'path': '/tmp/outputs/iteration-count', 'default': '0'}},
+                 {'name': 'condition',
+                  'valueFrom': {'path': '/tmp/outputs/condition', 'default': 'true'}}])
 
 
 def container_driver_template(config: ServerConfig, pipeline_name: str, display_name: str,
@@ -314,43 +326,27 @@ def container_driver_template(config: ServerConfig, pipeline_name: str, display_
                               ) -> dict:
     """container.go addContainerDriverTemplate: `system-container-driver`. The driver writes
     the pod spec patch, the cache decision and the condition to files Argo reads as outputs."""
-    args = ['--type', 'CONTAINER',
-            '--pipeline_name', pipeline_name,
-            '--run_id', '{{workflow.uid}}',
-            '--run_name', '{{workflow.name}}',
-            '--run_display_name', display_name,
-            '--pipeline_job_create_time_utc', '{{workflow.creationTimestamp}}',
-            '--dag_execution_id', input_value('parent-dag-id'),
-            '--component', input_value('component'),
-            '--task', input_value('task'),
-            '--task_name', input_value('task-name'),
-            '--container', input_value('container'),
-            '--iteration_index', input_value('iteration-index'),
-            '--cached_decision_path', output_path('cached-decision'),
-            '--pod_spec_patch_path', output_path('pod-spec-patch'),
-            '--condition_path', output_path('condition'),
-            '--kubernetes_config', input_value('kubernetes-config')]
+    args = _driver_args('CONTAINER', pipeline_name, display_name) + [
+        '--container', input_value('container'),
+        '--iteration_index', input_value('iteration-index'),
+        '--cached_decision_path', output_path('cached-decision'),
+        '--pod_spec_patch_path', output_path('pod-spec-patch'),
+        '--condition_path', output_path('condition'),
+        '--kubernetes_config', input_value('kubernetes-config')]
     args += config.server_args(cache_disabled, ml_pipeline_tls)
-    container = {'name': '', 'image': config.driver_image, 'command': config.driver_command,
-                 'args': args, 'resources': copy.deepcopy(DRIVER_RESOURCES),
-                 'env': config.proxy_env() + copy.deepcopy(COMMON_ENVS)}
-    template = new_template(
-        'system-container-driver',
-        inputs={'parameters': [{'name': 'component'}, {'name': 'task'}, {'name': 'container'},
-                               {'name': 'task-name'}, {'name': 'parent-dag-id'},
-                               {'name': 'iteration-index', 'default': '-1'},
-                               {'name': 'kubernetes-config', 'default': ''}]},
-        outputs={'parameters': [
-            {'name': 'pod-spec-patch', 'valueFrom': {'path': '/tmp/outputs/pod-spec-patch',
-                                                     'default': ''}},
-            {'name': 'cached-decision', 'default': 'false',
-             'valueFrom': {'path': '/tmp/outputs/cached-decision', 'default': 'false'}},
-            {'name': 'condition', 'valueFrom': {'path': '/tmp/outputs/condition',
-                                                'default': 'true'}}]},
-        container=container)
-    set_runtime_role(template, 'driver')
-    apply_security_context_to_template(template)
-    return template
+    return _driver_template(
+        config, 'system-container-driver', args,
+        config.proxy_env() + copy.deepcopy(COMMON_ENVS),
+        inputs=[{'name': 'component'}, {'name': 'task'}, {'name': 'container'},
+                {'name': 'task-name'}, {'name': 'parent-dag-id'},
+                {'name': 'iteration-index', 'default': '-1'},
+                {'name': 'kubernetes-config', 'default': ''}],
+        outputs=[{'name': 'pod-spec-patch',
+                  'valueFrom': {'path': '/tmp/outputs/pod-spec-patch', 'default': ''}},
+                 {'name': 'cached-decision', 'default': 'false',
+                  'valueFrom': {'path': '/tmp/outputs/cached-decision', 'default': 'false'}},
+                 {'name': 'condition',
+                  'valueFrom': {'path': '/tmp/outputs/condition', 'default': 'true'}}])
 
 
 def container_executor_templates(config: ServerConfig, cache_disabled: bool = False) -> list:
