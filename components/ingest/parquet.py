@@ -16,8 +16,8 @@ No TFX imports. What is read (docs/data.md, "Parquet files"):
   non-empty map or list of lists or structs, cannot be one feature value: the row is rejected
   (`nested_value`, naming the column), unless the column is dropped (`drop_columns`).
 - A file that is not Parquet, or is truncated (its footer is at the end), is one rejected record
-  (`corrupt_parquet`, with pyarrow's reason); so is the rest of a row group that cannot be
-  decoded, and the row groups after it in the same unit of work.
+  (`corrupt_parquet`, with pyarrow's reason); so is a row group that cannot be decoded (the
+  rows read from it before the damage are kept; the next row groups are read).
 
 Memory: a file is planned into units of whole row groups (about UNIT_BYTES of data)
 that Beam spreads over workers; a unit is read with `iter_batches`, one row group and
@@ -193,8 +193,8 @@ def _cells(array: pa.Array) -> Cells:
         return scalar
     kind = array.type
     if pa.types.is_map(kind) or not _is_list(kind):
-        lengths = (pa.compute.list_value_length(array).to_pylist() if pa.types.is_map(kind)
-                   else [None if v is None else 1 for v in array.to_pylist()])
+        lengths = [None if v is None else len(v) if pa.types.is_map(kind) else 1
+                   for v in array.to_pylist()]
         return _nested(array, lengths, 'a map' if pa.types.is_map(kind) else f'a {kind}')
     lengths = pa.compute.list_value_length(array).to_pylist()
     items = _scalar_cells(array.flatten())  # the items of every non-null list, in order
@@ -266,16 +266,21 @@ def read_unit(unit: Unit, names: Sequence[str], checked: Sequence[str]) -> Itera
     try:
         with _opened(path) as reader:
             for group in range(first, stop):
-                try:
-                    for batch in reader.iter_batches(batch_size=BATCH_ROWS, row_groups=[group]):
-                        yield from batch_records(element, batch, names, checked)
-                except (pa.ArrowException, OSError) as error:
-                    rows = sum(reader.metadata.row_group(g).num_rows for g in range(group, stop))
-                    yield element, None, (
-                        'corrupt_parquet', f'row group {group} of {reader.num_row_groups} '
-                        f'cannot be decoded ({error}); row groups {group} to {stop - 1} '
-                        f'({rows:,} rows) are not read, or only in part')
-                    return
+                batches = reader.iter_batches(batch_size=BATCH_ROWS, row_groups=[group])
+                while True:
+                    try:  # decoding only: a fault of the file, not of the conversion
+                        batch = next(batches)
+                    except StopIteration:
+                        break
+                    except (pa.ArrowException, OSError) as error:
+                        # Row groups are decoded independently: the next one may be whole.
+                        rows = reader.metadata.row_group(group).num_rows
+                        yield element, None, (
+                            'corrupt_parquet', f'row group {group} of {reader.num_row_groups} '
+                            f'cannot be decoded ({str(error).strip()}); its {rows:,} rows are '
+                            'not read, or only in part')
+                        break
+                    yield from batch_records(element, batch, names, checked)
             if stop < 0:  # the footer was readable when planned, not now
                 yield element, None, ('changed', 'changed between planning and reading')
     except records.BadRecord as error:

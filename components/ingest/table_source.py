@@ -74,9 +74,11 @@ class TableSource(source.Source):
                 raise IngestionError(f'{path} has other columns than {readable[0]}: '
                                      f'{found} != {columns}')
             readable.append(path)
+        if unreadable and not readable:
+            raise IngestionError(f'No readable {self.pattern} file in {root}: '
+                                 + '; '.join(unreadable))
         if not readable:
-            raise IngestionError(f'Input is empty: no {self.pattern} file in {root}.' + (
-                ' Unreadable: ' + '; '.join(unreadable) if unreadable else ''))
+            raise IngestionError(f'Input is empty: no {self.pattern} file in {root}.')
         ignored = label_column if unlabelled else ''
         label = '' if unlabelled else label_column
         if ignored and ignored in columns:
