@@ -211,9 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
         '/var/run/secrets/kubeflow/pipelines/token)')
     add = parser.add_argument_group('scoring', 'runner.py --score DIR: predictions of a '
                                     'served model').add_argument
-    add('--score', metavar='DIR', help='score the images directly in DIR, or its CSV files (no '
-        'label column needed), with a served model of <--output>/serving; predictions as JSON '
-        'lines and CSV in <--output>/scores/, bad files quarantined with reasons. With '
+    add('--score', metavar='DIR', help='score the images directly in DIR, or its CSV or Parquet '
+        'files (no label column needed), with a served model of <--output>/serving; '
+        'predictions as JSON lines and CSV in <--output>/scores/, bad files quarantined with '
+        'reasons. With '
         '--kubeflow: compile the scoring pipeline for DIR (a URI) instead')
     add('--version', type=int, metavar='N', help='the serving/ version that scores (default: '
         'the served one, the highest)')
@@ -249,7 +250,7 @@ def build_configs(args):
     if args.kubeflow:  # the run root: pipeline_root/ and serving/ under it
         given.pop('pipeline_root', None)
         given['output'] = root
-    config = presets.from_flags(args.config, args.config_file, given, args.no_cache)
+    config = presets.from_flags(args.config, args.config_file, given, args.no_cache, args.score)
     if kubeflow is not None:
         presets.refuse_local_roots(config)
     return config, kubeflow
