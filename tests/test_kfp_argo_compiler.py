@@ -345,6 +345,11 @@ def test_what_is_not_transcribed_is_refused_by_name(change, named):
         compile_run(_broken(change), 'gs://b/r', 'r')
 
 
+def test_an_upload_that_is_not_yaml_is_refused_saying_kfp_hangs_on_it():
+    with pytest.raises(CompileError, match='isV2Spec loops forever'):
+        compile_run('a: [1,\n', 'gs://b/r', 'r')
+
+
 def test_server_settings_not_transcribed_are_refused():
     with pytest.raises(NotImplementedError, match='ApplyWorkflowSpecPatch'):
         compile_run(_upload(_spec()), 'gs://b/r', 'r',

@@ -122,7 +122,16 @@ def _read_upload(upload) -> bytes:
 
 
 def parse_upload(data: bytes):
-    """template.go New -> NewV2SpecTemplate: (PipelineSpec, PlatformSpec or None) messages."""
+    """template.go New -> NewV2SpecTemplate: (PipelineSpec, PlatformSpec or None) messages.
+    An upload that is not YAML never gets an answer from KFP 2.17.0: template.go isV2Spec
+    loops on yaml.v3's decoder, which repeats its error (seen with the real code: it spins until
+    killed); here it is refused, saying so."""
+    try:
+        list(yaml.safe_load_all(data))
+    except yaml.YAMLError as error:
+        raise CompileError(f'the upload is not YAML ({error}); KFP 2.17.0 does not answer this '
+                           '(template.go isV2Spec loops forever on a decode error)',
+                           'InvalidArgument') from None
     _refuse_newer_fields(data)
     try:
         spec_doc, platform_doc = fake_kfp_rules.parse_template(data)
@@ -139,11 +148,7 @@ def parse_upload(data: bytes):
 def _refuse_newer_fields(data: bytes) -> None:
     """NotImplementedError for a document the installed protos cannot read only because it
     uses a field of 2.17.0's (NEWER_FIELDS)."""
-    try:
-        documents = [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]
-    except yaml.YAMLError:
-        return  # parse_template answers
-    for document in documents:
+    for document in [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]:
         message = (pipeline_spec_pb2.PlatformSpec() if 'platforms' in document
                    else pipeline_spec_pb2.PipelineSpec())
         try:
