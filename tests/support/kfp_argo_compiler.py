@@ -17,7 +17,7 @@ fake_kfp_rules.parse_template (template.go New), shared with the fake API server
 
 What KFP refuses is refused with its message (CompileError: the text Go's err.Error() gives,
 and the gRPC code the server answers with). What is not transcribed raises NotImplementedError
-naming the Go function: loops (iteratorTask), conditions, exit handlers, importers, retry
+naming the Go function: loops (iteratorTask), exit handlers, retry
 policies, pod metadata, workspaces, dummy PVC images, COMPILED_PIPELINE_SPEC_PATCH, CA bundles,
 Go time layouts in parameters. Known gaps, each also a NotImplementedError where detectable:
 the installed kfp-pipeline-spec 0.6.0 / kfp-kubernetes 1.5.0 protos predate some 2.17 fields
@@ -453,9 +453,12 @@ class Compiler:
                 self._save_argument('implementations-' + self._hash(name),
                                     kfp_go_json.stably_marshal_json(executor.container))
                 return
-            if executor.HasField('importer'):
-                raise NotImplementedError('importer.go Importer / importerTask (an importer '
-                                          f'component, {name}) is not transcribed')
+            if executor.HasField('importer'):  # importer.go Importer
+                self._save_argument('components-' + self._hash(name),
+                                    kfp_go_json.stably_marshal_json(component))
+                self._save_argument('implementations-' + self._hash(name),
+                                    kfp_go_json.stably_marshal_json(executor.importer))
+                return
             raise component_error(f'executor(label="{label}"): non-container and '
                                   'non-importer executor not implemented')
         if not component.HasField('dag'):
@@ -529,6 +532,11 @@ class Compiler:
         name, display, cache = self._display()
         return self._system_template('system-container-driver', lambda: [
             templates.container_driver_template(self.config, name, display, cache)])
+
+    def _importer_template(self) -> str:
+        name, _, cache = self._display()
+        return self._system_template('system-importer', lambda: [
+            templates.importer_template(self.config, name, cache)])
 
     def _container_executor_template(self) -> str:
         return self._system_template('system-container-executor', lambda: (
@@ -611,9 +619,9 @@ class Compiler:
         if task.HasField('parameter_iterator') or task.HasField('artifact_iterator'):
             raise NotImplementedError(f'dag.go iteratorTask (the loop {name}) is not '
                                       'transcribed')
-        if task.trigger_policy.condition:
-            raise NotImplementedError(f'dag.go task: the condition of {name} '
-                                      '(triggerPolicy.condition, `when`) is not transcribed')
+        # triggerPolicy.condition: the driver evaluates it and writes `condition`; the task
+        # behind the driver runs `when` it is not false.
+        condition = task.trigger_policy.condition
         if component.HasField('dag'):
             driver_name = f'{name}-driver'
             driver = self._dag_driver_task(driver_name, component_placeholder,
@@ -625,6 +633,9 @@ class Compiler:
                 driver_name, 'execution-id'), templates.task_output_parameter(
                 driver_name, 'condition'))
             sub_dag['depends'] = depends([driver_name])
+            if condition:
+                sub_dag['when'] = templates.task_output_parameter(driver_name, 'condition') \
+                    + ' != false'
             return [driver, sub_dag]
         label = component.executor_label
         if not label:
@@ -634,8 +645,14 @@ class Compiler:
         executor = self.executors[label]
         kind = executor.WhichOneof('spec')
         if kind == 'importer':
-            raise NotImplementedError(f'dag.go task / importer.go importerTask ({name}) is not '
-                                      'transcribed')
+            if condition:  # one container runs both the driver and the importer
+                raise CompileError('triggerPolicy.condition on importer task is not supported')
+            task_dict = templates.importer_task(
+                name, task_json, component_placeholder,
+                self._placeholder('implementations-' + self._hash(component_name)),
+                parent_dag_id)
+            task_dict['template'] = self._importer_template()
+            return [task_dict]
         if kind == 'resolver':
             raise CompileError('resolver executors not implemented')
         if kind == 'custom_job':
@@ -669,6 +686,9 @@ class Compiler:
         executor_task = templates.container_executor_task(name, driver_name)
         executor_task['template'] = self._container_executor_template()
         executor_task['depends'] = depends([driver_name])
+        if condition:
+            executor_task['when'] = templates.task_output_parameter(driver_name, 'condition') \
+                + ' != false'
         return [driver, executor_task]
 
     def _check_kubernetes_config(self, key: str) -> None:
