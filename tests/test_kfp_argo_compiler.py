@@ -381,6 +381,11 @@ def test_uploads_kfp_refuses(upload, message):
         'B_executor': {'podMetadata': {'labels': {'a': 'b'}}}}}}}}, 'pod metadata'),
     (lambda s: s['root'].update(inputDefinitions={'parameters': {'p': {
         'parameterType': 'STRING', 'literals': ['a']}}}), 'literals'),
+    (lambda s: {'platforms': {'kubernetes': {'pipelineConfig': {'activeDeadlineSeconds': 60}}}},
+     'PipelineConfig.activeDeadlineSeconds'),
+    (lambda s: {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
+        'B_executor': {'secretAsEnv': [{'secretName': 'x', 'optional': True}]}}}}}},
+     'SecretAsEnv.optional'),
 ])
 def test_what_is_not_transcribed_is_refused_by_name(change, named):
     with pytest.raises(NotImplementedError, match=named):

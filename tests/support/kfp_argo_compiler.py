@@ -41,16 +41,42 @@ import kfp_go_json
 
 # Fields of 2.17.0's protos the installed Python ones lack (found by comparing
 # api/v2alpha1/go/pipelinespec/pipeline_spec.pb.go and kubernetes_executor_config.pb.go with
-# kfp-pipeline-spec 0.6.0 / kfp-kubernetes 1.5.0): KFP accepts them, this transcription cannot
-# read them, so a spec using one is refused as not transcribed rather than as invalid.
-NEWER_FIELDS = {'task_config_passthroughs', 'taskConfigPassthroughs', 'literals',
-                'download_to_workspace', 'downloadToWorkspace', 'custom_path', 'customPath',
-                'workspace', 'resource_ttl_on_completion', 'resourceTtlOnCompletion',
-                'resource_ttl_on_success', 'resourceTtlOnSuccess', 'resource_ttl_on_failure',
-                'resourceTtlOnFailure', 'active_deadline_seconds', 'activeDeadlineSeconds',
-                'security_context', 'securityContext', 'optional', 'sub_path', 'subPath',
-                'data_source', 'dataSource', 'node_affinity_json', 'nodeAffinityJson',
-                'TASK_CONFIG'}
+# kfp-pipeline-spec 0.6.0 / kfp-kubernetes 1.5.0), by message and JSON name, and the enum value
+# ParameterType.TASK_CONFIG: KFP accepts them, this transcription cannot read them, so a spec
+# using one is refused as not transcribed rather than as invalid.
+_PIPELINE_CONFIG = {'workspace', 'resourceTtlOnCompletion', 'resourceTtlOnSuccess',
+                    'resourceTtlOnFailure', 'activeDeadlineSeconds'}
+NEWER_FIELDS = {
+    'ml_pipelines.ComponentSpec': {'taskConfigPassthroughs'},
+    'ml_pipelines.ComponentInputsSpec.ParameterSpec': {'literals'},
+    'ml_pipelines.PipelineDeploymentConfig.ImporterSpec': {'downloadToWorkspace'},
+    'ml_pipelines.RuntimeArtifact': {'customPath'},
+    'ml_pipelines.PipelineConfig': _PIPELINE_CONFIG,
+    'ml_pipelines.ParameterType.ParameterTypeEnum': {'TASK_CONFIG'},
+    'kfp_kubernetes.KubernetesExecutorConfig': {'securityContext'},
+    'kfp_kubernetes.SecretAsEnv': {'optional'},
+    'kfp_kubernetes.ConfigMapAsEnv': {'optional'},
+    'kfp_kubernetes.PvcMount': {'subPath'},
+    'kfp_kubernetes.CreatePvc': {'dataSource'},
+    'kfp_kubernetes.NodeAffinityTerm': {'nodeAffinityJson'}}
+
+
+def refuse_newer_field(error: json_format.ParseError, what: str) -> None:
+    """NotImplementedError when json_format refused only a field (or enum value) of 2.17.0's
+    protos the installed ones lack (NEWER_FIELDS); protojson accepts either spelling of a
+    field, so the proto name counts too."""
+    text = str(error)
+    found = (re.search(r'Message type "([\w.]+)" has no field named "(\w+)"', text)
+             or re.search(r'Invalid enum value (\w+) for enum type ([\w.]+)', text))
+    if not found:
+        return
+    message, field = found.groups() if 'Message type' in found.group(0) else reversed(
+        found.groups())
+    camel = re.sub(r'_([a-z])', lambda m: m.group(1).upper(), field)
+    if camel in NEWER_FIELDS.get(message, ()):
+        raise NotImplementedError(f'{message}.{field}: a field of KFP 2.17.0\'s {what} the '
+                                  f'installed protos lack ({text.splitlines()[0]})')
+
 
 ROOT = 'root'  # visitor.go RootComponentName
 EXIT_STRATEGY = 'ALL_UPSTREAM_TASKS_COMPLETED'
@@ -154,12 +180,7 @@ def _refuse_newer_fields(data: bytes) -> None:
         try:
             json_format.ParseDict(document, message)
         except json_format.ParseError as error:
-            found = set(re.findall(r'"(\w+)"|value (\w+) for enum', str(error)))
-            named = {n for pair in found for n in pair if n} & NEWER_FIELDS
-            if named:
-                raise NotImplementedError(
-                    f'{sorted(named)}: fields of KFP 2.17.0\'s protos the installed '
-                    f'kfp-pipeline-spec lacks ({error})') from None
+            refuse_newer_field(error, message.DESCRIPTOR.name)
 
 
 # ---- v2_template.go RunWorkflow
@@ -401,11 +422,8 @@ class Compiler:
                     runtime.parameter_values[param_name].CopyFrom(param.default_value)
                 elif param.is_optional:
                     runtime.parameter_values[param_name].null_value = 0
-        if self.kubernetes is not None and self.kubernetes.HasField('pipelineConfig'):
-            config = self.kubernetes.pipelineConfig  # the proto names it so
-            if config.ListFields():
-                raise NotImplementedError('argo.go Compile: the kubernetes pipelineConfig '
-                                          f'({config}) is not transcribed')
+        # The pipelineConfig's workspace (GetWorkspacePVC), TTL strategy and active deadline
+        # are fields the installed PipelineConfig lacks: refused in parse_upload.
         security = {'runAsNonRoot': True, 'seccompProfile': {'type': 'RuntimeDefault'}}
         if self.config.run_as_user is not None:
             security['runAsUser'] = self.config.run_as_user
@@ -703,11 +721,7 @@ class Compiler:
             try:
                 json_format.Parse(parameter['value'], config)
             except json_format.ParseError as error:
-                named = set(re.findall(r'"(\w+)"', str(error))) & NEWER_FIELDS
-                if named:
-                    raise NotImplementedError(f'{sorted(named)}: fields of KFP 2.17.0\'s '
-                                              'KubernetesExecutorConfig the installed '
-                                              f'kfp-kubernetes lacks ({error})') from None
+                refuse_newer_field(error, 'KubernetesExecutorConfig')
                 raise CompileError(f'failed to unmarshal kubernetes config: '
                                    f'{protojson_error(error)}')
             if config.HasField('pod_metadata'):
