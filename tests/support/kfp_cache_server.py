@@ -31,6 +31,7 @@ from concurrent import futures
 import grpc
 from google.protobuf import json_format, timestamp_pb2
 
+import kfp_mlmd_server
 import kfp_task_api
 
 SERVICE = kfp_task_api.SERVICE
@@ -215,7 +216,7 @@ def _parse_filter(text):
     return predicates
 
 
-class Server:
+class Server(kfp_mlmd_server.Serving):
     """`api.TaskService` over gRPC on host:port (the API server's 8887), insecure as
     cacheutils.NewClient dials it when --ml_pipeline_tls_enabled is off (the default)."""
 
@@ -244,20 +245,3 @@ class Server:
         return grpc.unary_unary_rpc_method_handler(
             call, request_deserializer=request_type.FromString,
             response_serializer=lambda m: m.SerializeToString())
-
-    @property
-    def address(self):
-        return f'{self.host}:{self.port}'
-
-    def start(self):
-        self._grpc.start()
-        return self
-
-    def stop(self):
-        self._grpc.stop(grace=None).wait()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()

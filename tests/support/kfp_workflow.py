@@ -113,19 +113,18 @@ class _Parser:
             self.tokens[self.i][0] == 'op' else None
 
     def _or(self):
-        value = self._and()
-        while self._peek() == '||':
-            self.i += 1
-            right = self._and()
-            value = bool(value) or bool(right)
-        return value
+        return self._chain('||', self._and, lambda a, b: bool(a) or bool(b))
 
     def _and(self):
-        value = self._cmp()
-        while self._peek() == '&&':
+        return self._chain('&&', self._cmp, lambda a, b: bool(a) and bool(b))
+
+    def _chain(self, op, operand, combine):
+        """operand (op operand)*, every operand evaluated (no short cut: an unknown task in
+        either side is an error, as expr-lang reports it)."""
+        value = operand()
+        while self._peek() == op:
             self.i += 1
-            right = self._cmp()
-            value = bool(value) and bool(right)
+            value = combine(value, operand())
         return value
 
     def _cmp(self):
