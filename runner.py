@@ -159,14 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
     add('--verbose', action='store_true', help='stream the full log to the console too')
     add('--no-wait', action='store_true', help='exit (code 2) if another run is using --output, '
         'instead of waiting for it')
-    add('--keep-runs', type=int, metavar='K', help='after a local run, delete the artifacts of '
-        'runs older than the newest K from the pipeline root, but what the training window and '
-        'the kept serving versions use; 0 = keep everything (default: '
+    add('--keep-runs', type=int, metavar='K', help='after each run (with --kubeflow: in the '
+        'Pusher\'s task, every task then uncached), delete the artifacts of runs older than the '
+        'newest K from the pipeline root, but what the training window and the kept serving '
+        'versions use; 0 = keep everything (default: '
         f'{config_lib.RetentionConfig.keep_runs})')
     add('--notify', metavar='URL', help='POST the run\'s JSON summary here when it ends (pushed, '
         'not pushed and why, failed stage, drift); a failure to notify never fails the run')
-    add('--on-finish', metavar='CMD', help='run CMD when the run ends, with the JSON summary '
-        'file\'s path as its last argument and in $PIPELINE_RUN_SUMMARY')
+    add('--on-finish', metavar='CMD', help='run CMD when the run ends (with --kubeflow: in the '
+        'Pusher\'s container), with the JSON summary file\'s path as its last argument and in '
+        '$PIPELINE_RUN_SUMMARY')
     add('--pipeline-root', metavar='URI', help='--local: where TFX\'s artifacts go, a folder or '
         'an s3://, minio:// or gs:// bucket path (default: <output>/pipeline_root); --kubeflow: '
         'the run root the cluster writes, pipeline_root/ and serving/ under it (required); '

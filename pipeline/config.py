@@ -166,8 +166,8 @@ class PipelineConfig:
     eval: EvalConfig = EvalConfig()
     push: PushConfig = PushConfig()
     drift: DriftConfig = DriftConfig()
-    retention: RetentionConfig = RetentionConfig()   # what a local run keeps of older runs
-    notify: NotifyConfig = NotifyConfig()   # who is told how a local run ended
+    retention: RetentionConfig = RetentionConfig()   # what a run keeps of older runs
+    notify: NotifyConfig = NotifyConfig()   # who is told how a run ended
     # Empty: chosen by the input's size at run time (pipeline/beam_mode.py), in-process for
     # small inputs, one DirectRunner worker per core for large ones; given args win.
     beam_args: Tuple[str, ...] = ()

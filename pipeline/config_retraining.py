@@ -1,11 +1,12 @@
 """Settings of scheduled retraining (issue 18), kept out of pipeline/config.py (over size).
 
-NotifyConfig: who is told how a local run ended (pipeline/notify.py). `--notify URL` POSTs a
-JSON summary; `--on-finish CMD` runs a command with the summary file's path. Both also come
-from the config file's [notify] table (config.example.toml); flags win.
+NotifyConfig: who is told how a run ended (pipeline/notify.py; on Kubeflow from the Pusher's
+task, pipeline/kfp_run_end.py). `--notify URL` POSTs a JSON summary; `--on-finish CMD` runs a
+command with the summary file's path. Both also come from the config file's [notify] table
+(config.example.toml); flags win.
 
-RetentionConfig: what a local run keeps of older runs in pipeline_root (pipeline/retention.py),
-`--keep-runs K` or the [retention] table.
+RetentionConfig: what a run keeps of older runs in pipeline_root (pipeline/retention.py; on
+Kubeflow pipeline/retention_kfp.py), `--keep-runs K` or the [retention] table.
 
 DriftConfig: how far a new span may drift from the served model's training data before the run
 refuses to push (components/drift/), `--max-label-drift` or the [drift] table.
