@@ -437,3 +437,15 @@ def test_our_pipeline_compiles_task_for_task(our_upload):
         assert json.loads(arguments[f'kubernetes-{component}'])['secretAsEnv'][0][
             'secretName'] == 'mlpipeline-minio-artifact'
     assert os.path.basename(our_upload) == 'pipeline.spec.yaml'
+
+
+def test_the_command_line_takes_handcompiles_flags(tmp_path, capsys):
+    upload = tmp_path / 'pipeline.spec.yaml'
+    upload.write_text(_upload(_spec()))
+    assert kfp_argo_compiler.main(['--upload', str(upload), '--root', 'gs://b/r',
+                                   '--run_id', 'run-5', '--name', 'cli']) == 0
+    workflow = json.loads(capsys.readouterr().out)
+    assert workflow == compile_run(str(upload), 'gs://b/r', 'run-5', name='cli')
+    upload.write_text(_upload({**_spec(), 'schemaVersion': '2.0.0'}))
+    assert kfp_argo_compiler.main(['--upload', str(upload)]) == 1
+    assert capsys.readouterr().err.startswith('template: InvalidInputError: KFP only supports')

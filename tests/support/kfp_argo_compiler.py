@@ -727,3 +727,36 @@ class Compiler:
             if config.HasField('pod_metadata'):
                 raise NotImplementedError('container.go metadata-N-M-system-container-* '
                                           'templates (pod metadata) are not transcribed')
+
+
+def main(argv=None) -> int:
+    """The flags of the by-hand `handcompile` (template.New + RunWorkflow): prints the
+    Workflow's JSON, or `template:`/`compile:` and KFP's message with exit status 1."""
+    import argparse
+    import sys
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument('--upload', required=True, help='pipeline.spec.yaml as uploaded')
+    parser.add_argument('--root', default='', help="run's pipeline root")
+    parser.add_argument('--params', default='{}', help='runtime parameters JSON')
+    parser.add_argument('--run_id', default='run-1', help='run id')
+    parser.add_argument('--name', default='run', help='run display name')
+    args = parser.parse_args(argv)
+    with open(args.upload, 'rb') as handle:
+        data = handle.read()
+    try:
+        spec, platform = parse_upload(data)
+    except CompileError as error:
+        print('template:', error.message, file=sys.stderr)
+        return 1
+    try:
+        workflow = run_workflow(spec, platform, args.root, args.run_id, args.params, args.name,
+                                'kubeflow', '', 0, 0, templates.ServerConfig(os.environ))
+    except CompileError as error:
+        print('compile:', error.message, file=sys.stderr)
+        return 1
+    print(json.dumps(workflow))
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
