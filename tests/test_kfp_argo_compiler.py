@@ -445,7 +445,9 @@ def test_the_command_line_takes_handcompiles_flags(tmp_path, capsys):
     assert kfp_argo_compiler.main(['--upload', str(upload), '--root', 'gs://b/r',
                                    '--run_id', 'run-5', '--name', 'cli']) == 0
     workflow = json.loads(capsys.readouterr().out)
-    assert workflow == compile_run(str(upload), 'gs://b/r', 'run-5', name='cli')
+    # The command line is the server: its environment is the server's (proxies, images).
+    assert workflow == compile_run(str(upload), 'gs://b/r', 'run-5', name='cli',
+                                   server_env=dict(os.environ))
     upload.write_text(_upload({**_spec(), 'schemaVersion': '2.0.0'}))
     assert kfp_argo_compiler.main(['--upload', str(upload)]) == 1
     assert capsys.readouterr().err.startswith('template: InvalidInputError: KFP only supports')
