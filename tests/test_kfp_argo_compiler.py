@@ -17,6 +17,7 @@ from google.protobuf import json_format
 from kfp import client as kfp_client
 
 import kfp_argo_compiler
+import kfp_argo_templates
 import kfp_go_json
 import kfp_tiny_specs
 from kfp_argo_compiler import CompileError, compile_run
@@ -338,6 +339,47 @@ def test_a_condition_is_the_drivers_and_skips_the_task_behind_it():
     assert list(_tasks(workflow, 'sub')) == ['A2-driver', 'A2']
 
 
+def test_a_retry_policy_reaches_the_pods_retry_strategy():
+    spec = _spec()
+    tasks = spec['root']['dag']['tasks']
+    tasks['B']['retryPolicy'] = {'maxRetryCount': 3, 'backoffDuration': '5s',
+                                 'backoffFactor': 1.5, 'backoffMaxDuration': '3600s'}
+    spec['components']['sub'] = {'dag': {'tasks': {'A2': {
+        'taskInfo': {'name': 'A2'}, 'componentRef': {'name': 'A_comp'}}}}}
+    tasks['S'] = {'taskInfo': {'name': 'S'}, 'componentRef': {'name': 'sub'},
+                  'retryPolicy': {'maxRetryCount': 2, 'backoffFactor': 2}}
+    workflow = compile_run(_upload(spec), 'gs://b/r', 'r')
+    assert _tasks(workflow)['A']['template'] == 'system-container-executor'
+    b = _tasks(workflow)['B']
+    assert b['template'] == 'retry-system-container-executor'
+    assert _params(b) == {
+        'pod-spec-patch': '{{tasks.B-driver.outputs.parameters.pod-spec-patch}}',
+        'cached-decision': '{{tasks.B-driver.outputs.parameters.cached-decision}}',
+        'retry-max-count': '3', 'retry-backoff-duration': '5', 'retry-backoff-factor': '1.5',
+        'retry-backoff-max-duration': '3600'}
+    # visitor.go dfs: a sub-DAG's tasks inherit its retry policy; unset durations are left out.
+    assert _params(_tasks(workflow, 'sub')['A2']) == {
+        'pod-spec-patch': '{{tasks.A2-driver.outputs.parameters.pod-spec-patch}}',
+        'cached-decision': '{{tasks.A2-driver.outputs.parameters.cached-decision}}',
+        'retry-max-count': '2', 'retry-backoff-factor': '2'}
+    executor = _template(workflow, 'retry-system-container-executor')
+    assert executor['inputs']['parameters'][2:] == [
+        {'name': n, 'default': '0'} for n in kfp_argo_templates.RETRY_PARAMS]
+    impl = _template(workflow, 'retry-system-container-impl')
+    assert impl['retryStrategy'] == {'limit': '{{inputs.parameters.retry-max-count}}', 'backoff': {
+        'duration': '{{inputs.parameters.retry-backoff-duration}}',
+        'factor': '{{inputs.parameters.retry-backoff-factor}}',
+        'maxDuration': '{{inputs.parameters.retry-backoff-max-duration}}'}}
+    assert impl['container']['env'][-1] == {'name': 'KFP_RETRY_INDEX', 'value': '{{retries}}'}
+    assert 'retryStrategy' not in _template(workflow, 'system-container-impl')
+
+
+@pytest.mark.parametrize('value, text', [(2.0, '2'), (1.5, '1.5'), (0.0, '0'), (1e21, '1e+21'),
+                                         (1e-05, '1e-05'), (0.0001, '0.0001')])
+def test_go_sprint_v_float(value, text):
+    assert kfp_go_json.sprint_float(value) == text
+
+
 def _importer(spec: dict) -> dict:
     spec['deploymentSpec']['executors']['B_executor'] = {'importer': {
         'artifactUri': {'constant': 'gs://x'}, 'typeSchema': {'schemaTitle': 'system.Artifact'}}}
@@ -376,8 +418,6 @@ def test_uploads_kfp_refuses(upload, message):
         parameterIterator={'itemInput': 'x', 'items': {'raw': '[1]'}}), 'iteratorTask'),
     (lambda s: s['root']['dag']['tasks']['B'].update(
         triggerPolicy={'strategy': 'ALL_UPSTREAM_TASKS_COMPLETED'}), 'exit handler'),
-    (lambda s: s['root']['dag']['tasks']['B'].update(retryPolicy={'maxRetryCount': 2}),
-     'retry-system-container'),
     (lambda s: {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
         'B_executor': {'podMetadata': {'labels': {'a': 'b'}}}}}}}}, 'pod metadata'),
     (lambda s: s['root'].update(inputDefinitions={'parameters': {'p': {

@@ -17,12 +17,12 @@ fake_kfp_rules.parse_template (template.go New), shared with the fake API server
 
 What KFP refuses is refused with its message (CompileError: the text Go's err.Error() gives,
 and the gRPC code the server answers with). What is not transcribed raises NotImplementedError
-naming the Go function: loops (iteratorTask), exit handlers, retry
-policies, pod metadata, workspaces, dummy PVC images, COMPILED_PIPELINE_SPEC_PATCH, CA bundles,
-Go time layouts in parameters. Known gaps, each also a NotImplementedError where detectable:
-the installed kfp-pipeline-spec 0.6.0 / kfp-kubernetes 1.5.0 protos predate some 2.17 fields
-(NEWER_FIELDS); where Go iterates a map (implicit dependencies, several bad parameters) the
-order is random there and sorted here; YAML is read by PyYAML (YAML 1.1), not gopkg.in/yaml.v3.
+naming the Go function: loops (iteratorTask), exit handlers, pod metadata, workspaces, dummy
+PVC images, COMPILED_PIPELINE_SPEC_PATCH, CA bundles, Go time layouts in parameters. Known
+gaps, each also a NotImplementedError where detectable: the installed kfp-pipeline-spec 0.6.0 /
+kfp-kubernetes 1.5.0 protos predate some 2.17 fields (NEWER_FIELDS); where Go iterates a map
+(implicit dependencies, several bad parameters) the order is random there and sorted here;
+YAML is read by PyYAML (YAML 1.1), not gopkg.in/yaml.v3.
 """
 import datetime
 import hashlib
@@ -556,9 +556,10 @@ class Compiler:
         return self._system_template('system-importer', lambda: [
             templates.importer_template(self.config, name, cache)])
 
-    def _container_executor_template(self) -> str:
-        return self._system_template('system-container-executor', lambda: (
-            templates.container_executor_templates(self.config, self.cache_disabled)))
+    def _container_executor_template(self, retry: bool) -> str:
+        return self._system_template(('retry-' if retry else '') + 'system-container-executor',
+                                     lambda: templates.container_executor_templates(
+                                         self.config, self.cache_disabled, retry))
 
     # dag.go DAG
     def _dag(self, name: str, component, dag) -> None:
@@ -680,9 +681,6 @@ class Compiler:
         if executor.container.image in ('argostub/createpvc', 'argostub/deletepvc'):
             raise NotImplementedError(f'dag.go task: the dummy image {executor.container.image} '
                                       '(a PVC task) is not transcribed')
-        if task.HasField('retry_policy'):
-            raise NotImplementedError(f'container.go retry-system-container-* templates (the '
-                                      f'retry policy of {name}) are not transcribed')
         container_placeholder = self._placeholder('implementations-'
                                                   + self._hash(component_name))
         kubernetes_key = 'kubernetes-' + component_name
@@ -701,8 +699,9 @@ class Compiler:
             self._check_kubernetes_config(kubernetes_key)
         except CompileError as error:
             raise CompileError(f'error creating executor for "{name}": {error.message}')
-        executor_task = templates.container_executor_task(name, driver_name)
-        executor_task['template'] = self._container_executor_template()
+        retry = task.retry_policy if task.HasField('retry_policy') else None
+        executor_task = templates.container_executor_task(name, driver_name, retry)
+        executor_task['template'] = self._container_executor_template(retry is not None)
         executor_task['depends'] = depends([driver_name])
         if condition:
             executor_task['when'] = templates.task_output_parameter(driver_name, 'condition') \

@@ -15,6 +15,8 @@ metadataEnvFrom, setRuntimeRole), security_context.go, backend/src/v2/component/
 import copy
 from typing import List, Mapping
 
+import kfp_go_json
+
 # argo.go: k8sres.MustParse("0.5Gi") etc., as Quantity's canonical form marshals them.
 DRIVER_RESOURCES = {'limits': {'cpu': '500m', 'memory': '512Mi'},
                     'requests': {'cpu': '100m', 'memory': '64Mi'}}
@@ -350,27 +352,41 @@ def container_driver_template(config: ServerConfig, pipeline_name: str, display_
                   'valueFrom': {'path': '/tmp/outputs/condition', 'default': 'true'}}])
 
 
-def container_executor_templates(config: ServerConfig, cache_disabled: bool = False) -> list:
-    """container.go addContainerExecutorTemplate for a task without retry policy or pod
-    metadata: `system-container-executor` (a DAG that runs the pod unless the driver found a
-    cache hit, so a cached task still counts as Succeeded downstream) and
-    `system-container-impl` (the pod: the launcher copies itself into /kfp-launcher in an
-    init container; the main container is a placeholder the driver's pod spec patch replaces)."""
+# argo.go: the retry parameters a task with a retry policy passes to its executor templates.
+RETRY_PARAMS = ('retry-max-count', 'retry-backoff-duration', 'retry-backoff-factor',
+                'retry-backoff-max-duration')
+
+
+def container_executor_templates(config: ServerConfig, cache_disabled: bool = False,
+                                 retry: bool = False) -> list:
+    """container.go addContainerExecutorTemplate for a task without pod metadata:
+    `system-container-executor` (a DAG that runs the pod unless the driver found a cache hit,
+    so a cached task still counts as Succeeded downstream) and `system-container-impl` (the
+    pod: the launcher copies itself into /kfp-launcher in an init container; the main container
+    is a placeholder the driver's pod spec patch replaces). With a retry policy (`retry`) they
+    are `retry-system-container-*`: the retry parameters pass through (addParameterDefault "0",
+    addParameterInputPath) to the pod's retryStrategy, and the launcher learns its attempt from
+    KFP_RETRY_INDEX (`{{retries}}`, valid only in a template with a retryStrategy)."""
+    prefix = 'retry-' if retry else ''
+    retry_names = RETRY_PARAMS if retry else ()
     executor = new_template(
-        'system-container-executor',
+        f'{prefix}system-container-executor',
         inputs={'parameters': [{'name': 'pod-spec-patch'},
-                               {'name': 'cached-decision', 'default': 'false'}]},
-        dag={'tasks': [{'name': 'executor', 'template': 'system-container-impl',
+                               {'name': 'cached-decision', 'default': 'false'}]
+                + [{'name': n, 'default': '0'} for n in retry_names]},
+        dag={'tasks': [{'name': 'executor', 'template': f'{prefix}system-container-impl',
                         'arguments': {'parameters': [
-                            {'name': 'pod-spec-patch', 'value': input_value('pod-spec-patch')}]},
+                            {'name': 'pod-spec-patch', 'value': input_value('pod-spec-patch')}]
+                            + [{'name': n, 'value': input_value(n)} for n in retry_names]},
                         'when': input_value('cached-decision') + ' != true'}]})
     args = ['--copy', KFP_LAUNCHER_PATH]
     if cache_disabled:
         args.append('--cache_disabled')
     args += config.log_args()
     impl = new_template(
-        'system-container-impl',
-        inputs={'parameters': [{'name': 'pod-spec-patch'}]},
+        f'{prefix}system-container-impl',
+        inputs={'parameters': [{'name': 'pod-spec-patch'}]
+                + [{'name': n} for n in retry_names]},
         podSpecPatch=input_value('pod-spec-patch'),
         volumes=[{'name': name, 'emptyDir': {}} for name, _ in SCRATCH_VOLUMES],
         initContainers=[{'name': 'kfp-launcher', 'image': config.launcher_image,
@@ -387,6 +403,12 @@ def container_executor_templates(config: ServerConfig, cache_disabled: bool = Fa
                    'resources': {}})
     set_runtime_role(impl, 'launcher')
     apply_security_context_to_executor_template(impl)
+    if retry:  # getTaskRetryStrategyFromInput
+        impl['retryStrategy'] = {'limit': input_value('retry-max-count'), 'backoff': {
+            'duration': input_value('retry-backoff-duration'),
+            'factor': input_value('retry-backoff-factor'),
+            'maxDuration': input_value('retry-backoff-max-duration')}}
+        impl['container']['env'].append({'name': 'KFP_RETRY_INDEX', 'value': '{{retries}}'})
     return [executor, impl]
 
 
@@ -449,12 +471,26 @@ def container_driver_task(name: str, component: str, task: str, container: str,
             'arguments': {'parameters': parameters}}
 
 
-def container_executor_task(name: str, driver_task: str) -> dict:
-    """container.go containerExecutorTask for a task without condition, retry policy, pod
-    metadata or exit hook: the driver's pod spec patch and cache decision as arguments."""
-    return {'name': name, 'template': 'system-container-executor',
-            'arguments': {'parameters': [
-                {'name': 'pod-spec-patch',
-                 'value': task_output_parameter(driver_task, 'pod-spec-patch')},
-                {'name': 'cached-decision', 'default': 'false',
-                 'value': task_output_parameter(driver_task, 'cached-decision')}]}}
+def container_executor_task(name: str, driver_task: str, retry_policy=None) -> dict:
+    """container.go containerExecutorTask for a task without pod metadata or exit hook: the
+    driver's pod spec patch and cache decision, and with a retry policy its values
+    (getTaskRetryParametersWithValues: the durations only when set)."""
+    parameters = [{'name': 'pod-spec-patch',
+                   'value': task_output_parameter(driver_task, 'pod-spec-patch')},
+                  {'name': 'cached-decision', 'default': 'false',
+                   'value': task_output_parameter(driver_task, 'cached-decision')}]
+    prefix = ''
+    if retry_policy is not None:
+        prefix = 'retry-'
+        parameters.append({'name': 'retry-max-count',
+                           'value': str(retry_policy.max_retry_count)})
+        if retry_policy.HasField('backoff_duration'):
+            parameters.append({'name': 'retry-backoff-duration',
+                               'value': str(retry_policy.backoff_duration.seconds)})
+        parameters.append({'name': 'retry-backoff-factor',
+                           'value': kfp_go_json.sprint_float(retry_policy.backoff_factor)})
+        if retry_policy.HasField('backoff_max_duration'):
+            parameters.append({'name': 'retry-backoff-max-duration',
+                               'value': str(retry_policy.backoff_max_duration.seconds)})
+    return {'name': name, 'template': f'{prefix}system-container-executor',
+            'arguments': {'parameters': parameters}}
