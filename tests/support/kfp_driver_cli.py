@@ -34,7 +34,7 @@ from ml_metadata.proto import metadata_store_pb2 as mlmd_pb  # noqa: E402
 
 import kfp_driver  # noqa: E402
 import kfp_goflag  # noqa: E402
-import kfp_gojson  # noqa: E402
+import kfp_protojson  # noqa: E402
 import kfp_k8s_client  # noqa: E402
 import kfp_mlmd_client  # noqa: E402
 import kfp_objectstore  # noqa: E402
@@ -410,7 +410,7 @@ def _container(opts, mlmd, cache, state):
         if secret_env:
             patch['containers'][0]['env'] = patch['containers'][0].get('env', []) + secret_env
             patch['containers'][0] = _go_container_order(patch['containers'][0])
-    execution.pod_spec_patch = kfp_gojson.go_json(patch)
+    execution.pod_spec_patch = kfp_protojson.go_json(patch)
     return execution
 
 
@@ -492,15 +492,21 @@ class GoPanic(Exception):
 
 # --- main.go -----------------------------------------------------------------------------------
 def _write(path: str, data: str, what: str) -> None:
-    """main.go: writeFile()."""
+    """main.go: writeFile(): MkdirAll of the folder, then WriteFile."""
     if not path:
         raise Failure(f'failed to write {what} to file: path is not specified')
+    folder = os.path.dirname(path) or '.'
     try:
-        os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise Failure(f'failed to write {what} to file: failed to write to {path}: '
+                      + kfp_protojson.path_error('mkdir', error.filename or folder, error))
+    try:
         with open(path, 'w') as handle:
             handle.write(data)
     except OSError as error:
-        raise Failure(f'failed to write {what} to file: failed to write to {path}: {error}')
+        raise Failure(f'failed to write {what} to file: failed to write to {path}: '
+                      + kfp_protojson.path_error('open', path, error))
 
 
 def handle_execution(execution: Execution, driver_type: str, values: dict) -> None:
@@ -583,7 +589,7 @@ def drive(values: dict) -> None:
                 component_text = handle.read()
         except OSError as error:
             raise Failure(f'failed to read component spec from file {component_text[1:]}: '
-                          f'{error}')
+                          + kfp_protojson.path_error('open', component_text[1:], error))
     opts = dict(values, container=None, kubernetes_config=None)
     try:
         opts['component'] = _unmarshal(component_text, pipeline_spec_pb2.ComponentSpec())
