@@ -374,6 +374,39 @@ def test_a_retry_policy_reaches_the_pods_retry_strategy():
     assert 'retryStrategy' not in _template(workflow, 'system-container-impl')
 
 
+def test_pod_metadata_names_its_templates_and_passes_as_parameters():
+    spec = _spec()
+    spec['root']['dag']['tasks']['B']['retryPolicy'] = {'maxRetryCount': 1}
+    platform = {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
+        'A_executor': {'podMetadata': {'labels': {'team': 'ml', 'app': 'x'},
+                                       'annotations': {'note': 'n'}}},
+        'B_executor': {'podMetadata': {'labels': {'one': '1'}}}}}}}}
+    workflow = compile_run(_upload(spec, platform), 'gs://b/r', 'r')
+    a, b = _tasks(workflow)['A'], _tasks(workflow)['B']
+    assert a['template'] == 'metadata-1-2-system-container-executor'
+    assert b['template'] == 'metadata-0-1-retry-system-container-executor'
+    # Annotations, then labels, by key; numbered when there are several.
+    assert a['arguments']['parameters'][2:] == [
+        {'name': 'pod-metadata-annotation-key', 'value': 'note'},
+        {'name': 'pod-metadata-annotation-val', 'value': 'n'},
+        {'name': 'pod-metadata-label-key-1', 'value': 'app'},
+        {'name': 'pod-metadata-label-val-1', 'value': 'x'},
+        {'name': 'pod-metadata-label-key-2', 'value': 'team'},
+        {'name': 'pod-metadata-label-val-2', 'value': 'ml'}]
+    impl = _template(workflow, 'metadata-1-2-system-container-impl')
+    assert impl['metadata']['labels'] == {
+        '{{inputs.parameters.pod-metadata-label-key-1}}':
+            '{{inputs.parameters.pod-metadata-label-val-1}}',
+        '{{inputs.parameters.pod-metadata-label-key-2}}':
+            '{{inputs.parameters.pod-metadata-label-val-2}}'}
+    assert impl['metadata']['annotations'][
+        '{{inputs.parameters.pod-metadata-annotation-key}}'] == \
+        '{{inputs.parameters.pod-metadata-annotation-val}}'
+    assert [p['name'] for p in _template(workflow, 'metadata-0-1-retry-system-container-impl')[
+        'inputs']['parameters']] == ['pod-spec-patch', 'pod-metadata-label-key',
+                                     'pod-metadata-label-val', *kfp_argo_templates.RETRY_PARAMS]
+
+
 @pytest.mark.parametrize('value, text', [(2.0, '2'), (1.5, '1.5'), (0.0, '0'), (1e21, '1e+21'),
                                          (1e-05, '1e-05'), (0.0001, '0.0001')])
 def test_go_sprint_v_float(value, text):
@@ -418,8 +451,6 @@ def test_uploads_kfp_refuses(upload, message):
         parameterIterator={'itemInput': 'x', 'items': {'raw': '[1]'}}), 'iteratorTask'),
     (lambda s: s['root']['dag']['tasks']['B'].update(
         triggerPolicy={'strategy': 'ALL_UPSTREAM_TASKS_COMPLETED'}), 'exit handler'),
-    (lambda s: {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
-        'B_executor': {'podMetadata': {'labels': {'a': 'b'}}}}}}}}, 'pod metadata'),
     (lambda s: s['root'].update(inputDefinitions={'parameters': {'p': {
         'parameterType': 'STRING', 'literals': ['a']}}}), 'literals'),
     (lambda s: {'platforms': {'kubernetes': {'pipelineConfig': {'activeDeadlineSeconds': 60}}}},

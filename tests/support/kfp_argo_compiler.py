@@ -17,9 +17,9 @@ fake_kfp_rules.parse_template (template.go New), shared with the fake API server
 
 What KFP refuses is refused with its message (CompileError: the text Go's err.Error() gives,
 and the gRPC code the server answers with). What is not transcribed raises NotImplementedError
-naming the Go function: loops (iteratorTask), exit handlers, pod metadata, workspaces, dummy
-PVC images, COMPILED_PIPELINE_SPEC_PATCH, CA bundles, Go time layouts in parameters. Known
-gaps, each also a NotImplementedError where detectable: the installed kfp-pipeline-spec 0.6.0 /
+naming the Go function: loops (iteratorTask), exit handlers, workspaces, dummy PVC images,
+COMPILED_PIPELINE_SPEC_PATCH, CA bundles, Go time layouts in parameters. Known gaps, each
+also a NotImplementedError where detectable: the installed kfp-pipeline-spec 0.6.0 /
 kfp-kubernetes 1.5.0 protos predate some 2.17 fields (NEWER_FIELDS); where Go iterates a map
 (implicit dependencies, several bad parameters) the order is random there and sorted here;
 YAML is read by PyYAML (YAML 1.1), not gopkg.in/yaml.v3.
@@ -556,10 +556,16 @@ class Compiler:
         return self._system_template('system-importer', lambda: [
             templates.importer_template(self.config, name, cache)])
 
-    def _container_executor_template(self, retry: bool) -> str:
-        return self._system_template(('retry-' if retry else '') + 'system-container-executor',
-                                     lambda: templates.container_executor_templates(
-                                         self.config, self.cache_disabled, retry))
+    def _container_executor_template(self, retry: bool, pod_metadata) -> str:
+        """The executor templates' names say what they take: `retry-` for a retry policy,
+        `metadata-<annotations>-<labels>-` for pod metadata (Argo cannot patch a pod's
+        metadata, so each count gets its own templates)."""
+        name = ('retry-' if retry else '') + 'system-container-executor'
+        if pod_metadata is not None:
+            name = (f'metadata-{len(pod_metadata.annotations)}-{len(pod_metadata.labels)}-'
+                    + name)
+        return self._system_template(name, lambda: templates.container_executor_templates(
+            self.config, self.cache_disabled, retry, pod_metadata))
 
     # dag.go DAG
     def _dag(self, name: str, component, dag) -> None:
@@ -696,22 +702,25 @@ class Compiler:
         if task.dependent_tasks:
             driver['depends'] = depends(task.dependent_tasks)
         try:
-            self._check_kubernetes_config(kubernetes_key)
+            kubernetes_config = self._kubernetes_config(kubernetes_key)
         except CompileError as error:
             raise CompileError(f'error creating executor for "{name}": {error.message}')
         retry = task.retry_policy if task.HasField('retry_policy') else None
-        executor_task = templates.container_executor_task(name, driver_name, retry)
-        executor_task['template'] = self._container_executor_template(retry is not None)
+        pod_metadata = (kubernetes_config.pod_metadata if kubernetes_config is not None
+                        and kubernetes_config.HasField('pod_metadata') else None)
+        executor_task = templates.container_executor_task(name, driver_name, retry,
+                                                          pod_metadata)
+        executor_task['template'] = self._container_executor_template(retry is not None,
+                                                                      pod_metadata)
         executor_task['depends'] = depends([driver_name])
         if condition:
             executor_task['when'] = templates.task_output_parameter(driver_name, 'condition') \
                 + ' != false'
         return [driver, executor_task]
 
-    def _check_kubernetes_config(self, key: str) -> None:
+    def _kubernetes_config(self, key: str):
         """container.go containerExecutorTask: the kubernetes config argument read strictly
-        as a KubernetesExecutorConfig (protojson.Unmarshal); pod metadata would name other
-        templates."""
+        as a KubernetesExecutorConfig (protojson.Unmarshal); None without one."""
         from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb
         for parameter in self.workflow['spec']['arguments']['parameters']:
             if parameter['name'] != key:
@@ -723,9 +732,8 @@ class Compiler:
                 refuse_newer_field(error, 'KubernetesExecutorConfig')
                 raise CompileError(f'failed to unmarshal kubernetes config: '
                                    f'{protojson_error(error)}')
-            if config.HasField('pod_metadata'):
-                raise NotImplementedError('container.go metadata-N-M-system-container-* '
-                                          'templates (pod metadata) are not transcribed')
+            return config
+        return None
 
 
 def main(argv=None) -> int:

@@ -357,8 +357,28 @@ RETRY_PARAMS = ('retry-max-count', 'retry-backoff-duration', 'retry-backoff-fact
                 'retry-backoff-max-duration')
 
 
+def pod_metadata_parameters(pod_metadata, with_values: bool) -> list:
+    """container.go getPodMetadataParameters / formatPodMetadataParameters: annotations then
+    labels, each by sorted key, as pod-metadata-{annotation,label}-{key,val} parameters
+    (numbered -1, -2, ... when there are several), with their values or names only."""
+    parameters = []
+    if pod_metadata is None:
+        return parameters
+    for entries, kind in ((pod_metadata.annotations, 'annotation'),
+                          (pod_metadata.labels, 'label')):
+        for count, key in enumerate(sorted(entries), 1):
+            suffix = f'-{count}' if len(entries) > 1 else ''
+            names = (f'pod-metadata-{kind}-key{suffix}', f'pod-metadata-{kind}-val{suffix}')
+            if with_values:
+                parameters += [{'name': names[0], 'value': key},
+                               {'name': names[1], 'value': entries[key]}]
+            else:
+                parameters += [{'name': names[0]}, {'name': names[1]}]
+    return parameters
+
+
 def container_executor_templates(config: ServerConfig, cache_disabled: bool = False,
-                                 retry: bool = False) -> list:
+                                 retry: bool = False, pod_metadata=None) -> list:
     """container.go addContainerExecutorTemplate for a task without pod metadata:
     `system-container-executor` (a DAG that runs the pod unless the driver found a cache hit,
     so a cached task still counts as Succeeded downstream) and `system-container-impl` (the
@@ -366,18 +386,26 @@ def container_executor_templates(config: ServerConfig, cache_disabled: bool = Fa
     is a placeholder the driver's pod spec patch replaces). With a retry policy (`retry`) they
     are `retry-system-container-*`: the retry parameters pass through (addParameterDefault "0",
     addParameterInputPath) to the pod's retryStrategy, and the launcher learns its attempt from
-    KFP_RETRY_INDEX (`{{retries}}`, valid only in a template with a retryStrategy)."""
+    KFP_RETRY_INDEX (`{{retries}}`, valid only in a template with a retryStrategy). With pod
+    metadata, `metadata-<annotations>-<labels>-` templates take its keys and values as
+    parameters and put them on the pod (extendPodMetadata; the template's own keys win)."""
     prefix = 'retry-' if retry else ''
+    if pod_metadata is not None:
+        prefix = (f'metadata-{len(pod_metadata.annotations)}-{len(pod_metadata.labels)}-'
+                  + prefix)
     retry_names = RETRY_PARAMS if retry else ()
+    metadata_names = [p['name'] for p in pod_metadata_parameters(pod_metadata, False)]
     executor = new_template(
         f'{prefix}system-container-executor',
         inputs={'parameters': [{'name': 'pod-spec-patch'},
                                {'name': 'cached-decision', 'default': 'false'}]
+                + [{'name': n} for n in metadata_names]
                 + [{'name': n, 'default': '0'} for n in retry_names]},
         dag={'tasks': [{'name': 'executor', 'template': f'{prefix}system-container-impl',
                         'arguments': {'parameters': [
                             {'name': 'pod-spec-patch', 'value': input_value('pod-spec-patch')}]
-                            + [{'name': n, 'value': input_value(n)} for n in retry_names]},
+                            + [{'name': n, 'value': input_value(n)}
+                               for n in metadata_names + list(retry_names)]},
                         'when': input_value('cached-decision') + ' != true'}]})
     args = ['--copy', KFP_LAUNCHER_PATH]
     if cache_disabled:
@@ -386,7 +414,7 @@ def container_executor_templates(config: ServerConfig, cache_disabled: bool = Fa
     impl = new_template(
         f'{prefix}system-container-impl',
         inputs={'parameters': [{'name': 'pod-spec-patch'}]
-                + [{'name': n} for n in retry_names]},
+                + [{'name': n} for n in metadata_names + list(retry_names)]},
         podSpecPatch=input_value('pod-spec-patch'),
         volumes=[{'name': name, 'emptyDir': {}} for name, _ in SCRATCH_VOLUMES],
         initContainers=[{'name': 'kfp-launcher', 'image': config.launcher_image,
@@ -409,6 +437,17 @@ def container_executor_templates(config: ServerConfig, cache_disabled: bool = Fa
             'factor': input_value('retry-backoff-factor'),
             'maxDuration': input_value('retry-backoff-max-duration')}}
         impl['container']['env'].append({'name': 'KFP_RETRY_INDEX', 'value': '{{retries}}'})
+    if pod_metadata is not None:  # extendPodMetadata
+        for entries, kind, field in ((pod_metadata.labels, 'label', 'labels'),
+                                     (pod_metadata.annotations, 'annotation', 'annotations')):
+            if not entries:
+                continue
+            placed = impl['metadata'].setdefault(field, {})
+            for count in range(1, len(entries) + 1):
+                suffix = f'-{count}' if len(entries) > 1 else ''
+                key = input_value(f'pod-metadata-{kind}-key{suffix}')
+                if key not in placed:
+                    placed[key] = input_value(f'pod-metadata-{kind}-val{suffix}')
     return [executor, impl]
 
 
@@ -471,14 +510,16 @@ def container_driver_task(name: str, component: str, task: str, container: str,
             'arguments': {'parameters': parameters}}
 
 
-def container_executor_task(name: str, driver_task: str, retry_policy=None) -> dict:
-    """container.go containerExecutorTask for a task without pod metadata or exit hook: the
-    driver's pod spec patch and cache decision, and with a retry policy its values
-    (getTaskRetryParametersWithValues: the durations only when set)."""
+def container_executor_task(name: str, driver_task: str, retry_policy=None,
+                            pod_metadata=None) -> dict:
+    """container.go containerExecutorTask for a task without exit hook: the driver's pod spec
+    patch and cache decision, the pod metadata's keys and values, and with a retry policy its
+    values (getTaskRetryParametersWithValues: the durations only when set)."""
     parameters = [{'name': 'pod-spec-patch',
                    'value': task_output_parameter(driver_task, 'pod-spec-patch')},
                   {'name': 'cached-decision', 'default': 'false',
                    'value': task_output_parameter(driver_task, 'cached-decision')}]
+    parameters += pod_metadata_parameters(pod_metadata, True)
     prefix = ''
     if retry_policy is not None:
         prefix = 'retry-'
@@ -493,4 +534,4 @@ def container_executor_task(name: str, driver_task: str, retry_policy=None) -> d
             parameters.append({'name': 'retry-backoff-max-duration',
                                'value': str(retry_policy.backoff_max_duration.seconds)})
     return {'name': name, 'template': f'{prefix}system-container-executor',
-            'arguments': {'parameters': parameters}}
+            'arguments': {'parameters': parameters}}  # (the caller names the template)
