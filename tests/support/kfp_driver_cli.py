@@ -39,13 +39,11 @@ import kfp_k8s_client  # noqa: E402
 import kfp_mlmd_client  # noqa: E402
 import kfp_objectstore  # noqa: E402
 import kfp_task_api  # noqa: E402
-from kfp_goflag import Flag  # noqa: E402
+from kfp_goflag import Flag, glog  # noqa: E402
 
 # cmd/driver/main.go: the flags, their defaults and help, as declared.
-FLAGS = kfp_goflag.GLOG_FLAGS + [
+FLAGS = kfp_goflag.GLOG_FLAGS + kfp_goflag.KFP_COMMON_FLAGS + [
     Flag('type', 'string', '', 'task driver type, one of ROOT_DAG, DAG, CONTAINER'),
-    Flag('pipeline_name', 'string', '', 'pipeline context name'),
-    Flag('run_id', 'string', '', 'pipeline run uid'),
     Flag('run_name', 'string', '', 'pipeline run name (Kubernetes object name)'),
     Flag('run_display_name', 'string', '', 'pipeline run display name'),
     Flag('pipeline_job_create_time_utc', 'string', '', 'pipeline job creation time in UTC'),
@@ -62,7 +60,6 @@ FLAGS = kfp_goflag.GLOG_FLAGS + [
     Flag('kubernetes_config', 'string', '{}', 'kubernetes executor config'),
     Flag('ml_pipeline_server_address', 'string', 'ml-pipeline',
          'The name of the ML pipeline API server address.'),
-    Flag('ml_pipeline_server_port', 'string', '8887', 'The port of the ML pipeline API server.'),
     Flag('mlmd_server_address', 'string', '', 'MLMD server address'),
     Flag('mlmd_server_port', 'string', '', 'MLMD server port'),
     Flag('execution_id_path', 'string', '', 'Exeucution ID output path'),
@@ -70,18 +67,9 @@ FLAGS = kfp_goflag.GLOG_FLAGS + [
     Flag('pod_spec_patch_path', 'string', '', 'Pod Spec Patch output path'),
     Flag('cached_decision_path', 'string', '', 'Cached Decision output path'),
     Flag('condition_path', 'string', '', 'Condition output path'),
-    Flag('log_level', 'string', '1', 'The verbosity level to log.'),
     Flag('http_proxy', 'string', 'unset', 'The proxy for HTTP connections.'),
     Flag('https_proxy', 'string', 'unset', 'The proxy for HTTPS connections.'),
     Flag('no_proxy', 'string', 'unset', 'Addresses that should ignore the proxy.'),
-    Flag('publish_logs', 'string', 'true',
-         'Whether to publish component logs to the object store'),
-    Flag('cache_disabled', 'bool', False, 'Disable cache globally.'),
-    Flag('ml_pipeline_tls_enabled', 'bool', False,
-         'Set to true if mlpipeline API server serves over TLS.'),
-    Flag('metadata_tls_enabled', 'bool', False, 'Set to true if MLMD serves over TLS.'),
-    Flag('ca_cert_path', 'string', '', 'The path to the CA certificate to trust on connections '
-         'to the ML pipeline API server and metadata server.'),
     Flag('default_run_as_user', 'int', -1, 'Admin-configured default runAsUser for user '
          'containers. -1 means not set.'),
     Flag('default_run_as_group', 'int', -1, 'Admin-configured default runAsGroup for user '
@@ -122,13 +110,6 @@ class DriverFailed(Failure):
     def __init__(self, message: str, execution: Optional[Execution]):
         super().__init__(message)
         self.execution = execution
-
-
-def glog(severity: str, message: str) -> None:
-    """A glog line on stderr (logtostderr is set in main.go's init)."""
-    now = time.time()
-    stamp = time.strftime('%m%d %H:%M:%S', time.gmtime(now)) + f'.{int(now % 1 * 1e6):06d}'
-    sys.stderr.write(f'{severity}{stamp} {os.getpid():7d} main.go] {message}\n')
 
 
 def _unmarshal(text: str, message, discard_unknown: bool = True):
