@@ -465,17 +465,14 @@ class Compiler:
                 self._save_argument('kubernetes-' + name, kfp_go_json.dumps(
                     kfp_go_json.proto_dict(executors[label])))
             executor = self.deploy.executors[label]
-            if executor.HasField('container'):  # container.go Container
+            # container.go Container / importer.go Importer: saveComponentSpec, then
+            # saveComponentImpl of the container or importer spec.
+            kind = executor.WhichOneof('spec')
+            if kind in ('container', 'importer'):
                 self._save_argument('components-' + self._hash(name),
                                     kfp_go_json.stably_marshal_json(component))
                 self._save_argument('implementations-' + self._hash(name),
-                                    kfp_go_json.stably_marshal_json(executor.container))
-                return
-            if executor.HasField('importer'):  # importer.go Importer
-                self._save_argument('components-' + self._hash(name),
-                                    kfp_go_json.stably_marshal_json(component))
-                self._save_argument('implementations-' + self._hash(name),
-                                    kfp_go_json.stably_marshal_json(executor.importer))
+                                    kfp_go_json.stably_marshal_json(getattr(executor, kind)))
                 return
             raise component_error(f'executor(label="{label}"): non-container and '
                                   'non-importer executor not implemented')

@@ -157,8 +157,11 @@ class ServerConfig:
                 '--ml_pipeline_server_port', self.ml_pipeline_port,
                 '--mlmd_server_address', self.mlmd_address,
                 '--mlmd_server_port', self.mlmd_port]
-        if cache_disabled:
-            args.append('--cache_disabled')
+        return args + self.optional_args(cache_disabled, ml_pipeline_tls)
+
+    def optional_args(self, cache_disabled: bool, ml_pipeline_tls: bool) -> List[str]:
+        """The flags the drivers and the importer append after the addresses, in this order."""
+        args = ['--cache_disabled'] if cache_disabled else []
         if ml_pipeline_tls:
             args.append('--ml_pipeline_tls_enabled')
         if self.metadata_tls:
@@ -466,13 +469,7 @@ def importer_template(config: ServerConfig, pipeline_name: str, cache_disabled: 
             '--pod_uid', '$(KFP_POD_UID)',
             '--mlmd_server_address', config.mlmd_address,
             '--mlmd_server_port', config.mlmd_port]
-    if cache_disabled:
-        args.append('--cache_disabled')
-    if ml_pipeline_tls:
-        args.append('--ml_pipeline_tls_enabled')
-    if config.metadata_tls:
-        args.append('--metadata_tls_enabled')
-    args += config.log_args()
+    args += config.optional_args(cache_disabled, ml_pipeline_tls)
     template = new_template(
         'system-importer',
         inputs={'parameters': [{'name': 'task'}, {'name': 'component'}, {'name': 'importer'},
