@@ -413,6 +413,72 @@ def test_go_sprint_v_float(value, text):
     assert kfp_go_json.sprint_float(value) == text
 
 
+def test_loops_count_their_items_in_a_driver_and_iterate_a_sequence():
+    spec = _spec({'A': kfp_tiny_specs.probe('/r', outputs={'out': kfp_tiny_specs.EXAMPLES}),
+                  'B': kfp_tiny_specs.probe('/r', params={'x': ('STRING', 'v')}),
+                  'C': kfp_tiny_specs.probe('/r')})
+    tasks = spec['root']['dag']['tasks']
+    body = tasks.pop('B')
+    body['inputs']['parameters']['x'] = {'componentInputParameter': 'item'}
+    spec['components']['for-loop-1'] = {
+        'dag': {'tasks': {'B': body}},
+        'inputDefinitions': {'parameters': {'item': {'parameterType': 'STRING'}}}}
+    tasks['for-loop-1'] = {'taskInfo': {'name': 'for-loop-1'},
+                           'componentRef': {'name': 'for-loop-1'}, 'dependentTasks': ['A'],
+                           'parameterIterator': {'itemInput': 'item',
+                                                 'items': {'raw': '["a", "b"]'}},
+                           'iteratorPolicy': {'parallelismLimit': 2}}
+    tasks['C']['parameterIterator'] = {'itemInput': 'x', 'items': {'raw': '[1, 2]'}}
+    workflow = compile_run(_upload(spec), 'gs://b/r', 'r')
+    loop = _tasks(workflow)['for-loop-1']
+    assert loop['template'] == 'for-loop-1-for-loop-1-iterator'
+    assert loop['depends'] == 'A.Succeeded'
+    iterator = _template(workflow, 'for-loop-1-for-loop-1-iterator')
+    assert iterator['parallelism'] == 2
+    driver, iterations = iterator['dag']['tasks']
+    assert driver['name'] == 'iteration-driver' and _params(driver)['task-name'] == 'for-loop-1'
+    assert iterations['withSequence'] == {
+        'count': '{{tasks.iteration-driver.outputs.parameters.iteration-count}}'}
+    assert _params(iterations) == {
+        'parent-dag-id': '{{tasks.iteration-driver.outputs.parameters.execution-id}}',
+        'iteration-index': '{{item}}'}
+    # Each iteration: the component's driver with its index (a DAG driver for a sub-DAG, a
+    # container driver for a container), no depends inside.
+    item_driver = _tasks(workflow, 'for-loop-1-iteration')['iteration-item-driver']
+    assert item_driver['template'] == 'system-dag-driver' and 'depends' not in item_driver
+    assert _params(item_driver)['iteration-index'] == '{{inputs.parameters.iteration-index}}'
+    c_driver = _tasks(workflow, 'C_comp-iteration')['iteration-item-driver']
+    assert c_driver['template'] == 'system-container-driver'
+    assert (_params(c_driver)['task-name'], _params(c_driver)['iteration-index']) == (
+        'C', '{{inputs.parameters.iteration-index}}')
+    assert 'parallelism' not in _template(workflow, 'C_comp-C-iterator')
+
+
+def test_an_exit_handler_runs_as_the_exit_hook_of_what_it_follows():
+    spec = _spec({'A': kfp_tiny_specs.probe('/r'), 'X': kfp_tiny_specs.probe('/r'),
+                  'F': kfp_tiny_specs.probe('/r')})
+    tasks = spec['root']['dag']['tasks']
+    spec['components']['exit-handler-1'] = {'dag': {'tasks': {'X': tasks.pop('X')}}}
+    tasks['exit-handler-1'] = {'taskInfo': {'name': 'exit-handler-1'},
+                               'componentRef': {'name': 'exit-handler-1'}}
+    tasks['F'].update(triggerPolicy={'strategy': 'ALL_UPSTREAM_TASKS_COMPLETED'},
+                      dependentTasks=['exit-handler-1', 'A'])
+    workflow = compile_run(_upload(spec), 'gs://b/r', 'r')
+    hook = {'exit': {'template': 'exit-hook-root-F', 'arguments': {'parameters': [
+        {'name': 'parent-dag-id', 'value': '{{inputs.parameters.parent-dag-id}}'}]}}}
+    root = _tasks(workflow)
+    assert 'F' not in root and 'F-driver' not in root
+    assert root['exit-handler-1']['hooks'] == hook and root['A']['hooks'] == hook
+    assert 'hooks' not in root['A-driver']
+    exit_tasks = _tasks(workflow, 'exit-hook-root-F')
+    assert list(exit_tasks) == ['F-driver', 'F'] and 'depends' not in exit_tasks['F-driver']
+    only_exit = _spec({'F': kfp_tiny_specs.probe('/r')})
+    only_exit['root']['dag']['tasks']['F']['triggerPolicy'] = {
+        'strategy': 'ALL_UPSTREAM_TASKS_COMPLETED'}
+    with pytest.raises(CompileError, match='DAG root must contain one or more non-exit tasks'):
+        compile_run(_upload(only_exit), 'gs://b/r', 'r')
+
+
 def _importer(spec: dict) -> dict:
     spec['deploymentSpec']['executors']['B_executor'] = {'importer': {
         'artifactUri': {'constant': 'gs://x'}, 'typeSchema': {'schemaTitle': 'system.Artifact'}}}
@@ -447,10 +513,8 @@ def test_uploads_kfp_refuses(upload, message):
 
 
 @pytest.mark.parametrize('change, named', [
-    (lambda s: s['root']['dag']['tasks']['B'].update(
-        parameterIterator={'itemInput': 'x', 'items': {'raw': '[1]'}}), 'iteratorTask'),
-    (lambda s: s['root']['dag']['tasks']['B'].update(
-        triggerPolicy={'strategy': 'ALL_UPSTREAM_TASKS_COMPLETED'}), 'exit handler'),
+    (lambda s: s['deploymentSpec']['executors']['B_executor']['container'].update(
+        image='argostub/createpvc'), 'dummy image'),
     (lambda s: s['root'].update(inputDefinitions={'parameters': {'p': {
         'parameterType': 'STRING', 'literals': ['a']}}}), 'literals'),
     (lambda s: {'platforms': {'kubernetes': {'pipelineConfig': {'activeDeadlineSeconds': 60}}}},
@@ -467,6 +531,12 @@ def test_what_is_not_transcribed_is_refused_by_name(change, named):
 def test_an_upload_that_is_not_yaml_is_refused_saying_kfp_hangs_on_it():
     with pytest.raises(CompileError, match='isV2Spec loops forever'):
         compile_run('a: [1,\n', 'gs://b/r', 'r')
+
+
+def test_a_go_time_layout_in_a_parameter_is_refused_by_name():
+    with pytest.raises(NotImplementedError, match='Go time layout'):
+        compile_run(_upload(_root_params(_spec())), 'gs://b/r', 'r',
+                    params={'stamp': '[[CurrentTime.2006-01-02]]'})
 
 
 def test_server_settings_not_transcribed_are_refused():

@@ -495,12 +495,15 @@ def importer_task(name: str, task: str, component: str, importer: str,
 
 
 def container_driver_task(name: str, component: str, task: str, container: str,
-                          task_name: str, parent_dag_id: str, kubernetes_config: str) -> dict:
-    """container.go containerDriverTask (no iteration index)."""
+                          task_name: str, parent_dag_id: str, iteration_index: str,
+                          kubernetes_config: str) -> dict:
+    """container.go containerDriverTask."""
     parameters = [{'name': 'component', 'value': component}, {'name': 'task', 'value': task},
                   {'name': 'container', 'value': container},
                   {'name': 'task-name', 'value': task_name},
                   {'name': 'parent-dag-id', 'value': parent_dag_id}]
+    if iteration_index:
+        parameters.append({'name': 'iteration-index', 'value': iteration_index})
     if kubernetes_config:
         parameters.append({'name': 'kubernetes-config', 'value': kubernetes_config})
     return {'name': name, 'template': 'system-container-driver',
