@@ -513,8 +513,6 @@ def test_uploads_kfp_refuses(upload, message):
 
 
 @pytest.mark.parametrize('change, named', [
-    (lambda s: s['deploymentSpec']['executors']['B_executor']['container'].update(
-        image='argostub/createpvc'), 'dummy image'),
     (lambda s: s['root'].update(inputDefinitions={'parameters': {'p': {
         'parameterType': 'STRING', 'literals': ['a']}}}), 'literals'),
     (lambda s: {'platforms': {'kubernetes': {'pipelineConfig': {'activeDeadlineSeconds': 60}}}},
@@ -531,6 +529,16 @@ def test_what_is_not_transcribed_is_refused_by_name(change, named):
 def test_an_upload_that_is_not_yaml_is_refused_saying_kfp_hangs_on_it():
     with pytest.raises(CompileError, match='isV2Spec loops forever'):
         compile_run('a: [1,\n', 'gs://b/r', 'r')
+
+
+def test_a_pvc_task_is_its_driver_alone():
+    spec = _spec()
+    spec['deploymentSpec']['executors']['B_executor']['container']['image'] = \
+        'argostub/createpvc'
+    tasks = _tasks(compile_run(_upload(spec), 'gs://b/r', 'r'))
+    assert list(tasks) == ['A-driver', 'A', 'B']
+    assert tasks['B']['template'] == 'system-container-driver'
+    assert tasks['B']['depends'] == 'A.Succeeded'
 
 
 def test_a_go_time_layout_in_a_parameter_is_refused_by_name():

@@ -17,12 +17,12 @@ fake_kfp_rules.parse_template (template.go New), shared with the fake API server
 
 What KFP refuses is refused with its message (CompileError: the text Go's err.Error() gives,
 and the gRPC code the server answers with). What is not transcribed raises NotImplementedError
-naming the Go function: workspaces, dummy PVC images, COMPILED_PIPELINE_SPEC_PATCH, CA
-bundles, Go time layouts in parameters. Known gaps, each also a NotImplementedError where
-detectable: the installed kfp-pipeline-spec 0.6.0 / kfp-kubernetes 1.5.0 protos predate some
-2.17 fields (NEWER_FIELDS); where Go iterates a map (implicit dependencies, several bad
-parameters) the order is random there and sorted here; YAML is read by PyYAML (YAML 1.1), not
-gopkg.in/yaml.v3.
+naming the Go function: workspaces, COMPILED_PIPELINE_SPEC_PATCH, CA bundles, the admin's
+default security contexts, Go time layouts in parameters. Known gaps, each also a
+NotImplementedError where detectable: the installed kfp-pipeline-spec 0.6.0 / kfp-kubernetes
+1.5.0 protos predate some 2.17 fields (NEWER_FIELDS); where Go iterates a map (implicit
+dependencies, several bad parameters) the order is random there and sorted here; YAML is read
+by PyYAML (YAML 1.1), not gopkg.in/yaml.v3.
 """
 import datetime
 import hashlib
@@ -733,9 +733,6 @@ class Compiler:
             raise CompileError("custom job executors is Google Cloud only, it's not supported")
         if kind != 'container':
             raise CompileError(f'unknown executor spec type: {kind}')
-        if executor.container.image in ('argostub/createpvc', 'argostub/deletepvc'):
-            raise NotImplementedError(f'dag.go task: the dummy image {executor.container.image} '
-                                      '(a PVC task) is not transcribed')
         container_placeholder = self._placeholder('implementations-'
                                                   + self._hash(component_name))
         kubernetes_key = 'kubernetes-' + component_name
@@ -749,6 +746,11 @@ class Compiler:
         driver['template'] = self._container_driver_template()
         if driver_depends:
             driver['depends'] = driver_depends
+        if executor.container.image in ('argostub/createpvc', 'argostub/deletepvc'):
+            # argo.go dummyImages: a task for Kubernetes configs only (kfp-kubernetes'
+            # CreatePVC/DeletePVC): the driver does it, under the task's name; no launcher.
+            driver['name'] = name
+            return [driver]
         try:
             kubernetes_config = self._kubernetes_config(kubernetes_key)
         except CompileError as error:
