@@ -382,16 +382,16 @@ def pod_metadata_parameters(pod_metadata, with_values: bool) -> list:
 
 def container_executor_templates(config: ServerConfig, cache_disabled: bool = False,
                                  retry: bool = False, pod_metadata=None) -> list:
-    """container.go addContainerExecutorTemplate for a task without pod metadata:
-    `system-container-executor` (a DAG that runs the pod unless the driver found a cache hit,
-    so a cached task still counts as Succeeded downstream) and `system-container-impl` (the
-    pod: the launcher copies itself into /kfp-launcher in an init container; the main container
-    is a placeholder the driver's pod spec patch replaces). With a retry policy (`retry`) they
-    are `retry-system-container-*`: the retry parameters pass through (addParameterDefault "0",
-    addParameterInputPath) to the pod's retryStrategy, and the launcher learns its attempt from
-    KFP_RETRY_INDEX (`{{retries}}`, valid only in a template with a retryStrategy). With pod
-    metadata, `metadata-<annotations>-<labels>-` templates take its keys and values as
-    parameters and put them on the pod (extendPodMetadata; the template's own keys win)."""
+    """container.go addContainerExecutorTemplate: `system-container-executor` (a DAG that
+    runs the pod unless the driver found a cache hit, so a cached task still counts as
+    Succeeded downstream) and `system-container-impl` (the pod: the launcher copies itself into
+    /kfp-launcher in an init container; the main container is a placeholder the driver's pod
+    spec patch replaces). With a retry policy (`retry`) they are `retry-system-container-*`:
+    the retry parameters pass through (addParameterDefault "0", addParameterInputPath) to the
+    pod's retryStrategy, and the launcher learns its attempt from KFP_RETRY_INDEX
+    (`{{retries}}`, valid only in a template with a retryStrategy). With pod metadata,
+    `metadata-<annotations>-<labels>-` templates take its keys and values as parameters and put
+    them on the pod (extendPodMetadata; the template's own keys win)."""
     prefix = 'retry-' if retry else ''
     if pod_metadata is not None:
         prefix = (f'metadata-{len(pod_metadata.annotations)}-{len(pod_metadata.labels)}-'
@@ -512,9 +512,9 @@ def container_driver_task(name: str, component: str, task: str, container: str,
 
 def container_executor_task(name: str, driver_task: str, retry_policy=None,
                             pod_metadata=None) -> dict:
-    """container.go containerExecutorTask for a task without exit hook: the driver's pod spec
-    patch and cache decision, the pod metadata's keys and values, and with a retry policy its
-    values (getTaskRetryParametersWithValues: the durations only when set)."""
+    """container.go containerExecutorTask (its condition and exit hook the caller adds): the
+    driver's pod spec patch and cache decision, the pod metadata's keys and values, and with a
+    retry policy its values (getTaskRetryParametersWithValues: the durations only when set)."""
     parameters = [{'name': 'pod-spec-patch',
                    'value': task_output_parameter(driver_task, 'pod-spec-patch')},
                   {'name': 'cached-decision', 'default': 'false',
