@@ -141,8 +141,8 @@ def _read_upload(upload) -> bytes:
     if isinstance(upload, bytes):
         return upload
     text = os.fspath(upload)
-    if '\n' not in text and os.path.exists(text):
-        with open(text, 'rb') as handle:
+    if '\n' not in text and (os.path.exists(text) or text.endswith(('.yaml', '.yml', '.json'))):
+        with open(text, 'rb') as handle:  # a missing upload file is FileNotFoundError
             return handle.read()
     return text.encode()
 
