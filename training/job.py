@@ -123,7 +123,7 @@ def decide_step(job: TrainJob, strategy: tf.distribute.Strategy,
         work = 6 * model_cost.macs * job.options.train_steps * job.options.examples_per_update
         if work < trial.TRIAL_MIN_FLOP:
             skip = (f'no trial: {work / 1e12:.1f} TFLOP of training planned, under the '
-                    f'{trial.TRIAL_MIN_FLOP / 1e12:g} a trial pays for')
+                    f'{trial.TRIAL_MIN_FLOP / 1e12:g} TFLOP a trial pays for')
     if skip is not None:
         policy, why = precision.choose_policy(
             asked_policy, model_cost or (lambda: precision.measure_cost(
