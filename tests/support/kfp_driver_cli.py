@@ -113,9 +113,18 @@ class DriverFailed(Failure):
 
 
 def _unmarshal(text: str, message, discard_unknown: bool = True):
-    """util.UnmarshalString(): protojson with DiscardUnknown."""
-    json_format.Parse(text, message, ignore_unknown_fields=discard_unknown)
-    return message
+    """util.UnmarshalString(): protojson with DiscardUnknown. A field KFP 2.17.0's protos have
+    and the installed Python ones lack would be dropped here and not by KFP: refused instead
+    (kfp_argo_compiler.refuse_newer_field)."""
+    try:
+        return json_format.Parse(text, message, ignore_unknown_fields=False)
+    except json_format.ParseError as error:
+        import kfp_argo_compiler  # pylint: disable=import-outside-toplevel
+        kfp_argo_compiler.refuse_newer_field(error, message.DESCRIPTOR.name)
+        if not discard_unknown:
+            raise
+    message.Clear()
+    return json_format.Parse(text, message, ignore_unknown_fields=True)
 
 
 def _info(opts: dict) -> str:
@@ -601,11 +610,16 @@ def drive(values: dict) -> None:
         except (json_format.ParseError, ValueError) as error:
             raise Failure(f'failed to unmarshal runtime config, error: {error}')
     k8s_config = None
-    if values['kubernetes_config']:
+    if values['kubernetes_config']:  # parseExecConfigJson()
         try:
-            k8s_config = kfp_driver.parse_kubernetes_config(
-                json.loads(values['kubernetes_config']), discard_unknown=True)
-        except (kfp_driver.DriverError, ValueError) as error:
+            data = json.loads(values['kubernetes_config'])
+            try:
+                k8s_config = kfp_driver.parse_kubernetes_config(data, discard_unknown=False)
+            except kfp_driver.DriverError as strict_error:
+                import kfp_argo_compiler  # pylint: disable=import-outside-toplevel
+                kfp_argo_compiler.refuse_newer_field(strict_error, 'KubernetesExecutorConfig')
+                k8s_config = kfp_driver.parse_kubernetes_config(data, discard_unknown=True)
+        except (ValueError, kfp_driver.DriverError) as error:
             raise Failure(f'failed to unmarshal Kubernetes config, error: {error}')
     try:
         opts['namespace'] = kfp_k8s_client.in_pod_namespace()
