@@ -197,6 +197,12 @@ def _log_path(executor_input, pod):
         return None
 
 
+def _refuse_newer_field(error, what: str) -> None:
+    """A field of KFP 2.17.0's protos the installed ones lack: KFP reads it, this cannot."""
+    import kfp_argo_compiler  # pylint: disable=import-outside-toplevel
+    kfp_argo_compiler.refuse_newer_field(error, what)
+
+
 class Launcher:
     """launcher_v2.go: LauncherV2 (NewLauncherV2's checks in __init__, Execute in execute)."""
 
@@ -207,12 +213,14 @@ class Launcher:
         try:
             json_format.Parse(values['executor_input'], self.executor_input)
         except json_format.ParseError as error:
+            _refuse_newer_field(error, 'ExecutorInput')
             raise Failure('failed to create component launcher v2: failed to unmarshal '
                           f'executor input: {error}')
         self.component = pipeline_spec_pb2.ComponentSpec()
         try:
             json_format.Parse(values['component_spec'], self.component)
         except json_format.ParseError as error:
+            _refuse_newer_field(error, 'ComponentSpec')
             raise Failure('failed to create component launcher v2: failed to unmarshal '
                           f"component spec: {error}\ncomponentSpec: {values['component_spec']}")
         if not command_args:
