@@ -4,8 +4,9 @@ s3:// root (SeaweedFS), as open-source KFP 2.17 runs the compiled spec.
 The runs go through a run driver (the `kfp_driver` fixture): today the KFP stand-in
 (tests/support/kfp_launcher.py, mode 'oss', which keeps ML Metadata and KFP's cache table across
 runs); a harness running KFP's own driver and launcher can take its place, as long as it runs
-a job as `run_job(job, run_id, platform)` and keeps `tasks[(run id, task)]` with each task's
-`executor_input` and whether it was `cached`.
+a job as `run_job(job, run_id, platform)` (returning each task's recorded outputs), keeps
+`tasks[(run id, task)]` with each task's `executor_input` and whether it was `cached`, and shows
+the API server's cache table as `store.cache_entries`.
 
 Compiled as `runner.py --kubeflow --keep-runs 1 --window 2 --notify URL --on-finish CMD` with
 serving/ keeping one version ([push] keep_versions = 1). Runs: span 1 lands, run 1 pushes
