@@ -11,7 +11,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.orchestration.kubeflow.v2 import compiler_utils
 from tfx.types import standard_artifacts
 
-from pipeline import kfp_entrypoint
+from pipeline import kfp_entrypoint, kfp_task_record
 
 RECEIVED = {}
 
@@ -48,7 +48,15 @@ def test_minio_uris_are_s3_inside_and_minio_to_kfp(s3, tmp_path):
     received, = RECEIVED['outputs']['model']
     assert received.uri == 's3://' + model[len('minio://'):]
     assert RECEIVED['exec_properties']['pipeline_root'] == f's3://{s3.name}/v2/artifacts'
-    assert s3.keys('v2/') == {'v2/artifacts/image-pipeline/run-1/Trainer/salt/model/weights.bin': 7}
+    task = 'v2/artifacts/image-pipeline/run-1/Trainer/salt/'
+    keys = s3.keys('v2/')
+    assert sorted(keys) == [task + 'model/weights.bin', task + kfp_task_record.RECORD_NAME]
+    # The task's record beside its output (pipeline/kfp_task_record.py), URIs as s3://.
+    with tf.io.gfile.GFile(s3.uri(task + kfp_task_record.RECORD_NAME)) as handle:
+        record = json.load(handle)
+    assert record['state'] == 'COMPLETE' and record['inputs'] == []
+    assert [(o['key'], o['uri'], o['type']) for o in record['outputs']] == [
+        ('model', 's3://' + model[len('minio://'):], 'Model')]
     with open(tmp_path / 'output_metadata.json') as handle:
         written = json.load(handle)
     # As KFP's launcher named it: it refuses a URI outside its minio:// bucket configuration.
@@ -65,7 +73,8 @@ def test_a_run_outside_the_compiled_root_is_refused(s3, tmp_path):
     # Under it: runs (a root given without a trailing slash, one with).
     RECEIVED.clear()
     kfp_entrypoint.main(_argv(tmp_path, compiled + '/', f'{compiled}/run-1/Trainer/model'))
-    assert s3.keys() == {'team/pipeline_root/run-1/Trainer/model/weights.bin': 7}
+    assert sorted(s3.keys()) == ['team/pipeline_root/run-1/Trainer/model/weights.bin',
+                                 'team/pipeline_root/run-1/Trainer/' + kfp_task_record.RECORD_NAME]
 
 
 def test_minio_inside_a_json_parameter_is_read_as_s3():
