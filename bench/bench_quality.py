@@ -129,16 +129,21 @@ COLUMNS = (('eval', 'eval (split)', '{:.4f}'), ('test', 'test (10k)', '{:.4f}'),
            ('wall_min', 'wall min', '{:.1f}'), ('img_s', 'img/s', '{:,.0f}'))
 
 
+def _cell(fmt: str, value: float) -> str:
+    return '-' if value != value else fmt.format(value)  # NaN: not recorded by that version
+
+
 def table_rows(name: str, runs: list) -> list:
     """A row per run, then (with several) the mean and the range of each figure."""
     rows = [[f'{name} #{i + 1}' if len(runs) > 1 else name]
-            + [fmt.format(run[key]) for key, _, fmt in COLUMNS] + [run['load'], run['stopped']]
+            + [_cell(fmt, run[key]) for key, _, fmt in COLUMNS] + [run['load'], run['stopped']]
             for i, run in enumerate(runs)]
     if len(runs) > 1:
         cells = []
         for key, _, fmt in COLUMNS:
             values = [run[key] for run in runs]
-            cells.append(f'{fmt.format(sum(values) / len(values))} '
+            cells.append('-' if any(v != v for v in values) else
+                         f'{fmt.format(sum(values) / len(values))} '
                          f'({fmt.format(min(values))}-{fmt.format(max(values))})')
         rows.append([f'**{name}: mean (range)**'] + cells + ['', ''])
     return rows
@@ -168,11 +173,14 @@ def main():
     parser.add_argument('--code', default=REPO,
                         help='the checkout whose runner.py runs (default: this one)')
     parser.add_argument('--name', default='default flags', help='the rows\' name')
+    parser.add_argument('--flag', action='append', default=[], metavar='FLAG',
+                        help='a runner.py flag for every run, e.g. --flag=--batch-size=128 '
+                             '(repeatable)')
     args = parser.parse_args()
     quality_data.ensure_installed()
     data_dir = quality_data.write_class_folders(os.path.join(args.work, 'data'), args.limit)
-    configs = [(args.name, ())] + ([('--augment none', ('--augment', 'none'))]
-                                   if args.compare_augment else [])
+    configs = [(args.name, tuple(args.flag))] + (
+        [('--augment none', (*args.flag, '--augment', 'none'))] if args.compare_augment else [])
     rows = []
     for name, flags in configs:
         runs = []

@@ -140,9 +140,13 @@ def step_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
     return text + (f'; trial ({seconds:.0f} s): ' if seconds else '; trial: ') + trial
 
 
+def _seconds(value: float) -> str:
+    return f'{value:.1f}' if value < 10 else f'{value:.0f}'
+
+
 def _seconds_range(values: List[float]) -> str:
-    low, high = min(values), max(values)
-    return f'{low:.0f} s' if round(low) == round(high) else f'{low:.0f}-{high:.0f} s'
+    low, high = _seconds(min(values)), _seconds(max(values))
+    return f'{low} s' if low == high else f'{low}-{high} s'
 
 
 def speed_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
@@ -162,10 +166,10 @@ def speed_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
                      f'({peak / 1e9:,.0f} GFLOP/s)')
     epochs = json.loads(_custom(model, 'epoch_seconds') or '[]')
     if len(epochs) == 1:
-        parts.append(f'epoch {epochs[0]:.0f} s')
+        parts.append(f'epoch {_seconds(epochs[0])} s')
     elif epochs:
-        parts.append(f'epochs {_seconds_range(epochs[1:])} (the first {epochs[0]:.0f} s, with '
-                     'tracing)')
+        parts.append(f'epochs {_seconds_range(epochs[1:])} (the first {_seconds(epochs[0])} s, '
+                     'with tracing)')
     wait = _custom(model, 'input_wait_fraction')
     if wait is not None:
         parts.append(f'input wait {wait:.0%}' + (': input-bound' if wait >= 0.25 else ''))

@@ -27,12 +27,14 @@ PEAK_SIZE = 1024   # a matmul this large runs at the peak on a CPU core and cost
 
 
 def matmul_peak(dtype: tf.DType = tf.float32, size: int = PEAK_SIZE,
-                seconds: float = 0.3) -> float:
+                seconds: float = 0.1) -> float:
     """FLOP/s of repeated size x size matmuls in `dtype` (float32 accumulation for bfloat16),
     the best of about `seconds` of them after one untimed run."""
     a = tf.random.stateless_normal((size, size), seed=(1, 2))
     a, b = tf.cast(a, dtype), tf.cast(tf.transpose(a), dtype)
-    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y), tf.float32)))
+
+    def matmul(x, y):  # eager: a tf.function's tracing would cost more than the timing
+        return tf.reduce_sum(tf.cast(tf.matmul(x, y), tf.float32))
     float(matmul(a, b))
     best, deadline = 0.0, time.perf_counter() + seconds
     while not best or time.perf_counter() < deadline:

@@ -151,6 +151,9 @@ def test_the_train_step_and_speed_lines_say_xla_the_trial_and_the_cost():
         epoch_seconds='[12.0]'))).splitlines()
     assert '  train step: XLA on' in slow
     assert '  speed: 300 img/s; epoch 12 s; input wait 40%: input-bound' in slow
+    quick = summary_text.format_summary(_summary(_model(
+        examples_per_second=6500.0, epoch_seconds='[1.2, 0.4, 0.4, 0.5]')))
+    assert 'speed: 6,500 img/s; epochs 0.4-0.5 s (the first 1.2 s, with tracing)' in quick
     # A model recorded before these were measured: no lines.
     older = summary_text.format_summary(_summary(_model(train_accuracy=1.0)))
     assert 'train step:' not in older and 'speed:' not in older

@@ -90,8 +90,8 @@ def test_settings_say_how_long_training_ran_and_why_it_stopped(tmp_path):
     assert rows['training length'] == f'20 epochs, {reason} (held-out 130 examples of train)'
     # The same sentences as the run summary's (summary_text.step_text and speed_text).
     assert rows['train step'] == 'XLA off'
-    assert rows['speed'] == ('900 img/s; epochs 1 s (the first 3 s, with tracing); input wait '
-                             '30%: input-bound')
+    assert rows['speed'] == ('900 img/s; epochs 1.0 s (the first 3.0 s, with tracing); input '
+                             'wait 30%: input-bound')
     assert rows['early stopping'] == ('patience 3 epochs on 10% of the train split held out; '
                                       'time budget 15 min')
 
