@@ -51,9 +51,9 @@ the Kubernetes platform spec: one KubernetesExecutorConfig per executor label wi
 Only the Secret's name and key names are compiled, never a value. A gs:// root gets none of this:
 on GKE the pods reach GCS through Workload Identity (docs/kubeflow.md).
 
-The pipeline root must be gs://, s3:// or minio:// (config.check_kubeflow_root, from runner.py
---kubeflow); this module compiles any root, so the tests can run the compiled spec on local
-folders.
+The pipeline root must be gs://, s3:// or minio:// (config_kubeflow.check_kubeflow_root, from
+runner.py --kubeflow); this module compiles any root, so the tests can run the compiled spec on
+local folders.
 """
 import dataclasses
 import json

@@ -23,6 +23,7 @@ from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
 from components.drift import executor
+from components.drift.params import DriftParams
 
 DRIFT_KEY = 'drift'
 
@@ -49,10 +50,8 @@ class DriftCheck(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
     def __init__(self, statistics: Channel, examples: Channel, baseline: Channel,
-                 max_label_drift: float, max_categorical_drift: float, max_numeric_drift: float,
-                 max_image_drift: float, pipeline_root: str):
+                 params: DriftParams, pipeline_root: str):
         super().__init__(spec=DriftCheckSpec(
             statistics=statistics, examples=examples, baseline=baseline,
-            max_label_drift=max_label_drift, max_categorical_drift=max_categorical_drift,
-            max_numeric_drift=max_numeric_drift, max_image_drift=max_image_drift,
-            pipeline_root=pipeline_root, drift=Channel(type=standard_artifacts.ExampleAnomalies)))
+            **params.to_properties(), pipeline_root=pipeline_root,
+            drift=Channel(type=standard_artifacts.ExampleAnomalies)))
