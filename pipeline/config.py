@@ -28,10 +28,12 @@ DEFAULT_CSV_DATA = os.path.join(REPO_ROOT, 'data', 'wine')
 # Curated schemas for the embedded data (docs/data.md, "Schema"); other data infers one.
 DIGITS_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'digits.pbtxt')
 WINE_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'wine.pbtxt')
-# Per source: the embedded data, its curated schema, and the default model builder.
+# Per source: the embedded data, its curated schema (None: none, --data is needed), and the
+# default model builder.
 SOURCE_DEFAULTS = {
     'images': (DEFAULT_DATA, DIGITS_SCHEMA, 'models.resnet.build_model'),
     'csv': (DEFAULT_CSV_DATA, WINE_SCHEMA, 'models.mlp.build_model'),
+    'parquet': (None, None, 'models.mlp.build_model'),
 }
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
 # building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.

@@ -49,7 +49,7 @@ BOTH_MODES = tuple(dest for dest in KUBEFLOW_FLAGS if dest in FLAG_FIELDS)
 def default_schema(source: str, data_dir: str) -> Optional[str]:
     """The curated schema when data_dir is the source's embedded data; else None (inferred)."""
     embedded, schema, _ = SOURCE_DEFAULTS[source]
-    return schema if os.path.abspath(data_dir) == os.path.abspath(embedded) else None
+    return schema if embedded and os.path.abspath(data_dir) == os.path.abspath(embedded) else None
 
 
 def named_config(name: str, data_dir: str, output_dir: str,
@@ -117,8 +117,11 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
     require(source in SOURCE_DEFAULTS, f'source must be one of {tuple(SOURCE_DEFAULTS)}')
     # minio:// is the same objects as s3:// at the configured endpoint (components/common/
     # storage.py); TensorFlow and Beam read the latter.
-    data = storage.to_s3(absolute(overrides.pop('ingest.data_dir', None)
-                                   or SOURCE_DEFAULTS[source][0]))
+    data = overrides.pop('ingest.data_dir', None) or SOURCE_DEFAULTS[source][0]
+    if data is None:
+        raise ValueError(f'--source {source} has no embedded sample data: name the input '
+                         'folder with --data')
+    data = storage.to_s3(absolute(data))
     if not is_uri(data) and not os.path.isdir(data):
         raise ValueError(f'--data folder does not exist: {data}')
     output = overrides.pop('output_dir', None) or os.path.join('runs', 'default')

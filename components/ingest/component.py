@@ -1,4 +1,4 @@
-"""ImageExampleGen: the TFX component that turns image folders or CSV files into Examples.
+"""ImageExampleGen: the TFX component that turns image folders or tables into Examples.
 
 A thin class over a spec. It reuses TFX's FileBasedDriver, the driver of the stock
 file-based ExampleGens: before each run it resolves the span and fingerprints the matched input
@@ -39,11 +39,7 @@ from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 from tfx.utils import proto_utils
 
-from components.ingest import executor, name_safe_input, sources
-
-# Under the input base (or its span folder): a class folder per class, or the CSV files.
-_PATTERNS = {'images': '*/*', 'csv': '*.csv'}
-_UNLABELLED_IMAGES = '*'   # images to score sit directly in the folder
+from components.ingest import executor, name_safe_input, registry, sources
 
 
 def uses_spans(input_base: str) -> bool:
@@ -52,7 +48,9 @@ def uses_spans(input_base: str) -> bool:
 
 
 def input_pattern(input_base: str, source: str, unlabelled: bool = False) -> str:
-    pattern = _UNLABELLED_IMAGES if unlabelled and source == 'images' else _PATTERNS[source]
+    """The files the driver matches and fingerprints under the input base (or its span
+    folder): the source's own pattern (registry.py)."""
+    pattern = registry.get(source).input_pattern(unlabelled)
     return f'span-{{SPAN}}/{pattern}' if uses_spans(input_base) else pattern
 
 
@@ -84,7 +82,7 @@ class ImageExampleGenSpec(ComponentSpec):
         'input_base': ExecutionParameter(type=str),
         'input_config': ExecutionParameter(type=example_gen_pb2.Input),
         'range_config': ExecutionParameter(type=range_config_pb2.RangeConfig, optional=True),
-        'source': ExecutionParameter(type=str),            # images | csv
+        'source': ExecutionParameter(type=str),            # registry.NAMES: images | csv | ...
         'train_percent': ExecutionParameter(type=int),
         'num_shards': ExecutionParameter(type=int),        # per split; 0 = ~128 MB shards
         # With num_shards 0: at least this many train shards (the training workers).
@@ -95,9 +93,9 @@ class ImageExampleGenSpec(ComponentSpec):
         'image_size': ExecutionParameter(type=str),        # JSON [height, width], '' = keep
         'image_storage': ExecutionParameter(type=str),     # encoded | raw
         'channels': ExecutionParameter(type=int),          # of resized / raw images
-        'label_column': ExecutionParameter(type=str),      # csv
-        'feature_types': ExecutionParameter(type=str),     # csv: JSON {column: type}; rest inferred
-        'drop_columns': ExecutionParameter(type=str),      # csv: JSON [column, ...] not features
+        'label_column': ExecutionParameter(type=str),      # tables (csv, parquet)
+        'feature_types': ExecutionParameter(type=str),     # tables: JSON {column: type}
+        'drop_columns': ExecutionParameter(type=str),      # tables: JSON [column, ...] not features
         'pipeline_root': ExecutionParameter(type=str),     # a failed run's quarantine goes under it
         # The training window: the newest span and up to window - 1 before it (executor.py).
         'window': ExecutionParameter(type=int, optional=True),
@@ -115,7 +113,8 @@ class ImageExampleGenSpec(ComponentSpec):
 
 
 class ImageExampleGen(FileBasedExampleGen):
-    """Reads `<input_base>[/span-N]/<class>/<image>` or `.../*.csv` into train/eval shards."""
+    """Reads `<input_base>[/span-N]/<class>/<image>`, `.../*.csv` or `.../*.parquet` into
+    train/eval shards."""
     SPEC_CLASS = ImageExampleGenSpec
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
     DRIVER_CLASS = SpanCheckingDriver
@@ -134,8 +133,8 @@ class ImageExampleGen(FileBasedExampleGen):
             raise ValueError('pipeline_root is required: a failed run keeps its quarantine there')
         if window < 1:
             raise ValueError(f'window must be >= 1 (spans trained on), got {window}')
-        if source not in _PATTERNS:
-            raise ValueError(f'source must be one of {tuple(_PATTERNS)}, got {source!r}')
+        if source not in registry.NAMES:
+            raise ValueError(f'source must be one of {registry.NAMES}, got {source!r}')
         input_config = example_gen_pb2.Input(splits=[example_gen_pb2.Input.Split(
             name=source, pattern=input_pattern(input_base, source, unlabelled))])
         # FileBasedExampleGen.__init__ builds the stock spec; ours is built here instead.

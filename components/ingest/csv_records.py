@@ -10,6 +10,10 @@ speed), and only for files over SPLIT_BYTES. Scanning bytes is exact for every e
 which `"` and line breaks are single ASCII bytes that no other character contains (UTF-8,
 Latin-1, cp1252, Shift-JIS, GB18030, ...); a UTF-16/32 file is read as one range.
 
+Line breaks: LF and CRLF, and CR alone (classic Mac OS, Excel's "CSV (Macintosh)"): a file whose
+first line break is a lone CR is split on CR (`line_break`). Python's readline splits on LF
+only, so such a file would otherwise be one record that no CSV parser accepts.
+
 Encodings: a UTF-8 byte-order mark is skipped, a UTF-16 (or UTF-32) one decides the file's
 encoding; other files are read as `ingest.encoding` (default UTF-8). A record that does not
 decode is rejected (`encoding`, naming the setting) instead of failing the file or the run.
@@ -32,9 +36,10 @@ _BLOCK = 1024 * 1024                     # bytes per read of the range-planning 
 _BOMS = ((codecs.BOM_UTF32_LE, 'utf-32-le'), (codecs.BOM_UTF32_BE, 'utf-32-be'),
          (codecs.BOM_UTF8, 'utf-8'), (codecs.BOM_UTF16_LE, 'utf-16-le'),
          (codecs.BOM_UTF16_BE, 'utf-16-be'))
-# (path, encoding, start, end, header_at_start): records starting in [start, end) are read;
-# the path as a Beam element (files.to_beam: bytes when the name is not UTF-8).
-Range = Tuple[str, str, int, int, bool]
+_SNIFF = 64 * 1024                       # bytes read to find a file's line break
+# (path, encoding, start, end, header_at_start, line break): records starting in [start, end)
+# are read; the path as a Beam element (files.to_beam: bytes when the name is not UTF-8).
+Range = Tuple[str, str, int, int, bool, bytes]
 # (path, text or None, (reason, detail) or None): one record, or why it cannot be one.
 Record = Tuple[str, Optional[str], Optional[Tuple[str, str]]]
 
@@ -79,22 +84,64 @@ def file_encoding(path: str, configured: str) -> Tuple[str, int]:
     return codecs.lookup(configured).name, 0
 
 
+def line_break(path: str, start: int) -> bytes:
+    """b'\\r' when the first line break after `start` is a lone CR (not followed by LF),
+    else b'\\n' (LF and CRLF files alike: their lines end in LF)."""
+    with _open(path) as handle:
+        handle.seek(start)
+        head = handle.read(_SNIFF + 1)
+    cr, lf = head.find(b'\r', 0, _SNIFF), head.find(b'\n', 0, _SNIFF)
+    if cr >= 0 and (lf < 0 or cr < lf) and head[cr + 1:cr + 2] != b'\n':
+        return b'\r'
+    return b'\n'
+
+
+class _CrLines:
+    """readline() for a file whose lines end in a lone CR: the bytes up to and including the
+    next CR, at most _READ of them (as readline(_READ) bounds a line in memory)."""
+
+    def __init__(self, handle):
+        self._handle, self._pending = handle, b''
+
+    def readline(self) -> bytes:
+        while True:
+            cut = self._pending.find(b'\r', 0, _READ)
+            if cut >= 0 or len(self._pending) >= _READ:
+                size = cut + 1 if cut >= 0 else _READ
+                line, self._pending = self._pending[:size], self._pending[size:]
+                return line
+            more = self._handle.read(_READ)
+            if not more:
+                line, self._pending = self._pending, b''
+                return line
+            self._pending += more
+
+
+def _readline(handle, newline: bytes):
+    if newline == b'\r':
+        return _CrLines(handle).readline
+    if isinstance(handle, io.BufferedIOBase):
+        return lambda: handle.readline(_READ)
+    return handle.readline  # a GFile's readline takes no size
+
+
 def _too_large(size: int, limit: int) -> Tuple[str, str]:
     return ('too_large', f'a record of {size:,} bytes is over ingest.max_csv_record_bytes '
             f'{limit:,} (--max-csv-record-bytes); an unbalanced quote makes the rest of the '
             'file one record')
 
 
-def _byte_records(handle, end: int, limit: int) -> Iterator[Tuple[Optional[bytes], int]]:
+def _byte_records(handle, end: int, limit: int,
+                  newline: bytes = b'\n') -> Iterator[Tuple[Optional[bytes], int]]:
     """(record bytes, or None when over `limit`; its size) from the handle's position to `end`.
     A record over the limit is skipped through, never held."""
-    bounded = isinstance(handle, io.BufferedIOBase)  # a GFile's readline takes no size
+    readline = _readline(handle, newline)
     position = handle.tell()
     while position < end:
         parts: Optional[List[bytes]] = []
         size = quotes = 0
         while True:
-            line = handle.readline(_READ) if bounded else handle.readline()
+            line = readline()
             if not line:
                 break
             size += len(line)
@@ -103,7 +150,7 @@ def _byte_records(handle, end: int, limit: int) -> Iterator[Tuple[Optional[bytes
                 parts.append(line)
                 if size > limit:
                     parts = None
-            if line.endswith(b'\n') and quotes % 2 == 0:
+            if line.endswith(newline) and quotes % 2 == 0:
                 break
         if not size:
             return
@@ -131,40 +178,42 @@ def plan_ranges(path: str, configured: str, split_bytes: int = SPLIT_BYTES) -> L
         encoding, bom = file_encoding(path, configured)
         size = files.gfile().stat(path).length if '://' in path else \
             files.check_regular(path).st_size
+        newline = line_break(path, bom) if byte_scannable(encoding) else b'\n'
     except (records.BadRecord, OSError):
-        return [(files.to_beam(path), configured, 0, 0, True)]  # read_range rejects it
+        return [(files.to_beam(path), configured, 0, 0, True, b'\n')]  # read_range rejects it
     if size - bom <= split_bytes or not byte_scannable(encoding):
-        return [(files.to_beam(path), encoding, bom, size, True)]
+        return [(files.to_beam(path), encoding, bom, size, True, newline)]
     cuts, quotes, offset, target = [bom], 0, 0, bom + split_bytes
     with _open(path) as handle:
         for block in iter(lambda: handle.read(_BLOCK), b''):
             done = 0  # quotes of block[:done] are counted
             while target < offset + len(block):  # the first line break outside quotes
-                newline = block.find(b'\n', max(target - offset, done))
-                if newline < 0:
+                found = block.find(newline, max(target - offset, done))
+                if found < 0:
                     break
-                quotes += block.count(b'"', done, newline)
-                done = newline + 1
+                quotes += block.count(b'"', done, found)
+                done = found + 1
                 if quotes % 2 == 0:
                     cuts.append(offset + done)
                     target = offset + done + split_bytes
             quotes += block.count(b'"', done)
             offset += len(block)
     cuts = [cut for cut in cuts if cut < size] + [size]
-    return [(files.to_beam(path), encoding, a, b, a == bom) for a, b in zip(cuts, cuts[1:])]
+    return [(files.to_beam(path), encoding, a, b, a == bom, newline)
+            for a, b in zip(cuts, cuts[1:])]
 
 
 def read_range(planned: Range, limit: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[Record]:
     """The records starting in one range (the header skipped in the range that holds it).
     Paths stay as Beam elements (files.to_beam) in what it yields."""
-    path, encoding, start, end, header = planned
+    path, encoding, start, end, header, newline = planned
     path, element = files.from_beam(path), path
-    for record in _records(path, encoding, start, end, header, limit):
+    for record in _records(path, encoding, start, end, header, limit, newline):
         yield (element,) + record[1:]
 
 
 def _records(path: str, encoding: str, start: int, end: int, header: bool,
-             limit: int) -> Iterator[Record]:
+             limit: int, newline: bytes) -> Iterator[Record]:
     try:
         handle = _open(path)
     except records.BadRecord as error:  # not a regular file (its type), or vanished
@@ -176,7 +225,7 @@ def _records(path: str, encoding: str, start: int, end: int, header: bool,
     with handle:
         handle.seek(start)
         if byte_scannable(encoding):
-            found = _byte_records(handle, end, limit)
+            found = _byte_records(handle, end, limit, newline)
             if header:
                 next(found, None)
             for data, size in found:
@@ -212,4 +261,5 @@ def _text_records(path: str, handle, encoding: str, header: bool, limit: int) ->
 def file_records(path: str, configured: str) -> Iterator[Record]:
     """Every record of a file, the header first (for the header and type sampling)."""
     encoding, bom = file_encoding(path, configured)
-    yield from read_range((path, encoding, bom, 1 << 62, False))
+    newline = line_break(path, bom) if byte_scannable(encoding) else b'\n'
+    yield from read_range((path, encoding, bom, 1 << 62, False, newline))

@@ -6,9 +6,10 @@ properties add what the trainer needs (`class_names`, `input_spec`; for images t
 split's sizes and colour modes, from which the trainer infers its input shape: see
 components/common/image_shape.py) and the counts. The counts
 (found, written, rejected, rejected by reason) are also set as execution properties and logged,
-and checked: anything not written is in the quarantine with a reason. For CSV, `missing_values`
-(JSON, column -> empty numeric values over all splits) says what was imputed; the imputed means
-are in `input_spec`. A failed run keeps its quarantine outside the artifact (checks.py).
+and checked: anything not written is in the quarantine with a reason. For tables (CSV, Parquet),
+`missing_values` (JSON, column -> empty numeric values over all splits) says what was imputed;
+the imputed means are in `input_spec`. What each source records comes from its `describe`
+(source.py). A failed run keeps its quarantine outside the artifact (checks.py).
 
 The training window (components/common/window.py): the artifact's own Split-* folders hold the
 newest span; the `window` property lists it with up to `window - 1` older spans
@@ -33,35 +34,26 @@ from tfx.dsl.io import filesystem
 from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import artifact_utils
 from tfx.components.util import examples_utils
-from tfx.utils import io_utils, proto_utils
+from tfx.utils import proto_utils
 
-from components.common import features, inputs, stable_paths, storage, window
+from components.common import features, stable_paths, storage, window
 from components.common import properties as property_names
-from components.ingest import beam_pipeline, checks, name_safe_input, sources, span_index, stats
-from components.ingest import tabular, window_spans
+from components.ingest import beam_pipeline, checks, name_safe_input, registry, sources
+from components.ingest import span_index, stats, window_spans
 from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)
 
 
 def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
-    """The folder holding the class folders or CSV files, after the driver resolved {SPAN}."""
+    """The folder holding the source's input (class folders, table files), after the driver
+    resolved {SPAN}: the pattern's folder, less the folders the source's own pattern has."""
     input_config = example_gen_pb2.Input()
     proto_utils.json_to_proto(exec_properties['input_config'], input_config)
     folder = os.path.dirname(input_config.splits[0].pattern)  # 'span-3/*' / '*', 'span-3' / ''
-    if exec_properties.get('source', 'images') == 'images' and not int(
-            exec_properties.get('unlabelled') or 0):
-        folder = os.path.dirname(folder)  # drop the class-folder part
+    own = registry.get(exec_properties.get('source', 'images')).input_pattern(
+        bool(int(exec_properties.get('unlabelled') or 0)))
+    for _ in range(own.count('/')):  # images: drop the class-folder part
+        folder = os.path.dirname(folder)
     return storage.normpath(os.path.join(input_base, folder))
-
-
-def _span_fingerprint(exec_properties: Dict[str, Any], folder: str) -> str:
-    """An older span's input fingerprint, computed exactly as the driver computes the newest's
-    (the same split name and pattern under the span's folder), so both meet in the index."""
-    input_config = example_gen_pb2.Input()
-    proto_utils.json_to_proto(exec_properties['input_config'], input_config)
-    split = input_config.splits[0]
-    tail = split.pattern.split('/', 1)[1]  # 'span-3/*/*' -> '*/*'
-    return io_utils.generate_fingerprint(split.name, os.path.join(
-        exec_properties['input_base'], os.path.basename(folder.rstrip('/')), tail))
 
 
 def resolve_without_driver(exec_properties: Dict[str, Any], examples: types.Artifact) -> None:
@@ -134,30 +126,14 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         counts = beam_pipeline.read_counts(result)
         logging.info('Ingestion counts: %s', checks.format_counts(counts))
         properties: Dict[str, Any] = {f'num_{name}': value for name, value in counts.items()}
-        table = beam_pipeline.finalize(output_dir, options)
-        if table is not None:
-            class_names = table['class_names']
-            spec = inputs.tabular_spec(options.table.types, table['moments'])
-            missing = stats.read_missing(result)
-            if missing:
-                logging.info('Empty numeric values, kept and imputed: %s',
-                             tabular.describe_missing(missing, table['moments']))
-            properties[property_names.MISSING_VALUES] = json.dumps(missing)
-        else:
-            class_names = list(options.classes)
-            raw = options.image_storage == 'raw'
-            # Raw pixels with channels 0 keep each image's own: read per example then.
-            spec = inputs.InputSpec(kind='image', storage=options.image_storage,
-                                    channels=options.channels if raw else 0)
-            shapes = stats.read_image_shapes(result)
-            logging.info('Train images as stored: sizes %s, modes %s, %d colour',
-                         shapes['image_sizes'], shapes['color_modes'], shapes['color_images'])
-            properties.update(shapes)
+        summary = beam_pipeline.finalize(output_dir, options)
+        described = registry.get(options.source).describe(options, result, summary)
         checks.check_counts(counts, output_dir, float(exec_properties['max_rejected_fraction']),
                             root, pipeline_root,
                             by_column=stats.read_rejected_by_column(result))
-        properties[property_names.CLASS_NAMES] = json.dumps(class_names)
-        properties[property_names.INPUT_SPEC] = spec.to_json()
+        properties[property_names.CLASS_NAMES] = json.dumps(described.pop('class_names'))
+        properties[property_names.INPUT_SPEC] = described.pop('input_spec').to_json()
+        properties.update(described)
         return properties
 
     def _span(self, span: int, folder: str, fingerprint: str, output_dir: str,
@@ -200,7 +176,9 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                             root, exec_properties.get(
                                 example_gen_utils.FINGERPRINT_PROPERTY_NAME) or '',
                             examples.uri, exec_properties, pipeline_root, newest=True)
-        older = [self._span(span, folder, _span_fingerprint(exec_properties, folder),
+        source = registry.get(exec_properties.get('source', 'images'))
+        unlabelled = bool(int(exec_properties.get('unlabelled') or 0))
+        older = [self._span(span, folder, source.fingerprint(folder, unlabelled),
                             os.path.join(examples.uri, f'Span-{span}'), exec_properties,
                             pipeline_root, newest=False)
                  for span, folder in window_spans.older_spans(

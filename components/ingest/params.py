@@ -10,9 +10,9 @@ import dataclasses
 from typing import ClassVar, Optional, Tuple
 
 from components.common.settings import Settings, setting
-from components.ingest import csv_records, image_formats
+from components.ingest import csv_records, image_formats, registry
 
-SOURCES = ('images', 'csv')
+SOURCES = registry.NAMES   # --source choices (registry.py)
 STORAGES = ('encoded', 'raw')   # the file's bytes, or decoded uint8 pixels
 _KINDS = ('numeric', 'categorical')
 
@@ -29,14 +29,16 @@ class IngestParams(Settings):
     GROUP: ClassVar[str] = 'data'
     source: str = setting(
         'images', 'images: one sub-folder per class; csv: CSV files with a header and a label '
-        'column', '--source', choices=SOURCES,
+        'column; parquet: Parquet files with a label column (docs/data.md)', '--source',
+        choices=SOURCES,
         check=(lambda source: source in SOURCES, f'must be one of {SOURCES}'))
     data_dir: str = setting(
         '', 'input base (a URI for Kubeflow); may hold span-<N>/ folders', '--data',
-        default_text='the embedded digits, or the embedded wine table for --source csv',
+        default_text='the embedded digits, or the embedded wine table for --source csv; needed '
+        'for parquet',
         path=True, property='input_base')
-    label_column: str = setting('label', 'csv: the column holding the class', '--label-column',
-                                metavar='NAME')
+    label_column: str = setting('label', 'csv, parquet: the column holding the class',
+                                '--label-column', metavar='NAME')
     # Spans trained and evaluated on: the newest and up to window - 1 before it (span-<N>/).
     window: int = setting(
         3, 'with span-<N>/ folders: train and evaluate on the last N spans; spans ingested '

@@ -1,9 +1,9 @@
 """Rules every ingestion source shares: rejection reasons, quarantine lines, split and shard keys.
 
-No TFX and no Beam here. A source (image folders, CSV files) turns one input record into an
-Example or raises `BadRecord` with a reason code from `REASONS`; the Beam graph writes the
-rejection as one quarantine line and counts it under that code, so the counts by reason add up
-to the rejected total, and `written + rejected == found`.
+No TFX and no Beam here. A source (registry.py: image folders, CSV or Parquet tables) turns one
+input record into an Example or raises `BadRecord` with a reason code from `REASONS`; the Beam
+graph writes the rejection as one quarantine line and counts it under that code, so the counts
+by reason add up to the rejected total, and `written + rejected == found`.
 """
 import base64
 import hashlib
@@ -28,10 +28,15 @@ REASONS: Dict[str, str] = {
     'vanished': 'a file listed, then deleted before it was read',
     'changed': 'a file that changed (size, time, or replaced) while it was read',
     'encoding': 'a CSV record that cannot be decoded with the file\'s encoding '
-                '(ingest.encoding, flag --encoding)',
+                '(ingest.encoding, flag --encoding), or a Parquet binary value that is not UTF-8',
+    'malformed_row': 'a CSV record that is not a row: a line break inside an unquoted field',
     'wrong_column_count': 'a CSV row with more or fewer fields than the header',
-    'non_numeric': 'a non-empty value that is not a number in a numeric CSV column',
-    'missing_label': 'a CSV row whose label is empty',
+    'non_numeric': 'a non-empty value that is not a number in a numeric column',
+    'missing_label': 'a row whose label is empty (or null)',
+    'corrupt_parquet': 'a *.parquet file that is not Parquet or is truncated, or a row group '
+                       'of one that cannot be decoded',
+    'nested_value': 'a Parquet value that is a list of several values, a map, or a list of '
+                    'lists or structs, in a feature or label column',
 }
 # The setting that changes the decision, for reasons that have one (named in failure messages).
 SETTINGS: Dict[str, str] = {

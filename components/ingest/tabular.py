@@ -49,10 +49,19 @@ class Table:
                              'pipeline adds; rename them')
 
 
+# A field is bounded by its record, which csv_records bounds (ingest.max_csv_record_bytes); the
+# csv module's own limit (128 KiB) would stop the run on a long but valid field.
+csv.field_size_limit(max(csv.field_size_limit(), 2 ** 31 - 1))
+
+
 def parse_line(line: str) -> List[str]:
     """The fields of one CSV record (RFC 4180 quoting; quoted fields may hold line breaks:
-    csv_records.py finds where records end)."""
-    return next(csv.reader([line]), [])
+    csv_records.py finds where records end). A record the csv module refuses (a line break
+    inside an unquoted field) is a BadRecord."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error as error:
+        raise records.BadRecord('malformed_row', f'not a CSV row: {error}') from None
 
 
 def read_header(path: str, encoding: str = csv_records.DEFAULT_ENCODING) -> List[str]:
@@ -67,15 +76,29 @@ def read_header(path: str, encoding: str = csv_records.DEFAULT_ENCODING) -> List
                              f'{error.strerror or error}') from None
     if problem is not None:
         raise IngestionError(f'header row of {records.display_name(path)}: {problem[1]}')
-    return parse_line(text)
+    try:
+        return parse_line(text)
+    except records.BadRecord as error:
+        raise IngestionError(f'header row of {records.display_name(path)}: {error}') from None
 
 
 def sample_rows(path: str, limit: int = SAMPLE_ROWS,
                 encoding: str = csv_records.DEFAULT_ENCODING) -> List[List[str]]:
     """Up to `limit` rows after the header that decode (to infer types from)."""
     rows = itertools.islice(csv_records.file_records(path, encoding), 1, None)
-    return list(itertools.islice((parse_line(text) for _, text, problem in rows
-                                  if problem is None), limit))
+    return list(itertools.islice((fields for fields in map(_fields_or_none, rows)
+                                  if fields is not None), limit))
+
+
+def _fields_or_none(record: csv_records.Record) -> Optional[List[str]]:
+    """A sampled record's fields; None for one that will be rejected (it says nothing about
+    types)."""
+    if record[2] is not None:
+        return None
+    try:
+        return parse_line(record[1])
+    except records.BadRecord:
+        return None
 
 
 def _is_number(text: str) -> bool:

@@ -19,7 +19,7 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
     (lambda: config.IngestConfig(train_percent=0), 'train_percent'),
     (lambda: config.IngestConfig(train_percent=100), 'train_percent'),
     (lambda: config.IngestConfig(num_shards=-1), 'num_shards'),
-    (lambda: config.IngestConfig(source='parquet'), 'source'),
+    (lambda: config.IngestConfig(source='avro'), 'source'),
     (lambda: config.IngestConfig(image_size=(0, 8)), 'image_size'),
     (lambda: config.IngestConfig(image_storage='png'), 'image_storage'),
     (lambda: config.IngestConfig(feature_types=(('x', 'text'),)), 'feature_types'),

@@ -7,12 +7,15 @@ the order driver/container.go Container() does. Test support only (no TFX import
 import hashlib
 import json
 import os
+import posixpath
+import re
 import uuid
 from typing import Dict, Optional
 
 from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+import kfp_gojson
 import kfp_mlmd
 import kfp_objectstore
 
@@ -21,12 +24,16 @@ _KIND_TYPES = {'string_value': ('string', (_TYPE.STRING,)),
                'number_value': ('number', (_TYPE.NUMBER_DOUBLE, _TYPE.NUMBER_INTEGER)),
                'bool_value': ('bool', (_TYPE.BOOLEAN,)),
                'list_value': ('list', (_TYPE.LIST,)),
-               # (and TASK_CONFIG, which the installed kfp-pipeline-spec predates)
-               'struct_value': ('struct', (_TYPE.STRUCT, _TYPE.TASK_FINAL_STATUS))}
+               # (and TASK_CONFIG = 9, which the installed kfp-pipeline-spec predates)
+               'struct_value': ('struct', (_TYPE.STRUCT, _TYPE.TASK_FINAL_STATUS, 9))}
 
 
 class DriverError(RuntimeError):
     """driver.Container() failed; the message is KFP's."""
+
+
+class ResolvedNull(DriverError):
+    """resolve.go: ErrResolvedParameterNull (an optional pipeline input given no value)."""
 
 
 def go_text(message) -> str:
@@ -78,10 +85,16 @@ def resolve_parameter(spec, opts: dict, upstream_outputs) -> struct_pb2.Value:
         return DriverError(f'resolving input parameter with spec {go_text(spec)}: {text}')
     kind = spec.WhichOneof('kind')
     if kind == 'component_input_parameter':
+        if not spec.component_input_parameter:
+            raise param_error('empty component input')
         if spec.component_input_parameter not in opts['root_inputs']:
             raise param_error('parent DAG does not have input parameter '
                               + spec.component_input_parameter)
-        return opts['root_inputs'][spec.component_input_parameter]
+        value = opts['root_inputs'][spec.component_input_parameter]
+        if value.WhichOneof('kind') == 'null_value':  # ErrResolvedParameterNull
+            raise ResolvedNull(f'the resolved input parameter is null: '
+                               f'{spec.component_input_parameter}')
+        return value
     if kind == 'task_output_parameter':
         output = spec.task_output_parameter
         return upstream_outputs(output.producer_task)[output.output_parameter_key]
@@ -94,11 +107,16 @@ def resolve_parameter(spec, opts: dict, upstream_outputs) -> struct_pb2.Value:
                           f'{_go_type("ValueOrRuntimeParameter", value_kind)} not implemented')
     constant = spec.runtime_value.constant
     text = constant.string_value if constant.WhichOneof('kind') == 'string_value' else ''
+    if '{{$.workspace_path}}' in text:  # component.WorkspaceMountPath
+        return struct_pb2.Value(string_value=text.replace('{{$.workspace_path}}',
+                                                          '/kfp-workspace'))
     placeholders = {'{{$.pipeline_job_name}}': opts['run_display_name'],
                     '{{$.pipeline_job_resource_name}}': opts['run_name'],
                     '{{$.pipeline_job_uuid}}': opts['run_id'],
                     '{{$.pipeline_task_name}}': opts['task_name'],
-                    '{{$.pipeline_task_uuid}}': str(opts['dag_execution_id'])}
+                    '{{$.pipeline_task_uuid}}': str(opts['dag_execution_id']),
+                    '{{$.pipeline_job_create_time_utc}}': opts.get('create_time_utc', ''),
+                    '{{$.pipeline_job_schedule_time_utc}}': opts.get('schedule_time_utc', '')}
     if text in placeholders:
         return struct_pb2.Value(string_value=placeholders[text])
     return constant
@@ -109,23 +127,32 @@ def _go_type(prefix: str, kind: str) -> str:
     return f'*pipelinespec.{prefix}_{camel}'
 
 
-def check_parameter_types(inputs, definitions) -> None:
-    """resolve.go: resolveInputs() handleParamTypeValidationAndConversion(): a missing non-optional
-    parameter without default fails; a STRING parameter takes any value as text
-    (metadata.PbValueToText); any other type must match the value's kind."""
+def check_parameter_types(inputs, definitions, nils=()) -> None:
+    """resolve.go: resolveInputs() handleParamTypeValidationAndConversion(): an optional
+    parameter without a value is skipped; a non-optional one without a value fails unless it has
+    a default, and then it is checked with no value at all (KFP's code falls through with a nil
+    Value): a STRING parameter becomes "" (metadata.PbValueToText(nil)), any other type fails
+    with "unknown protobuf.Value type: <nil>". A STRING parameter takes any value as text
+    (PbValueToText); any other type must match the value's kind (a struct also fits
+    TASK_FINAL_STATUS and TASK_CONFIG). `nils`: parameters resolved to Go's nil *Value (an
+    upstream output its producer never recorded), checked as that nil."""
     for name, spec in definitions.parameters.items():
-        if name not in inputs.parameter_values:
-            if not spec.is_optional and not spec.HasField('default_value'):
+        has_value = name in inputs.parameter_values or name in nils
+        if not has_value:
+            if spec.is_optional:
+                continue
+            if not spec.HasField('default_value'):
                 raise DriverError('neither value nor default value provided for non-optional '
                                   f'parameter "{name}"')
-            continue
-        value = inputs.parameter_values[name]
-        kind = value.WhichOneof('kind')
+        value = inputs.parameter_values[name] if name in inputs.parameter_values else None
+        kind = value.WhichOneof('kind') if value is not None else None
         if spec.parameter_type == _TYPE.STRING:
             if kind != 'string_value':
-                inputs.parameter_values[name].CopyFrom(
-                    struct_pb2.Value(string_value=pb_value_to_text(value)))
+                text = pb_value_to_text(value) if value is not None else ''
+                inputs.parameter_values[name].CopyFrom(struct_pb2.Value(string_value=text))
             continue
+        if kind is None:
+            raise DriverError(f'parameter {name} has unknown protobuf.Value type: <nil>')
         if kind == 'null_value':
             raise DriverError(f'got null for input parameter "{name}"')
         actual, allowed = _KIND_TYPES[kind]
@@ -135,37 +162,52 @@ def check_parameter_types(inputs, definitions) -> None:
 
 
 def pb_value_to_text(value: struct_pb2.Value) -> str:
-    """converter.go: PbValueToText(): numbers without a trailing .0, bools lower case, lists and
-    structs as compact JSON."""
+    """converter.go: PbValueToText(): numbers by strconv.FormatFloat(x, 'f', -1, 64) (0.00001,
+    not 1e-05), bools lower case, lists and structs as json.Marshal writes the message (its
+    protojson, compacted, HTML characters escaped), null as ""."""
     kind = value.WhichOneof('kind')
     if kind == 'number_value':
-        number = value.number_value
-        return str(int(number)) if number == int(number) else repr(number)
+        return kfp_gojson.format_float(value.number_value)
     if kind == 'bool_value':
         return 'true' if value.bool_value else 'false'
     if kind in ('list_value', 'struct_value'):
-        return json.dumps(json_format.MessageToDict(value), separators=(',', ':'))
+        return kfp_gojson.go_json(kfp_gojson.protojson_value(getattr(value, kind)))
     return value.string_value if kind == 'string_value' else ''
 
 
-def generate_output_uri(root: str, *paths: str) -> str:
-    """metadata/client.go: GenerateOutputURI(): the root without trailing "/", then the paths
-    joined (the query string, if any, is dropped for outputs)."""
-    return root.split('?')[0].rstrip('/') + '/' + os.path.normpath('/'.join(paths))
+def generate_output_uri(root: str, *paths: str, preserve_query: bool = False) -> str:
+    """metadata/client.go: GenerateOutputURI(): the root without its query string and trailing
+    "/", then path.Join of the paths, then the query string again when preserve_query (the run
+    context's pipeline_root) and the root had exactly one "?"."""
+    parts = root.split('?')
+    query = ''
+    if len(parts) == 2:
+        root = parts[0]
+        if preserve_query:
+            query = '?' + parts[1]
+    joined = posixpath.normpath('/'.join(p for p in paths if p)) if any(paths) else ''
+    return root.rstrip('/') + '/' + joined + query
 
 
 def provision_outputs(run_root: str, task_name: str, outputs_spec, publish_logs: bool,
-                      pod) -> pipeline_spec_pb2.ExecutorInput.Outputs:
+                      pod, salt: Optional[str] = None) -> pipeline_spec_pb2.ExecutorInput.Outputs:
     """driver.go: provisionOutputs(): every declared artifact (plus `executor-logs`, typed
-    system.Artifact, when publish_logs is on) at <run root>/<task>/<uuid>/<key>, named after its
-    key; output parameters to /tmp/kfp/outputs/<name>; the executor output file in the pod's
-    local copy of the task root (component.LocalPathForURI), never uploaded."""
+    system.Artifact, when publish_logs is on) at <run root>/<task>/<salt: a uuid>/<key>, named
+    after its key; output parameters to /tmp/kfp/outputs/<name>; the executor output file in
+    the pod's local copy of the task root (component.LocalPathForURI), never uploaded, or
+    /tmp/kfp_outputs/output_metadata.json for a root of another scheme. KFP adds
+    executor-logs to the component's own map of output artifacts when it has one (Go maps are
+    shared), so the component spec the driver hands the launcher lists it too: so does
+    `outputs_spec` here."""
     outputs = pipeline_spec_pb2.ExecutorInput.Outputs()
+    logs = pipeline_spec_pb2.ComponentOutputsSpec.ArtifactSpec(
+        artifact_type=pipeline_spec_pb2.ArtifactTypeSchema(schema_title='system.Artifact'))
+    if publish_logs and outputs_spec.artifacts:
+        outputs_spec.artifacts['executor-logs'].CopyFrom(logs)
     artifacts = dict(outputs_spec.artifacts)
     if publish_logs:
-        artifacts['executor-logs'] = pipeline_spec_pb2.ComponentOutputsSpec.ArtifactSpec(
-            artifact_type=pipeline_spec_pb2.ArtifactTypeSchema(schema_title='system.Artifact'))
-    task_root = generate_output_uri(run_root, task_name, str(uuid.uuid4()))
+        artifacts['executor-logs'] = logs
+    task_root = generate_output_uri(run_root, task_name, salt or str(uuid.uuid4()))
     for name, spec in artifacts.items():
         artifact = outputs.artifacts[name].artifacts.add(
             name=name, uri=generate_output_uri(task_root, name))
@@ -174,7 +216,12 @@ def provision_outputs(run_root: str, task_name: str, outputs_spec, publish_logs:
             artifact.metadata.CopyFrom(spec.metadata)
     for name in outputs_spec.parameters:
         outputs.parameters[name].output_file = pod.path(f'/tmp/kfp/outputs/{name}')
-    outputs.output_file = os.path.join(pod.local_path_for_uri(task_root), 'output_metadata.json')
+    try:
+        local_root = pod.local_path_for_uri(task_root)
+    except ValueError:  # component.OutputMetadataFilepath
+        outputs.output_file = pod.path('/tmp/kfp_outputs/output_metadata.json')
+    else:
+        outputs.output_file = os.path.join(local_root, 'output_metadata.json')
     return outputs
 
 
@@ -184,10 +231,6 @@ def fingerprint(task, component, container: dict, executor_input) -> str:
     names (their MLMD ids), the input parameter values, the outputs with their URIs wiped (name,
     type, metadata), the output parameters' types, the image and the spec's command + args
     (placeholders unresolved)."""
-    if task.caching_options.cache_key:
-        digest = hashlib.sha256(task.component_ref.name.encode() + b'\0'
-                                + task.caching_options.cache_key.encode())
-        return digest.hexdigest()
     inputs, outputs = executor_input.inputs, executor_input.outputs
     key = {
         'inputArtifactNames': {name: {'artifactNames': [a.name for a in artifacts.artifacts]}
@@ -208,9 +251,9 @@ def fingerprint(task, component, container: dict, executor_input) -> str:
                           'cmdArgs': container.get('command', []) + container.get('args', [])},
     }
     key = {k: v for k, v in key.items() if v}  # protojson omits empty maps
-    text = json.dumps(key, sort_keys=True, separators=(',', ':'), ensure_ascii=False)
-    for char, escaped in (('&', '\\u0026'), ('<', '\\u003c'), ('>', '\\u003e')):
-        text = text.replace(char, escaped)  # Go's encoding/json escapes HTML characters
+    # json.Unmarshal into interface{} then json.Marshal: keys sorted, numbers as Go writes
+    # float64 (0, not 0.0), HTML characters escaped.
+    text = kfp_gojson.go_json(kfp_gojson.sort_all(key))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -245,41 +288,58 @@ def cached_outputs(store: kfp_mlmd.Store, executor_input, cached_id: str) -> Opt
 
 
 def kubernetes_config(platform_spec: Optional[dict], executor_label: str):
-    """The task's KubernetesExecutorConfig, or None: compiler/visitor.go dfs() looks the
-    executor label up in the platform spec's kubernetes deploymentSpec.executors, and
-    argocompiler/spec_patch.go unmarshalKubernetesExecutorConfig parses it strictly (the driver
-    gets it as --kubernetes_config). The proto is kfp-kubernetes 1.5.0's (what the lock holds)."""
-    from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb
+    """The task's KubernetesExecutorConfig from the platform spec, or None (see
+    parse_kubernetes_config)."""
     executors = ((platform_spec or {}).get('platforms', {}).get('kubernetes', {})
                  .get('deploymentSpec', {}).get('executors', {}))
     if executor_label not in executors:
         return None
+    return parse_kubernetes_config(executors[executor_label], discard_unknown=False)
+
+
+def parse_kubernetes_config(data: dict, discard_unknown: bool):
+    """A KubernetesExecutorConfig from its JSON: argocompiler/spec_patch.go
+    unmarshalKubernetesExecutorConfig parses strictly; the driver's --kubernetes_config
+    (main.go parseExecConfigJson, util.UnmarshalString) discards unknown fields. The proto is
+    kfp-kubernetes 1.5.0's (what the lock holds)."""
+    from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb
     config = k8s_pb.KubernetesExecutorConfig()
     try:
-        json_format.ParseDict(executors[executor_label], config, ignore_unknown_fields=False)
+        json_format.ParseDict(data, config, ignore_unknown_fields=discard_unknown)
     except json_format.ParseError as error:
         raise DriverError(f'failed to unmarshal kubernetes spec for component: {error}')
     return config
 
 
-def pod_env(container: dict, config, resolve) -> list:
+def pod_env(container: dict, config, resolve, proxy_env: Optional[list] = None) -> list:
     """The user container's env in the pod spec patch, in order: driver.go initPodSpecPatch()
-    copies the container spec's env (name and value), then k8s.go extendPodSpecPatch() appends,
+    copies the container spec's env (name and value), then the proxy variables
+    (proxy.GetConfig().GetEnvVars(): http_proxy and HTTP_PROXY, https_proxy and HTTPS_PROXY,
+    no_proxy and NO_PROXY, each pair only when set), then k8s.go extendPodSpecPatch() appends,
     for every secretAsEnv entry and each of its keys, an env var whose value comes from the
     Secret (valueFrom.secretKeyRef {name, key, optional only when set}); the kubelet reads it
     (kfp_launcher_v2.make_environment). The Secret's name: secretNameParameter resolved as an
-    input parameter (`resolve`, resolve.go; a null skips the entry), else the deprecated
-    secretName, else an error."""
+    input parameter (`resolve`, resolve.go resolveInputParameterStr: a null skips the entry,
+    anything but a non-empty string fails), else the deprecated secretName, else an error."""
     env = [{'name': e['name'], 'value': e.get('value', '')} for e in container.get('env', [])]
+    env.extend(proxy_env or [])
     for secret in (config.secret_as_env if config is not None else ()):
         for key_to_env in secret.key_to_env:
             if secret.HasField('secret_name_parameter'):
+                spec = secret.secret_name_parameter
                 try:
-                    value = resolve(secret.secret_name_parameter)
+                    value = resolve(spec)
+                except ResolvedNull:
+                    continue
                 except DriverError as error:
                     raise DriverError(f'failed to resolve secret name: {error}')
-                if value.WhichOneof('kind') == 'null_value':  # ErrResolvedParameterNull
-                    continue
+                if value.WhichOneof('kind') != 'string_value':
+                    raise DriverError(f'failed to resolve secret name: resolving input parameter '
+                                      f'with spec {go_text(spec)}. Expected a string but got: '
+                                      f'{_go_type("structpb.Value", value.WhichOneof("kind"))}')
+                if not value.string_value:
+                    raise DriverError(f'failed to resolve secret name: resolving input parameter '
+                                      f'with spec {go_text(spec)}. Expected a non-empty string')
                 name = value.string_value
             elif secret.secret_name:
                 name = secret.secret_name
@@ -291,3 +351,178 @@ def pod_env(container: dict, config, resolve) -> list:
                 reference['optional'] = secret.optional  # (not in kfp-kubernetes 1.5.0's proto)
             env.append({'name': key_to_env.env_var, 'valueFrom': {'secretKeyRef': reference}})
     return env
+
+
+def proxy_env(http_proxy: str, https_proxy: str, no_proxy: str) -> list:
+    """apiserver/config/proxy/config.go: GetEnvVars()."""
+    env = []
+    for lower, value in (('http_proxy', http_proxy), ('https_proxy', https_proxy),
+                         ('no_proxy', no_proxy)):
+        if value:
+            env += [{'name': lower, 'value': value}, {'name': lower.upper(), 'value': value}]
+    return env
+
+
+_INPUT_PARAMETER = re.compile(r"\{\{\$\.inputs\.parameters\['(.+?)']}}")
+_CHANNEL = re.compile(r"\$.inputs.parameters\['(.+?)'\]")
+
+
+def resolve_pod_spec_runtime_parameter(text: str, executor_input) -> str:
+    """resolve.go: resolvePodSpecInputRuntimeParameter(): an input-parameter channel is the
+    parameter's string value; anything else as is."""
+    match = _CHANNEL.search(text)
+    if match is None:
+        return text
+    values = executor_input.inputs.parameter_values
+    if match.group(1) not in values:
+        raise DriverError('executorInput did not contain container Image input parameter')
+    value = values[match.group(1)]
+    return value.string_value if value.WhichOneof('kind') == 'string_value' else ''
+
+
+def resolve_container_args(args: list, executor_input) -> list:
+    """util.go: resolveContainerArgs(): arguments naming "$.outputs" are left for later; input
+    parameter placeholders are replaced by their values (pbValueToString); the IfPresent
+    clause is not transcribed (refused)."""
+    resolved = []
+    for arg in args:
+        if '$.outputs' in arg:
+            resolved.append(arg)
+            continue
+        if arg.strip().startswith('{"IfPresent":'):
+            raise NotImplementedError('util.go resolveCondition (IfPresent arguments) is not '
+                                      'transcribed')
+        values = executor_input.inputs.parameter_values
+
+        def value_of(match):
+            if match.group(1) not in values:
+                raise DriverError(f'failed to resolve input parameters: parameter '
+                                  f'"{match.group(1)}" not found in executor input')
+            return pb_value_to_string(values[match.group(1)])
+        resolved.append(_INPUT_PARAMETER.sub(value_of, arg))
+    return resolved
+
+
+def pb_value_to_string(value: struct_pb2.Value) -> str:
+    """util.go: pbValueToString(): integral numbers as integers, others %g (Python's repr
+    here: the same digits, an exponent from 1e16 where Go's starts at 1e21), lists and
+    structs as json.Marshal of their Go values."""
+    kind = value.WhichOneof('kind')
+    if kind == 'number_value':
+        number = value.number_value
+        return str(int(number)) if number == int(number) else repr(number)
+    if kind in ('list_value', 'struct_value'):
+        return kfp_gojson.go_json(kfp_gojson.sort_all(
+            json_format.MessageToDict(getattr(value, kind))))
+    return pb_value_to_text(value)
+
+
+_QUANTITY = re.compile(r'^([0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$')
+_DECIMAL = {'m': -3, '': 0, 'k': 3, 'M': 6, 'G': 9, 'T': 12, 'P': 15, 'E': 18}
+_BINARY = {'Ki': 10, 'Mi': 20, 'Gi': 30, 'Ti': 40, 'Pi': 50, 'Ei': 60}
+
+
+def quantity(text: str) -> str:
+    """k8s.io/apimachinery resource.ParseQuantity(text).String() for whole numbers with an
+    optional suffix (canonical form: the largest suffix of the same kind that keeps the number
+    whole); other forms (fractions, exponents) are not transcribed."""
+    match = _QUANTITY.match(text)
+    if match is None:
+        raise NotImplementedError(f'resource quantity {text!r}: only whole numbers with a '
+                                  'suffix are transcribed')
+    number, suffix = int(match.group(1)), match.group(2) or ''
+    if number == 0:
+        return '0'
+    if suffix in _BINARY:
+        value = number << _BINARY[suffix]
+        for name, shift in sorted(_BINARY.items(), key=lambda item: -item[1]):
+            if value % (1 << shift) == 0:
+                return f'{value >> shift}{name}'
+        return str(value)
+    milli = number * 10 ** (_DECIMAL[suffix] + 3)
+    for name, exponent in sorted(_DECIMAL.items(), key=lambda item: -item[1]):
+        if milli % 10 ** (exponent + 3) == 0:
+            return f'{milli // 10 ** (exponent + 3)}{name}'
+    return f'{milli}m'
+
+
+def pod_resources(resources: dict, executor_input) -> dict:
+    """driver.go initPodSpecPatch(): ResourceRequirements from getPodResource() (the
+    placeholder-capable field first, else the old number: memory "%vG", cpu "%v"); maps with
+    no entry are left out (omitempty); accelerators are not transcribed."""
+    if resources.get('accelerator'):
+        raise NotImplementedError('driver.go initPodSpecPatch: accelerators are not transcribed')
+    limits, requests = {}, {}
+    for target, key, new, old, unit in (
+            (limits, 'memory', 'resourceMemoryLimit', 'memoryLimit', 'G'),
+            (requests, 'memory', 'resourceMemoryRequest', 'memoryRequest', 'G'),
+            (limits, 'cpu', 'resourceCpuLimit', 'cpuLimit', ''),
+            (requests, 'cpu', 'resourceCpuRequest', 'cpuRequest', '')):
+        if resources.get(new):
+            try:
+                text = resolve_pod_spec_runtime_parameter(resources[new], executor_input)
+            except DriverError as error:
+                raise DriverError(f'failed to init podSpecPatch: failed to resolve executor '
+                                  f'input when retrieving pod resource: {error}')
+        elif resources.get(old):
+            text = pb_value_to_string(struct_pb2.Value(number_value=resources[old])) + unit
+        else:
+            continue
+        target[key] = quantity(text)
+    out = {}
+    if limits:
+        out['limits'] = dict(sorted(limits.items()))
+    if requests:
+        out['requests'] = dict(sorted(requests.items()))
+    return out
+
+
+def init_pod_spec_patch(container: dict, component, executor_input, execution_id: int,
+                        opts: dict, env: list) -> dict:
+    """driver.go: initPodSpecPatch(): the "main" container runs the launcher copy
+    (/kfp-launcher/launch) with the task's flags, then "--", then the user's command and
+    arguments (input parameter placeholders resolved); image (a parameter channel resolved),
+    env (pod_env) and resources. The result is a core/v1 PodSpec in Go's field order, written
+    with go_json. Modelcar (oci://) inputs and the workspace PVC are not transcribed."""
+    for artifacts in executor_input.inputs.artifacts.values():
+        for artifact in artifacts.artifacts:
+            if artifact.uri.startswith('oci://'):
+                raise NotImplementedError('driver.go addModelcarsToPodSpec is not transcribed')
+    command = ['/kfp-launcher/launch', '--pipeline_name', opts['pipeline_name'],
+               '--run_id', opts['run_id'], '--execution_id', str(execution_id),
+               '--executor_input', kfp_gojson.protojson(executor_input),
+               '--component_spec', kfp_gojson.protojson(component),
+               '--pod_name', '$(KFP_POD_NAME)', '--pod_uid', '$(KFP_POD_UID)',
+               '--ml_pipeline_server_address', opts['ml_pipeline_server_address'],
+               '--ml_pipeline_server_port', opts['ml_pipeline_server_port'],
+               '--mlmd_server_address', opts['mlmd_server_address'],
+               '--mlmd_server_port', opts['mlmd_server_port'],
+               '--publish_logs', opts['publish_logs']]
+    if opts.get('ml_pipeline_tls_enabled'):
+        command.append('--ml_pipeline_tls_enabled')
+    if opts.get('metadata_tls_enabled'):
+        command.append('--metadata_tls_enabled')
+    if opts.get('ca_cert_path'):
+        command += ['--ca_cert_path', opts['ca_cert_path']]
+    if opts.get('cache_disabled'):
+        command.append('--cache_disabled')
+    if opts.get('log_level', '1') != '1':
+        command += ['--log_level', opts['log_level']]
+    if opts['publish_logs'] == 'true':  # (a second time: KFP's code adds it twice)
+        command += ['--publish_logs', opts['publish_logs']]
+    command.append('--')
+    try:
+        args = (resolve_container_args(container.get('command', []), executor_input)
+                + resolve_container_args(container.get('args', []), executor_input))
+    except DriverError as error:
+        raise DriverError(f'failed to resolve container args: {error}')
+    main = {'name': 'main',
+            'image': resolve_pod_spec_runtime_parameter(container.get('image', ''),
+                                                        executor_input),
+            'command': command}
+    if args:
+        main['args'] = args
+    if env:
+        main['env'] = env
+    main['resources'] = pod_resources(container.get('resources', {}), executor_input)
+    return {'containers': [main]}

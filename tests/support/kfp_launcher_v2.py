@@ -14,6 +14,7 @@ Test support only (no TFX imports).
 """
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 import kfp_driver
+import kfp_gojson
 import kfp_mlmd
 import kfp_objectstore
 import warm_python
@@ -220,12 +222,15 @@ def prepare_output_folders(executor_input, pod: Pod) -> None:
             os.makedirs(os.path.dirname(pod.local_path_for_uri(artifact.uri)), exist_ok=True)
 
 
-def qualify_executor_logs(executor_input) -> None:
-    """launcher_v2.go: qualifyExecutorLogsForRetry(): executor-logs' URI gets the retry index
-    ("-0": no retries here) before the placeholders are compiled."""
+def qualify_executor_logs(executor_input, retry_index: str = '0') -> None:
+    """launcher_v2.go: qualifyExecutorLogsForRetry() / qualifyExecutorLogsURI(): executor-logs'
+    URI gets "-<retry index>" once (KFP_RETRY_INDEX, else the pod's Argo node name, else "0")
+    before the placeholders are compiled."""
     logs = executor_input.outputs.artifacts.get('executor-logs')
-    if logs is not None and len(logs.artifacts) == 1 and not logs.artifacts[0].uri.endswith('-0'):
-        logs.artifacts[0].uri += '-0'
+    suffix = '-' + retry_index
+    if logs is not None and len(logs.artifacts) == 1 and logs.artifacts[0].uri and \
+            not logs.artifacts[0].uri.endswith(suffix):
+        logs.artifacts[0].uri += suffix
 
 
 def with_default_params(executor_input, component):
@@ -243,7 +248,7 @@ def compile_cmd_and_args(executor_input, pod: Pod, command: List[str], args: Lis
     """launcher_v2.go: compileCmdAndArgs() / getPlaceholders(): {{$}} is the ExecutorInput as
     JSON (in the command too); the artifact uri/path, parameter and output-file placeholders
     are replaced in the args only."""
-    whole = json_format.MessageToJson(executor_input, indent=None)
+    whole = kfp_gojson.protojson(executor_input)
     placeholders = {}
     for side, lists in (('inputs', executor_input.inputs.artifacts),
                         ('outputs', executor_input.outputs.artifacts)):
@@ -305,29 +310,64 @@ def read_executor_output(path: str) -> pipeline_spec_pb2.ExecutorOutput:
 
 def collect_output_parameters(executor_input, output, component) -> None:
     """launcher_v2.go: collectOutputParameters(): a parameter missing from the executor output is
-    read from its output file and parsed by its declared type (metadata.TextToPbValue)."""
+    read from its output file and parsed by its declared type (text_to_pb_value)."""
     for name, parameter in executor_input.outputs.parameters.items():
         if name in output.parameter_values:
             continue
+        if name not in component.output_definitions.parameters:
+            raise LauncherError(f'failed to find output parameter name="{name}" in component '
+                                'spec')
         kind = component.output_definitions.parameters[name].parameter_type
+        where = (f'failed to read output parameter name="{name}" type='
+                 f'"{_TYPE.ParameterTypeEnum.Name(kind)}" path="{parameter.output_file}"')
         try:
             with open(parameter.output_file) as handle:
                 text = handle.read()
-            value = struct_pb2.Value()
-            if kind == _TYPE.STRING:
-                value.string_value = text
-            elif kind in (_TYPE.NUMBER_INTEGER, _TYPE.NUMBER_DOUBLE):
-                value.number_value = (int if kind == _TYPE.NUMBER_INTEGER else float)(text.strip())
-            elif kind == _TYPE.BOOLEAN:  # strconv.ParseBool
-                value.bool_value = {'true': True, 'false': False, '1': True, '0': False,
-                                    't': True, 'f': False}[text.strip().lower()]
-            else:
-                json_format.Parse(text, value)
-        except (OSError, ValueError, KeyError, json_format.ParseError) as error:
-            raise LauncherError(f'failed to read output parameter name="{name}" type='
-                                f'"{_TYPE.ParameterTypeEnum.Name(kind)}" path='
-                                f'"{parameter.output_file}": {error}')
-        output.parameter_values[name].CopyFrom(value)
+        except OSError as error:
+            raise LauncherError(f'{where}: open {parameter.output_file}: '
+                                f'{(error.strerror or str(error)).lower()}')
+        output.parameter_values[name].CopyFrom(text_to_pb_value(text, kind, where))
+
+
+def text_to_pb_value(text: str, kind, where: str) -> struct_pb2.Value:
+    """converter.go: TextToPbValue(): STRING as is; NUMBER_INTEGER strconv.ParseInt (base 10) and
+    NUMBER_DOUBLE strconv.ParseFloat of the trimmed text; BOOLEAN strconv.ParseBool; LIST and
+    STRUCT JSON that must be of that kind."""
+    name = _TYPE.ParameterTypeEnum.Name(kind)
+
+    def failed(reason):
+        return LauncherError(f'{where}: TextToPbValue(text={_q(text)}, type="{name}") failed: '
+                             f'{reason}')
+    value, trimmed = struct_pb2.Value(), text.strip()
+    if kind == _TYPE.STRING:
+        value.string_value = text
+    elif kind == _TYPE.NUMBER_INTEGER:
+        if not re.fullmatch(r'[+-]?[0-9]+', trimmed):
+            raise failed(f'strconv.ParseInt: parsing {_q(trimmed)}: invalid syntax')
+        value.number_value = float(int(trimmed))
+    elif kind == _TYPE.NUMBER_DOUBLE:
+        try:
+            value.number_value = float(trimmed.replace('_', 'x'))
+        except ValueError:
+            raise failed(f'strconv.ParseFloat: parsing {_q(trimmed)}: invalid syntax')
+    elif kind == _TYPE.BOOLEAN:
+        flags = {'1': True, 't': True, 'T': True, 'TRUE': True, 'true': True, 'True': True,
+                 '0': False, 'f': False, 'F': False, 'FALSE': False, 'false': False,
+                 'False': False}
+        if trimmed not in flags:
+            raise failed(f'strconv.ParseBool: parsing {_q(trimmed)}: invalid syntax')
+        value.bool_value = flags[trimmed]
+    elif kind in (_TYPE.LIST, _TYPE.STRUCT):
+        try:
+            json_format.Parse(text, value)
+        except json_format.ParseError as error:
+            raise failed(str(error))
+        if value.WhichOneof('kind') != ('list_value' if kind == _TYPE.LIST else 'struct_value'):
+            raise failed('unexpected type')
+    else:
+        raise failed('unknown type. Expected STRING, NUMBER_INTEGER, NUMBER_DOUBLE, BOOLEAN, '
+                     'LIST or STRUCT')
+    return value
 
 
 def merge_runtime_artifacts(src, dst) -> None:

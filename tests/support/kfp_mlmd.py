@@ -57,6 +57,36 @@ def mlmd_to_struct_value(value: metadata_store_pb2.Value) -> struct_pb2.Value:
     return out
 
 
+def to_mlmd_artifact(runtime: pipeline_spec_pb2.RuntimeArtifact) -> metadata_store_pb2.Artifact:
+    """converter.go: toMLMDArtifact(): the URI, and every metadata field but _kfp_workspace as a
+    custom property (StructValueToMLMDValue; any error fails the conversion)."""
+    artifact = metadata_store_pb2.Artifact(uri=runtime.uri)
+    for key, value in runtime.metadata.fields.items():
+        if key == '_kfp_workspace':  # never persisted
+            continue
+        try:
+            artifact.custom_properties[key].CopyFrom(struct_value_to_mlmd(value))
+        except MLMDError as error:
+            raise MLMDError(f'failed to convert RuntimeArtifact to MLMD artifact: {error}')
+    return artifact
+
+
+def to_runtime_artifact(artifact: metadata_store_pb2.Artifact,
+                        schema: Optional[str]) -> pipeline_spec_pb2.RuntimeArtifact:
+    """converter.go: toRuntimeArtifact(): the id as the name, the URI, every property and custom
+    property as metadata; with `schema` (OutputArtifact.ToRuntimeArtifact) the type's
+    instanceSchema is set to it ("" from GetOutputArtifactsByExecutionId: "TODO(Bobgy): figure
+    out how to get schema"), without it (GetInputArtifactsByExecutionID) no type."""
+    runtime = pipeline_spec_pb2.RuntimeArtifact(name=str(artifact.id), uri=artifact.uri)
+    runtime.metadata.SetInParent()
+    for properties in (artifact.properties, artifact.custom_properties):
+        for key, value in properties.items():
+            runtime.metadata.fields[key].CopyFrom(mlmd_to_struct_value(value))
+    if schema is not None:
+        runtime.type.instance_schema = schema
+    return runtime
+
+
 def schema_title(schema: str) -> str:
     """client.go: SchemaToArtifactType(): the YAML schema's title is the MLMD type name."""
     for line in schema.splitlines():
@@ -115,13 +145,7 @@ class Store:
         if not self.convert:
             self.artifacts[artifact.id] = artifact
             return artifact.id
-        for key, value in runtime.metadata.fields.items():
-            if key == '_kfp_workspace':  # converter.go: toMLMDArtifact() never persists it
-                continue
-            try:
-                artifact.custom_properties[key].CopyFrom(struct_value_to_mlmd(value))
-            except MLMDError as error:
-                raise MLMDError(f'failed to convert RuntimeArtifact to MLMD artifact: {error}')
+        artifact.MergeFrom(to_mlmd_artifact(runtime))
         custom = artifact.custom_properties
         if 'display_name' not in custom:
             custom['display_name'].string_value = output_name
@@ -151,18 +175,9 @@ class Store:
 
     def to_runtime_artifact(self, artifact_id: int, schema: str = ''
                             ) -> pipeline_spec_pb2.RuntimeArtifact:
-        """client.go: OutputArtifact.ToRuntimeArtifact() over converter.go toRuntimeArtifact():
-        the id as the name, the URI, every property as metadata, and `Schema` as the type's
-        instanceSchema, which GetOutputArtifactsByExecutionId leaves "" ("TODO(Bobgy): figure out
-        how to get schema")."""
-        artifact = self.artifacts[artifact_id]
-        runtime = pipeline_spec_pb2.RuntimeArtifact(name=str(artifact.id), uri=artifact.uri)
-        runtime.metadata.SetInParent()
-        for properties in (artifact.properties, artifact.custom_properties):
-            for key, value in properties.items():
-                runtime.metadata.fields[key].CopyFrom(mlmd_to_struct_value(value))
-        runtime.type.instance_schema = schema
-        return runtime
+        """client.go: OutputArtifact.ToRuntimeArtifact() (to_runtime_artifact) of a recorded
+        artifact; `Schema` is "" as GetOutputArtifactsByExecutionId leaves it."""
+        return to_runtime_artifact(self.artifacts[artifact_id], schema)
 
     def execution_outputs(self, execution_id: int) -> Dict[str, struct_pb2.Value]:
         """model.go: Execution.GetParameters(): the "outputs" custom property."""

@@ -141,3 +141,44 @@ def test_file_encoding_follows_the_byte_order_mark(tmp_path):
         assert csv_records.file_encoding(str(tmp_path / 'f.csv'), 'latin-1') == expected
     assert not csv_records.byte_scannable('utf-16') and csv_records.byte_scannable('cp1252')
     assert not csv_records.known_encoding('no-such-codec')
+
+
+def test_a_csv_with_cr_only_line_endings_is_read_like_any_other(tmp_path):
+    """Excel's "CSV (Macintosh)" and classic Mac OS end lines with CR alone, a quoted cell's
+    line break too; such a file stopped the run with `new-line character seen in unquoted
+    field`."""
+    text = '\r'.join([HEADER] + _rows(notes=lambda i: f'"two\rlines {i}"' if i % 9 == 0
+                                      else f'note {i}')) + '\r'
+    examples, properties = _ingest(_write(tmp_path, text), tmp_path)
+    assert (properties['num_found'], properties['num_rejected']) == (60, 0)
+    assert json.loads(examples.get_string_custom_property('class_names')) == ['Adelie', 'Gentoo']
+    notes = set(_values(examples.uri, 'notes'))
+    assert {'two\rlines 0', 'note 1'} <= notes and len(notes) == 60
+
+
+def test_cr_only_ranges_start_on_record_boundaries(tmp_path):
+    rows = [f'{i},"a field\rover {i % 4} lines",{i % 3}' for i in range(400)]
+    path = tmp_path / 'mac.csv'
+    path.write_bytes(('id,notes,label\r' + '\r'.join(rows) + '\r').encode())
+    assert tabular.read_header(str(path)) == ['id', 'notes', 'label']
+    whole = list(csv_records.read_range(csv_records.plan_ranges(str(path), 'utf-8')[0]))
+    ranges = csv_records.plan_ranges(str(path), 'utf-8', split_bytes=1000)
+    assert len(ranges) > 10
+    split = [record for planned in ranges for record in csv_records.read_range(planned)]
+    assert split == whole and len(whole) == 400
+    assert [tabular.parse_line(text)[:2] for _, text, _ in split[:2]] == [
+        ['0', 'a field\rover 0 lines'], ['1', 'a field\rover 1 lines']]
+
+
+def test_a_stray_cr_in_an_unquoted_field_is_quarantined_and_a_long_field_is_read(tmp_path):
+    rows = _rows()
+    rows[5] = 'Adelie,Dr\ream,31.5,note 5'   # a lone CR inside an LF file's unquoted field
+    rows[6] = 'Gentoo,Dream,32.5,' + 'x' * 200_000   # over the csv module's 128 KiB field limit
+    examples, properties = _ingest(_write(tmp_path, '\n'.join([HEADER] + rows) + '\n'),
+                                   tmp_path, max_rejected_fraction=0.05)
+    assert (properties['num_found'], properties['num_rejected'],
+            properties['num_rejected_malformed_row']) == (60, 1, 1)
+    ((entry),) = checks.read_quarantine(examples.uri)
+    assert entry['reason'] == 'malformed_row' and entry['raw'] == rows[5]
+    assert 'new-line character seen in unquoted field' in entry['detail']
+    assert 'x' * 200_000 in _values(examples.uri, 'notes')
