@@ -81,22 +81,17 @@ def make_eval_config(config: EvalParams) -> tfma.EvalConfig:
 
 def create_components(config: PipelineConfig) -> List:
     ingest = config.ingest
-    example_gen = ImageExampleGen(
-        input_base=ingest.data_dir, source=ingest.source, train_percent=ingest.train_percent,
+    example_gen = ImageExampleGen(dataclasses.replace(
+        ingest,
         # Room for every training worker to read shards of its own (FILE sharding).
         num_shards=ingest.num_shards and max(ingest.num_shards, config.train.workers),
-        min_train_shards=config.train.workers, compress=ingest.compress, split_key=ingest.split_key,
-        max_rejected_fraction=ingest.max_rejected_fraction, image_size=ingest.image_size,
+        min_train_shards=config.train.workers,
         # Converts channels at ingestion (resize, raw) only when configured; 0 keeps each
         # image's own, so the trainer's channels are inferred from the data as it is.
-        image_storage=ingest.image_storage, channels=config.train.channels or 0,
-        label_column=ingest.label_column, feature_types=dict(ingest.feature_types),
-        drop_columns=ingest.drop_columns,
+        channels=config.train.channels or 0),
         # Where what outlives an execution goes (the kept quarantine, the trainer's checkpoints):
         # computed from the root, not from artifact URIs, whose layout is the orchestrator's.
-        pipeline_root=config.pipeline_root, window=ingest.window,
-        limits={name: getattr(ingest, name) for name in (
-            'max_image_pixels', 'convert_formats', 'encoding', 'max_csv_record_bytes')})
+        pipeline_root=config.pipeline_root)
     statistics_gen = tfx_components.StatisticsGen(examples=example_gen.outputs['examples'])
     if config.schema_path:
         schema_gen = ImportSchemaGen(schema_file=config.schema_path)

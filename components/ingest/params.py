@@ -4,7 +4,9 @@ The config file's [ingest] table, the data flags of runner.py, the ImageExampleG
 properties (component.py builds its spec from `property_types()`) and what the executor reads
 back (`from_properties`, sources.py) are these fields. A few are the pipeline's to set, not the
 user's (key=False): `channels` and `min_train_shards` follow the training settings, `unlabelled`
-is the scoring pipeline's. No TFX imports.
+is the scoring pipeline's. `same_records=True` marks the settings that do not change the records
+ingestion writes for the same files: every other one is part of the span index's key
+(span_index.py), so changing it ingests a span again. No TFX imports.
 """
 import dataclasses
 from typing import ClassVar, Optional, Tuple
@@ -36,18 +38,19 @@ class IngestParams(Settings):
         '', 'input base (a URI for Kubeflow); may hold span-<N>/ folders', '--data',
         default_text='the embedded digits, or the embedded wine table for --source csv; needed '
         'for parquet',
-        path=True, property='input_base')
+        path=True, property='input_base', same_records=True)
     label_column: str = setting('label', 'csv, parquet: the column holding the class',
                                 '--label-column', metavar='NAME')
     # Spans trained and evaluated on: the newest and up to window - 1 before it (span-<N>/).
     window: int = setting(
         3, 'with span-<N>/ folders: train and evaluate on the last N spans; spans ingested '
         'before are not converted again', '--window', metavar='N',
-        check=(lambda n: isinstance(n, int) and n >= 1, 'must be >= 1 (the spans trained on)'))
+        check=(lambda n: isinstance(n, int) and n >= 1, 'must be >= 1 (the spans trained on)'),
+        same_records=True)
     # Checked with `unlabelled` (below): the scoring pipeline never stops, 1.0.
     max_rejected_fraction: float = setting(
         0.01, 'stop when more than this share of records is rejected', '--max-rejected-fraction',
-        metavar='F')
+        metavar='F', same_records=True)
     # Hostile input (docs/data.md): limits that quarantine instead of crashing.
     encoding: str = setting(
         csv_records.DEFAULT_ENCODING, 'csv: encoding of files without a byte-order mark, e.g. '
@@ -99,7 +102,8 @@ class IngestParams(Settings):
     min_train_shards: int = setting(1, 'least train shards', key=False, check=_at_least(1))
     # Input to score (runner.py --score): images directly in the folder, or a CSV with no label
     # column; Examples without a label (pipeline/scoring.py).
-    unlabelled: bool = setting(False, 'input to score, not to train on', key=False)
+    unlabelled: bool = setting(False, 'input to score, not to train on', key=False,
+                               same_records=True)
 
     def _checks(self):
         yield (0.0 <= self.max_rejected_fraction < 1.0 or (
@@ -113,3 +117,11 @@ class IngestParams(Settings):
         yield (csv_records.known_encoding(self.encoding),
                f'encoding {self.encoding!r} is not a known codec; use a Python codec name such '
                'as utf-8, latin-1, cp1252, utf-16')
+
+
+
+def record_parameters() -> Tuple[str, ...]:
+    """The execution properties that change the records ingestion writes (span_index.py)."""
+    return tuple(field.metadata.get('property') or field.name
+                 for field in dataclasses.fields(IngestParams)
+                 if not field.metadata.get('same_records'))
