@@ -5,8 +5,7 @@
     python runner.py --score DIR [--version N] [--output DIR]
     python runner.py --kubeflow --image IMAGE --pipeline-root URI [--schedule "CRON" ...]
 
-The only module that defines flags: the modes here, and one per settings field that declares
-one (components/common/settings.py); pipeline/presets.py makes configs of them.
+The one module with flags: the modes, and each settings field's (pipeline/presets.py SETTINGS).
 """
 import argparse
 import sys
@@ -36,8 +35,7 @@ DEFAULT_TEXTS = {'model_builder': '; '.join(f'{source}: {builder}' for source, (
 
 
 def add_settings(groups) -> None:
-    """One flag per settings field that declares one (presets.SETTINGS, in that order), in
-    its group; a flag two classes declare (--pipeline-root) is the first one's."""
+    """Each settings field's flag, in its group; one two classes declare is the first's."""
     for cls in presets.SETTINGS:
         for field in cls.flagged():
             if field.metadata['flag'] not in groups['data']._option_string_actions:
@@ -86,8 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# (PipelineConfig, KubeflowConfig or None) of the parsed flags; ValueError on bad values.
-build_configs = presets.from_args
+build_configs = presets.from_args  # (PipelineConfig, KubeflowConfig or None) of parsed flags
 
 
 def main(argv=None) -> int:
