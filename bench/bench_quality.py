@@ -1,7 +1,8 @@
 """Quality benchmark: the whole pipeline on full Fashion-MNIST with default flags, next to the
 published table.
 
-    python -m bench.bench_quality [--compare-augment] [--limit N] [--work DIR]
+    python -m bench.bench_quality [--runs 3] [--code DIR] [--compare-augment] [--limit N]
+                                  [--work DIR]
 
 Fashion-MNIST comes from Debian's `dataset-fashion-mnist` package (offline, IDX files under
 /usr/share/datasets/fashion-mnist); the bench installs it with apt-get when it is missing. That
@@ -13,11 +14,17 @@ everything else (input shape, model, training length, augmentation) is the defau
 Printed: eval accuracy on the pipeline's eval split, accuracy of the pushed SavedModel on the
 official 10,000-image test set (the figure the published table reports), the epochs training
 ran and why it stopped, training and wall time; then rows of the package README's benchmark
-table. --compare-augment reruns into the same output with `--augment none`: ingestion and
-statistics are cached, so both trainings see the same split. Nothing here is asserted.
+table. --runs N repeats the whole run N times from scratch (ingestion included) and adds the
+mean and range of each figure: one run proves little, test accuracy moves by about 0.5 points
+between runs. --code DIR runs another checkout's runner.py on the same data (for example a
+`git worktree` of the commit before a change), so "before" and "after" come from one bench.
+--compare-augment reruns into the same output with `--augment none`: ingestion and statistics
+are cached, so both trainings see the same split. Each row records the load average at its
+start and end: on a shared machine the minutes move with it. Nothing here is asserted.
 """
 import argparse
 import gzip
+import json
 import os
 import re
 import shutil
@@ -48,16 +55,19 @@ def published_rows(readme: str = quality_data.README):
     return rows
 
 
-def run_pipeline(data_dir: str, output: str, flags=()) -> dict:
-    """One `runner.py --local` run; returns its wall seconds, exit code and console tail."""
+def run_pipeline(data_dir: str, output: str, flags=(), code: str = REPO) -> dict:
+    """One `runner.py --local` run of the checkout `code`; returns its wall seconds, exit code
+    and the load average before and after."""
     command = [sys.executable, 'runner.py', '--local', '--data', data_dir, '--output', output,
                *flags]
-    print('$', ' '.join(command), flush=True)
+    print('$', ' '.join(command), f'(in {code})', flush=True)
+    load = os.getloadavg()[0]
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    env = dict(os.environ, PYTHONPATH=code)  # that checkout's packages, not the installed ones
+    done = subprocess.run(command, cwd=code, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     print(done.stdout[-3000:], done.stderr[-2000:] if done.returncode else '', flush=True)
-    return {'wall': wall, 'code': done.returncode}
+    return {'wall': wall, 'code': done.returncode, 'load': (load, os.getloadavg()[0])}
 
 
 def read_result(output: str) -> dict:
@@ -92,22 +102,50 @@ def test_accuracy(model_uri: str) -> float:
     for start in range(0, len(images), 500):
         encoded = [tf.io.encode_png(image[..., None]).numpy()
                    for image in images[start:start + 500]]
-        names = predict(images=tf.constant(encoded))['class_names'].numpy()
+        # One name per image, as a [batch, 1] column (training/export.py).
+        names = predict(images=tf.constant(encoded))['class_names'].numpy().reshape(-1)
         expected = [quality_data.CLASS_NAMES[i] for i in labels[start:start + 500]]
         correct += sum(n.decode() == e for n, e in zip(names, expected))
     return correct / len(images)
 
 
-def describe(name: str, result: dict, wall: float, test: float) -> list:
+NAN = float('nan')
+
+
+def figures(result: dict, outcome: dict, test: float) -> dict:
+    """One run's numbers: accuracies, epochs, minutes, images/s, and the load around it."""
     model = result['model']
-    train_s = result['stages'].get('ImageTrainer', float('nan'))
-    return [name, f"{model.get('eval_accuracy', float('nan')):.4f}", f'{test:.4f}',
-            f"{model.get('epochs_run', float('nan')):.1f}", f'{train_s:.0f}', f'{wall:.0f}',
-            str(model.get('stop_reason', '-'))]
+    return {'eval': model.get('eval_accuracy', NAN), 'test': test,
+            'epochs': model.get('epochs_run', NAN),
+            'train_min': result['stages'].get('ImageTrainer', NAN) / 60,
+            'wall_min': outcome['wall'] / 60,
+            'img_s': model.get('examples_per_second', NAN),
+            'load': '%.1f-%.1f' % outcome['load'],
+            'stopped': str(model.get('stop_reason', '-'))}
+
+
+COLUMNS = (('eval', 'eval (split)', '{:.4f}'), ('test', 'test (10k)', '{:.4f}'),
+           ('epochs', 'epochs', '{:.1f}'), ('train_min', 'train min', '{:.1f}'),
+           ('wall_min', 'wall min', '{:.1f}'), ('img_s', 'img/s', '{:,.0f}'))
+
+
+def table_rows(name: str, runs: list) -> list:
+    """A row per run, then (with several) the mean and the range of each figure."""
+    rows = [[f'{name} #{i + 1}' if len(runs) > 1 else name]
+            + [fmt.format(run[key]) for key, _, fmt in COLUMNS] + [run['load'], run['stopped']]
+            for i, run in enumerate(runs)]
+    if len(runs) > 1:
+        cells = []
+        for key, _, fmt in COLUMNS:
+            values = [run[key] for run in runs]
+            cells.append(f'{fmt.format(sum(values) / len(values))} '
+                         f'({fmt.format(min(values))}-{fmt.format(max(values))})')
+        rows.append([f'**{name}: mean (range)**'] + cells + ['', ''])
+    return rows
 
 
 def print_table(rows, published) -> None:
-    header = ['run', 'eval (split)', 'test (10k)', 'epochs', 'train s', 'wall s', 'stopped']
+    header = ['run'] + [title for _, title, _ in COLUMNS] + ['load', 'stopped']
     print('\n| ' + ' | '.join(header) + ' |\n|' + '---|' * len(header))
     for row in rows:
         print('| ' + ' | '.join(row) + ' |')
@@ -125,23 +163,31 @@ def main():
     parser.add_argument('--compare-augment', action='store_true',
                         help='also train with --augment none on the same split')
     parser.add_argument('--keep', action='store_true', help='keep an earlier run folder')
+    parser.add_argument('--runs', type=int, default=1,
+                        help='whole runs from scratch, each into a folder of its own')
+    parser.add_argument('--code', default=REPO,
+                        help='the checkout whose runner.py runs (default: this one)')
+    parser.add_argument('--name', default='default flags', help='the rows\' name')
     args = parser.parse_args()
     quality_data.ensure_installed()
     data_dir = quality_data.write_class_folders(os.path.join(args.work, 'data'), args.limit)
-    output = os.path.join(args.work, 'run')
-    if os.path.isdir(output) and not args.keep:
-        shutil.rmtree(output)
+    configs = [(args.name, ())] + ([('--augment none', ('--augment', 'none'))]
+                                   if args.compare_augment else [])
     rows = []
-    runs = [('default flags', ())] + ([('--augment none', ('--augment', 'none'))]
-                                      if args.compare_augment else [])
-    for name, flags in runs:
-        outcome = run_pipeline(data_dir, output, flags)
-        if outcome['code']:
-            sys.exit(f'{name}: runner.py exited {outcome["code"]}')
-        result = read_result(output)
-        rows.append(describe(name, result, outcome['wall'],
-                             test_accuracy(result['uri'])))
-        print('stages (s):', {k: round(v) for k, v in result['stages'].items()}, flush=True)
+    for name, flags in configs:
+        runs = []
+        for index in range(args.runs):
+            output = os.path.join(args.work, 'run' if args.runs == 1 else f'run{index + 1}')
+            if os.path.isdir(output) and not args.keep and (index or name == configs[0][0]):
+                shutil.rmtree(output)
+            outcome = run_pipeline(data_dir, output, flags, args.code)
+            if outcome['code']:
+                sys.exit(f'{name}: runner.py exited {outcome["code"]}')
+            result = read_result(output)
+            runs.append(figures(result, outcome, test_accuracy(result['uri'])))
+            print('stages (s):', {k: round(v) for k, v in result['stages'].items()},
+                  json.dumps(runs[-1]), flush=True)
+        rows += table_rows(name, runs)
     print_table(rows, published_rows())
 
 

@@ -1,7 +1,7 @@
 """pipeline_root's size run after run, without retention and with --keep-runs K, side by side.
 
     python -m bench.bench_retention [--runs 6] [--keep 3] [--keep-versions 5] [--per-class 25]
-                                    [--steps 30]
+                                    [--steps 30] [--kubeflow]
 
 Two output folders get the same sequence of scheduled runs through `runner.py --local`'s own
 code (pipeline/local.py: the lock, the run, retention, the summary): every run adds a new span
@@ -15,6 +15,16 @@ reference, not copy), and for keep K the whole output folder (ML Metadata, logs,
 and the run's wall time. Prints the tables: sizes per run, their ratio, retention's summary
 line, and with 12 runs or more the whole output after the last run against after run 8 and the
 wall time of the second half against the first. Nothing is asserted.
+
+--kubeflow: the same sequence of scheduled runs, compiled for Kubeflow with --keep-runs K and run
+task by task through the KFP stand-in (tests/support/kfp_launcher.py, mode 'oss': KFP's driver
+and launcher transcribed, one ML Metadata and cache table across runs) on a local folder standing
+for the gs:// run root; retention runs in each run's Pusher task (pipeline/kfp_run_end.py).
+Keep K only (the local mode above compares with keeping everything). After each run: the run
+root (pipeline_root/ and serving/), the run's wall time, its retention line (from the summary the
+task wrote), its cache hits, and the input URIs handed to its tasks that did not exist when it
+started (a cache hit on a deleted artifact would be one); with 12 runs or more, the run root
+after the last run against after run 8.
 """
 import argparse
 import dataclasses
@@ -129,6 +139,93 @@ def output_table(rows: List[Row], keep: int) -> str:
     return '\n'.join(lines)
 
 
+@dataclasses.dataclass(frozen=True)
+class KubeflowRow:
+    run: int
+    root: int          # the run root: pipeline_root/ and serving/
+    pipeline_root: int
+    serving: int
+    retention: str     # the run summary's retention line
+    cached: int        # tasks KFP took from its cache
+    missing: int       # input URIs handed over that did not exist when the run started
+    seconds: float
+
+
+def _files(folder: str) -> List[str]:
+    return [os.path.join(root, name) for root, _, names in os.walk(folder) for name in names]
+
+
+def _retention_line(run_folder: str) -> str:
+    import glob
+    import json
+    from pipeline import kfp_run_end
+    found = glob.glob(os.path.join(run_folder, 'Pusher', '*', kfp_run_end.SUMMARY_NAME))
+    if not found:
+        return '(no summary)'
+    with open(found[0]) as handle:
+        summary = json.load(handle)['summary']
+    return next((line.split('retention: ', 1)[1] for line in summary.splitlines()
+                 if line.startswith('  retention: ')), '')
+
+
+def kubeflow_runs(args, keep: int, work: str) -> List[KubeflowRow]:
+    """The scheduled runs through the KFP stand-in; a row after each."""
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'support'))
+    import kfp_launcher
+    from pipeline import config as config_lib
+    from pipeline import kubeflow
+    from pipeline.config_retraining import RetentionConfig
+    data, root = os.path.join(work, 'data'), os.path.join(work, 'root')
+    add_span(data, 1, args.per_class)   # before the compile, which lists span-<N>/ folders
+    cfg = config_lib.smoke_config(data, root, schema_path=config_lib.DIGITS_SCHEMA,
+                                  retention=RetentionConfig(keep_runs=keep))
+    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, train_steps=args.steps),
+                              push=config_lib.PushConfig(keep_versions=args.keep_versions
+                                                         or config_lib.PushConfig.keep_versions))
+    kf = config_lib.KubeflowConfig(image='local', output_file=os.path.join(work, 'pipeline.json'),
+                                   image_workdir=config_lib.REPO_ROOT)
+    job = kfp_launcher.load_job(kubeflow.compile_pipeline(cfg, kf))
+    launcher = kfp_launcher.Launcher(workdir=os.path.join(work, 'pods'))
+    rows = []
+    for run in range(1, args.runs + 1):
+        if run > 1:
+            add_span(data, run, args.per_class)
+        run_id = f'run-{run}'
+        before = _files(cfg.pipeline_root)
+        start = time.time()
+        launcher.run_job(job, run_id)
+        seconds = time.time() - start
+        tasks = [r for (done, _), r in launcher.tasks.items() if done == run_id]
+        run_folder = os.path.join(cfg.pipeline_root, cfg.name, run_id)
+        missing = [a.uri for r in tasks for lst in r.executor_input.inputs.artifacts.values()
+                   for a in lst.artifacts if not a.uri.startswith(run_folder + '/')
+                   and not any(f == a.uri or f.startswith(a.uri + '/') for f in before)]
+        rows.append(KubeflowRow(
+            run=run, root=size(root), pipeline_root=size(cfg.pipeline_root),
+            serving=size(cfg.serving_dir), retention=_retention_line(run_folder),
+            cached=sum(r.cached for r in tasks), missing=len(missing), seconds=seconds))
+        shutil.rmtree(os.path.join(work, 'pods', run_id), ignore_errors=True)  # pods are gone
+        print(f'run {run}: run root {rows[-1].root / 1e6:.2f} MB, {len(tasks)} tasks, '
+              f'{rows[-1].cached} cached, {len(missing)} missing inputs ({seconds:.0f} s)',
+              flush=True)
+    return rows
+
+
+def kubeflow_table(rows: List[KubeflowRow], keep: int) -> str:
+    mb = lambda n: f'{n / 1e6:6.2f}'   # noqa: E731
+    lines = [f'{"run":>3}  {"run root":>8}  {"pipeline_root":>13}  {"serving/":>8}  '
+             f'{"cached":>6}  {"missing":>7}  {"seconds":>7}  retention (keep {keep})',
+             f'{"":>3}  {"MB":>8}  {"MB":>13}  {"MB":>8}  {"tasks":>6}  {"inputs":>7}']
+    lines += [f'{r.run:>3}  {mb(r.root):>8}  {mb(r.pipeline_root):>13}  {mb(r.serving):>8}  '
+              f'{r.cached:>6}  {r.missing:>7}  {r.seconds:7.1f}  {r.retention}' for r in rows]
+    lines.append(f'cache hits: {sum(r.cached for r in rows)}; inputs handed over that did not '
+                 f'exist: {sum(r.missing for r in rows)}')
+    if len(rows) >= 12:
+        lines.append(f'run root after run {rows[-1].run} / after run 8: '
+                     f'{rows[-1].root / rows[7].root:.3f}')
+    return '\n'.join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--runs', type=int, default=6)
@@ -140,6 +237,8 @@ def main(argv=None) -> int:
                         help='serving/ versions kept (default: the pipeline default, '
                         'PushConfig.keep_versions); each keeps what it came from')
     parser.add_argument('--work', help='folder for the runs (default: a temporary one)')
+    parser.add_argument('--kubeflow', action='store_true', help='the runs through the KFP '
+                        'stand-in, compiled for Kubeflow, keep K only (see above)')
     args = parser.parse_args(argv)
     sys.path.insert(0, REPO)
     from pipeline import config as config_lib
@@ -148,6 +247,15 @@ def main(argv=None) -> int:
     keep = RetentionConfig.keep_runs if args.keep is None else args.keep
     logs.configure(False)
     work = args.work or tempfile.mkdtemp(prefix='bench-retention-')
+    if args.kubeflow:
+        rows = kubeflow_runs(args, keep, work)
+        versions = args.keep_versions or config_lib.PushConfig.keep_versions
+        print(f'\n{args.runs} scheduled runs on Kubeflow (the KFP stand-in, mode oss), one new '
+              f'span each ({len(CLASSES)} classes x {args.per_class} 8x8 digits), {args.steps} '
+              f'training steps, --keep-runs {keep}, serving/ keeps {versions} versions; '
+              f'folders under {work}\n')
+        print(kubeflow_table(rows, keep))
+        return 0
     rows: Dict[int, List[Row]] = {0: [], keep: []}
     data = os.path.join(work, 'data')
     for run in range(1, args.runs + 1):

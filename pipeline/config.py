@@ -72,8 +72,8 @@ class ScoreConfig(Settings):
     (pipeline/scoring.py). Flags only: no table of the config file."""
     GROUP: ClassVar[str] = 'scoring'
     input_dir: str = setting(
-        help='score the images directly in DIR, or its CSV files (no label column needed), '
-        'with a served model of <--output>/serving; predictions as JSON lines and CSV in '
+        help='score the images directly in DIR, or its CSV or Parquet files (no label column '
+        'needed), with a served model of <--output>/serving; predictions as JSON lines and CSV in '
         '<--output>/scores/, bad files quarantined with reasons. With --kubeflow: compile the '
         'scoring pipeline for DIR (a URI) instead', flag='--score', metavar='DIR')
     version: int = setting(  # resolved when the scoring runs
@@ -112,8 +112,8 @@ class PipelineConfig(Settings):
     train: TrainParams = TrainParams()
     eval: EvalParams = EvalParams()
     push: PushParams = PushParams()
-    notify: NotifyConfig = NotifyConfig()   # who is told how a local run ended
-    retention: RetentionConfig = RetentionConfig()   # what a local run keeps of older runs
+    notify: NotifyConfig = NotifyConfig()   # who is told how a run ended
+    retention: RetentionConfig = RetentionConfig()   # what a run keeps of older runs
     drift: DriftConfig = DriftConfig()
     # Empty: chosen by the input's size at run time (pipeline/beam_mode.py), in-process for
     # small inputs, one DirectRunner worker per core for large ones; given args win.

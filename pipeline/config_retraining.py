@@ -1,11 +1,12 @@
-"""Settings of what happens around a local run (components/common/settings.py).
+"""Settings of what happens around a run (components/common/settings.py).
 
-NotifyConfig: who is told how a local run ended (pipeline/notify.py). `--notify URL` POSTs a
-JSON summary; `--on-finish CMD` runs a command with the summary file's path. Both also come
-from the config file's [notify] table (config.example.toml); flags win.
+NotifyConfig: who is told how a run ended (pipeline/notify.py; on Kubeflow from the Pusher's
+task, pipeline/kfp_run_end.py). `--notify URL` POSTs a JSON summary; `--on-finish CMD` runs a
+command with the summary file's path. Both also come from the config file's [notify] table
+(config.example.toml); flags win.
 
-RetentionConfig: what a local run keeps of older runs in pipeline_root (pipeline/retention.py),
-`--keep-runs K` or the [retention] table.
+RetentionConfig: what a run keeps of older runs in pipeline_root (pipeline/retention.py; on
+Kubeflow pipeline/retention_kfp.py), `--keep-runs K` or the [retention] table.
 
 DriftConfig, the [drift] table, is the drift stage's DriftParams (components/drift/params.py).
 """
@@ -19,11 +20,6 @@ from components.drift.params import DriftParams
 
 # The [drift] table is the drift stage's settings (components/drift/params.py).
 DriftConfig = DriftParams
-
-
-def _check(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 def _split_error(command: Optional[str]) -> Optional[str]:
@@ -45,8 +41,9 @@ class NotifyConfig(Settings):
         metavar='URL', check=(lambda url: url is None or re.match(r'https?://[^/\s]+', url)
                               is not None, 'must be an http:// or https:// URL'))
     on_finish: Optional[str] = setting(
-        None, "run CMD when the run ends, with the JSON summary file's path as its last "
-        'argument and in $PIPELINE_RUN_SUMMARY', '--on-finish', metavar='CMD',
+        None, "run CMD when the run ends (with --kubeflow: in the Pusher's container), with the "
+        "JSON summary file's path as its last argument and in $PIPELINE_RUN_SUMMARY",
+        '--on-finish', metavar='CMD',
         check=(lambda command: command is None or bool(command.strip()), 'must be a command'))
     # Short, so an unreachable receiver delays the exit by seconds.
     timeout_seconds: float = setting(
@@ -69,7 +66,8 @@ class RetentionConfig(Settings):
     """
     GROUP: ClassVar[str] = 'execution'
     keep_runs: int = setting(
-        3, 'after a local run, delete the artifacts of runs older than the newest K from the '
-        'pipeline root, but what the training window and the kept serving versions use; 0 = '
-        'keep everything', '--keep-runs', metavar='K',
+        3, "after each run (with --kubeflow: in the Pusher's task, every task then uncached), "
+        'delete the artifacts of runs older than the newest K from the pipeline root, but what '
+        'the training window and the kept serving versions use; 0 = keep everything',
+        '--keep-runs', metavar='K',
         check=(lambda count: count >= 0, 'must be >= 0 (0 keeps every run)'))

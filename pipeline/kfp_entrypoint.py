@@ -30,9 +30,16 @@ Parameters need nothing: the driver fills `inputs.parameterValues` from `runtime
 On Vertex AI inputs are typed and no output is added: the invocation is passed on byte for byte
 (after the ExampleGen's preCacheCheck hook, which stays TFX's own driver: open-source KFP never
 runs hooks, and on Vertex AI the hook sees typed outputs and no inputs).
+
+After TFX's entry point returns or raises, the task writes its record into its task folder
+(pipeline/kfp_task_record.py): what retention on Kubeflow knows of the task. A task that
+completed but cannot write its record fails: retention would not know what the run uses. The
+task whose custom_config holds the run's end (the Pusher's, when --keep-runs, --notify or
+--on-finish is set: pipeline/kfp_run_end.py) then applies retention and notifies.
 """
 import json
 import re
+import time
 from typing import Dict, List, Optional, Tuple
 
 from absl import app
@@ -44,6 +51,7 @@ import tensorflow as tf
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
 from components.common import stable_paths, storage
+from pipeline import kfp_run_end, kfp_task_record
 
 # converter.go StructValueToMLMDValue: MLMD has no list value, so a list is stored as the struct
 # {"list": <list>} and a struct as {"struct": <struct>}; toRuntimeArtifact hands both back so.
@@ -195,18 +203,49 @@ def parse_flags(argv: List[str]) -> Tuple[object, List[str]]:
     """TFX's flags, parsed by TFX's own parser, with the ExecutorInput prepared."""
     logging.set_verbosity(logging.INFO)  # as TFX's _run_executor sets it
     args, beam_args = kubeflow_v2_run_executor._parse_flags(argv)  # pylint: disable=protected-access
+    args.started = time.time()
+    args.original_input = _parse(args.json_serialized_invocation_args)
     args.restore_uris = to_s3(_parse(args.json_serialized_invocation_args))
     args.json_serialized_invocation_args = prepare_invocation(
         args.json_serialized_invocation_args, args.json_serialized_inputs_spec_args)
     return args, beam_args
 
 
+def write_record(args, state: str, error: Optional[str] = None) -> Optional[str]:
+    """The task's record in its task folder (pipeline/kfp_task_record.py); the folder, or None
+    when the outputs share no task folder (nothing to record beside)."""
+    prepared = _parse(args.json_serialized_invocation_args)
+    folder = kfp_task_record.task_root(args.original_input)
+    if folder is None:
+        logging.warning('No task record: the outputs share no task folder')
+        return None
+    run_end = kfp_run_end.from_parameters(prepared.inputs.parameter_values) is not None
+    record = kfp_task_record.make(
+        prepared, args.original_input, state, args.started, error,
+        prepared.outputs.output_file if state == kfp_task_record.COMPLETE else None, run_end)
+    kfp_task_record.write(record, folder)
+    return folder
+
+
 def run(parsed: Tuple[object, List[str]]) -> None:
-    """TFX's entry point on the prepared arguments, then the output URIs KFP must see."""
+    """TFX's entry point on the prepared arguments, its record, then the output URIs KFP must
+    see."""
     args, _ = parsed
-    kubeflow_v2_run_executor.main(parsed)
-    output_file = _parse(args.json_serialized_invocation_args).outputs.output_file
-    restore_output_uris(output_file, args.restore_uris)
+    try:
+        kubeflow_v2_run_executor.main(parsed)
+    except BaseException as error:
+        try:  # the failure stays the task's error; a record that cannot be written is logged
+            write_record(args, kfp_task_record.FAILED, f'{type(error).__name__}: {error}'[:2000])
+        except Exception as failed:  # pylint: disable=broad-except
+            logging.warning('Could not write the failed task\'s record: %s', failed)
+        raise
+    prepared = _parse(args.json_serialized_invocation_args)
+    folder = write_record(args, kfp_task_record.COMPLETE)
+    run_end = kfp_run_end.from_parameters(prepared.inputs.parameter_values)
+    if run_end is not None and folder is not None:
+        kfp_run_end.after_push(run_end, folder,
+                               prepared.inputs.parameter_values['custom_config'].string_value)
+    restore_output_uris(prepared.outputs.output_file, args.restore_uris)
 
 
 def main(argv: List[str]) -> None:

@@ -21,10 +21,14 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
 - PipelineSpec schema 2.1.0, the only one open-source KFP's API server accepts: parameters are
   `runtimeValue.constant` with a `parameterType`, and every task carries its declared inputs
   (`--json_serialized_inputs_spec_args`), from which the entry point types its input artifacts;
-- two documented post-processing steps: the ingestion task is compiled uncached unless
+- documented post-processing steps: the ingestion task is compiled uncached unless
   `cache_ingestion` is set (open-source KFP ignores TFX's pre-cache-check hook;
-  docs/kubeflow.md); and with an s3:// or minio:// root every task gets the object store
-  (object_store_env, platform_spec below).
+  docs/kubeflow.md); with an s3:// or minio:// root every task gets the object store
+  (object_store_env, platform_spec below); and with --keep-runs, --notify or --on-finish the
+  Pusher's task ends the run (pipeline/kfp_run_end.py: its settings in the Pusher's
+  custom_config, the Pusher uncached so that it runs every time), and with --keep-runs K > 0
+  every task is compiled uncached (`uncache`: KFP's cache would hand over what retention
+  deleted).
 
 The object store on Kubeflow. Every TFX task writes its artifacts itself, so every task
 container needs the store's endpoint and credentials. The endpoint and region are plain
@@ -68,10 +72,12 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 from components.common import storage
 from components.ingest.component import ImageExampleGen
 from launch import tfjob
+from components.push.component import Pusher
 from components.trainer.component import ImageTrainer
 from pipeline import beam_mode
 from pipeline import config as config_lib
 from pipeline import config_kubeflow
+from pipeline import kfp_run_end
 from pipeline import pipeline as pipeline_lib
 
 # The trainer's task when a TFJob trains: TFX, TensorFlow and polling, no GPU.
@@ -124,9 +130,20 @@ def trainer_resources(kubeflow: config_lib.KubeflowConfig) -> _ResourceSpec:
 def build_job(config: config_lib.PipelineConfig,
               kubeflow: config_lib.KubeflowConfig) -> Dict[str, Any]:
     """Compiles the pipeline; returns the PipelineJob as a JSON-ready dict."""
+    keep_runs = config.retention.keep_runs
+    if keep_runs and kubeflow.cache_ingestion:
+        raise ValueError('cache_ingestion = true and --keep-runs K > 0 exclude each other on '
+                         'Kubeflow: a pipeline with retention runs no task from KFP\'s cache, '
+                         'which would hand over artifacts retention deleted (docs/kubeflow.md, '
+                         '"Retention"); set --keep-runs 0 to cache')
     pipeline = pipeline_lib.create_pipeline(for_image(config, kubeflow.image_workdir))
+    run_end = kfp_run_end.settings(config)
     workers = kubeflow.trainer_workers
     for component in pipeline.components:
+        if isinstance(component, Pusher) and run_end is not None:
+            custom = json.loads(component.exec_properties['custom_config'])
+            custom[kfp_run_end.RUN_END_KEY] = run_end
+            component.exec_properties['custom_config'] = json.dumps(custom, sort_keys=True)
         if isinstance(component, ImageExampleGen) and workers > 1:
             # Room for every pod of the TFJob to read train shards of its own (FILE sharding),
             # as create_components leaves for TrainConfig.workers.
@@ -154,13 +171,34 @@ def build_job(config: config_lib.PipelineConfig,
             # compatibility); 2.1 also compiles parameters as runtimeValue.constant.
             use_pipeline_spec_2_1=True))
     job = runner.run(pipeline, write_out=False)
-    if not kubeflow.cache_ingestion:
-        for component in pipeline.components:
-            if isinstance(component, ImageExampleGen):
-                task = job['pipelineSpec']['root']['dag']['tasks'][component.id]
-                task['cachingOptions'] = {}  # enableCache false (proto3 JSON omits defaults)
+    uncached = [c.id for c in pipeline.components if keep_runs
+                or (isinstance(c, ImageExampleGen) and not kubeflow.cache_ingestion)
+                or (isinstance(c, Pusher) and run_end is not None)]
+    uncache(job, uncached)
     add_object_store_env(job, kubeflow, config.pipeline_root)
     return job
+
+
+def uncache(job: Dict[str, Any], tasks: List[str]) -> None:
+    """Compiles these tasks uncached: enableCache false, which proto3 JSON writes as {}. KFP's
+    driver then neither looks the task up in its cache nor records it there
+    (backend/src/v2/driver/cache.go getFingerPrintsAndID: no fingerprint unless the task's
+    cachingOptions.enableCache; component/launcher_v2.go Execute: a cache entry only for a
+    fingerprint)."""
+    for name in tasks:
+        job['pipelineSpec']['root']['dag']['tasks'][name]['cachingOptions'] = {}
+
+
+def run_end_text(config: config_lib.PipelineConfig) -> Optional[str]:
+    """What the compiled pipeline does at the end of each run, in one line, or None."""
+    keep, notify = config.retention.keep_runs, config.notify
+    if kfp_run_end.settings(config) is None:
+        return None
+    parts = [f'retention keeps the newest {keep} runs (every task uncached)' if keep
+             else 'retention off (--keep-runs 0)']
+    parts += [f'notifies {notify.url}'] if notify.url else []
+    parts += [f'runs "{notify.on_finish}"'] if notify.on_finish else []
+    return 'At the end of each run (in the Pusher\'s task): ' + '; '.join(parts)
 
 
 def compile_pipeline(config: config_lib.PipelineConfig,

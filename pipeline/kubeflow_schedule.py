@@ -183,6 +183,10 @@ def run(config, kubeflow, score=None, output=None) -> int:
         print(f'error: {error}', file=sys.stderr)
         return 1
     print(f'Compiled {job_file}; log: {log_file}')
+    if not score:
+        from pipeline.kubeflow import run_end_text
+        print(run_end_text(config) or 'No retention or notification (--keep-runs 0, no --notify '
+              'or --on-finish)')
     if kubeflow.endpoint:
         try:
             recurring = schedule(client, job_file, config, kubeflow)

@@ -15,10 +15,11 @@ never changes the run's exit code and hides nothing: the console gets one line,
 Ctrl-C (exit 130) notifies nobody: whoever pressed it is at the console, and waiting for a
 receiver would delay the exit they asked for.
 
-Local runs only. A Kubeflow run notifies nobody: TFX 1.16's exit handler
-(KubeflowV2DagRunner.set_exit_handler) is handed only the run's final state, no artifacts, and
-open-source KFP fills in no error message; the test stand-in of open-source KFP
-(tests/support/kfp_launcher.py) runs no exit handler to test one with (docs/kubeflow.md).
+On Kubeflow the Pusher's task sends the same payload after the push (pipeline/kfp_run_end.py),
+built from the run's task records instead of ML Metadata. A run that fails before the Pusher
+notifies nobody there: TFX 1.16's exit handler (KubeflowV2DagRunner.set_exit_handler) is handed
+only the run's final state, no artifacts, and open-source KFP fills in no error message
+(docs/kubeflow.md, "Notifications").
 """
 import json
 import logging
@@ -136,14 +137,18 @@ def after_run(config, summary: RunSummary, exit_code: int, log_path: str,
         return [str(error)]
 
 
-def finish(notify, data: dict, say: Callable[[str], None]) -> List[str]:
-    """Writes the summary file (data['summary_file']), then notifies as `notify` (NotifyConfig)
-    asks; one console line per outcome; returns the failures."""
+def finish(notify, data: dict, say: Callable[[str], None],
+           path: Optional[str] = None) -> List[str]:
+    """Writes the summary file (at `path`, by default data['summary_file']), then notifies as
+    `notify` (NotifyConfig) asks, the on-finish command getting that file; one console line per
+    outcome; returns the failures. A Kubeflow task gives a local `path` and keeps the file at
+    data['summary_file'] in the run's folder itself (pipeline/kfp_run_end.py)."""
     failures = []
+    path = path or data['summary_file']
     try:
-        write_summary(data['summary_file'], data)
+        write_summary(path, data)
     except OSError as error:
-        failures.append(f'summary file {data["summary_file"]}: {error.strerror or error}')
+        failures.append(f'summary file {path}: {error.strerror or error}')
     if notify.url:
         failed = post(notify.url, data, notify.timeout_seconds)
         if failed:
@@ -151,7 +156,7 @@ def finish(notify, data: dict, say: Callable[[str], None]) -> List[str]:
         else:
             say(f'Notified {notify.url}')
     if notify.on_finish:
-        failed = run_command(notify.on_finish, data['summary_file'])
+        failed = run_command(notify.on_finish, path)
         if failed:
             failures.append(failed)
         else:

@@ -90,12 +90,13 @@ PARSERS = {'size': parse_size, 'minutes': parse_minutes, 'names': parse_names,
 
 
 def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, Any],
-                      names: Dict[str, str]) -> PipelineConfig:
+                      names: Dict[str, str], score_dir: Optional[str] = None) -> PipelineConfig:
     """The config for runner.py: a named preset, then the config file, then the flags given.
 
     `flags` are overrides by field path (see config_file.py) for the flags that were given;
     `names` says which flag set each, so errors name the flag. Data, source and schema
-    depend on each other: data_dir None means the source's embedded data; schema_path None
+    depend on each other: data_dir None means the source's embedded data (for a source with
+    none, `score_dir` when scoring, which reads no training data, else an error); schema_path None
     means the source's curated schema for its embedded data and inference for any other data,
     and 'infer' always infers. A shorter run keeps its warm-up shorter than itself, and
     --steps given on the command line wins over epochs from the file.
@@ -117,7 +118,7 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
     require(source in SOURCE_DEFAULTS, f'source must be one of {tuple(SOURCE_DEFAULTS)}')
     # minio:// is the same objects as s3:// at the configured endpoint (components/common/
     # storage.py); TensorFlow and Beam read the latter.
-    data = overrides.pop('ingest.data_dir', None) or SOURCE_DEFAULTS[source][0]
+    data = overrides.pop('ingest.data_dir', None) or SOURCE_DEFAULTS[source][0] or score_dir
     if data is None:
         raise ValueError(f'--source {source} has no embedded sample data: name the input '
                          'folder with --data')
@@ -140,11 +141,12 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
     return config_file_lib.apply(base, overrides, names)
 
 
-def from_flags(name: str, config_file: Optional[str], given: Dict[str, Any]) -> PipelineConfig:
+def from_flags(name: str, config_file: Optional[str], given: Dict[str, Any],
+               score_dir: Optional[str] = None) -> PipelineConfig:
     """from_command_line for runner.py's given flags (dest -> value, FLAG_FIELDS' dests)."""
     flags = {FLAG_FIELDS[dest]: value for dest, value in given.items()}
     names = {FLAG_FIELDS[dest]: '--' + dest.replace('_', '-') for dest in given}
-    return from_command_line(name, config_file, flags, names)
+    return from_command_line(name, config_file, flags, names, score_dir)
 
 
 def mode_error(args: argparse.Namespace) -> Optional[str]:
@@ -191,7 +193,7 @@ def from_args(args: argparse.Namespace) -> Tuple[PipelineConfig, Optional[Kubefl
                                              args.output)
         given.pop('pipeline_root', None)
         given['output'] = root   # pipeline_root/ and serving/ under it
-    config = from_flags(args.config, args.config_file, given)
+    config = from_flags(args.config, args.config_file, given, args.score)
     if kubeflow is not None:
         refuse_local_roots(config)
     return config, kubeflow

@@ -191,7 +191,7 @@ def describe(store, pipeline_name: str) -> Tuple[List[plan_lib.Run],
         id=i, uri=a.uri, type=type_names.get(a.type_id, ''),
         state=_ARTIFACT_STATES.get(a.state, 'UNKNOWN'),
         pushed_to=_string(a, 'pushed_destination') or None,
-        window=tuple(_window_uris(_string(a, 'window')))) for i, a in records.items()}
+        window=tuple(window_uris(_string(a, 'window')))) for i, a in records.items()}
     return runs, described, records
 
 
@@ -219,7 +219,7 @@ def serving_versions(serving_dir: str, output_dir: Optional[str] = None
             with tf.io.gfile.GFile(path) as handle:
                 window = json.dumps(json.load(handle).get('window', []))
             trained_on += [(uri, f'serving version {version} was trained on it')
-                           for uri in _window_uris(window)]
+                           for uri in window_uris(window)]
     return served, trained_on
 
 
@@ -228,7 +228,7 @@ def _string(artifact: metadata_store_pb2.Artifact, key: str) -> str:
     return value.string_value if value is not None else ''
 
 
-def _window_uris(text: str) -> List[str]:
+def window_uris(text: str) -> List[str]:
     """The span folders of a `window` JSON list (the window contract: entries with a uri)."""
     if not text:
         return []
@@ -239,21 +239,29 @@ def delete(store, record: metadata_store_pb2.Artifact, uri: str) -> int:
     """Deletes one artifact (see the module docstring for the order); returns its bytes."""
     record.state = metadata_store_pb2.Artifact.MARKED_FOR_DELETION
     store.put_artifacts([record])
-    size = 0
-    if _is_uri(uri):
-        # A bucket has no rename (a copy per object): the artifact is deleted where it is. From
-        # MARKED on, no cache hit points at it, and a kill midway leaves it MARKED, so the next
-        # retention finishes it.
-        size = _remove_uri(uri)
-    elif os.path.lexists(uri):
-        parent, name = os.path.split(os.path.normpath(uri))
-        hidden = os.path.join(parent, HIDDEN_PREFIX + name)
-        shutil.rmtree(hidden, ignore_errors=True)   # from a killed retention
-        os.rename(uri, hidden)
-        size = folder_size(hidden) if os.path.isdir(hidden) else os.path.getsize(hidden)
-        _remove(hidden)
+    size = remove_path(uri)
     record.state = metadata_store_pb2.Artifact.DELETED
     store.put_artifacts([record])
+    return size
+
+
+def remove_path(uri: str) -> int:
+    """Deletes a file or folder, local or in a bucket; returns its bytes (0 when absent).
+
+    A local one is renamed out of sight in its own parent first (HIDDEN_PREFIX), so a kill
+    leaves nothing half-deleted in sight. A bucket has no rename (a copy per object): there it
+    is deleted where it is; the caller's record (MARKED in ML Metadata locally) says it was
+    being deleted, so the next retention finishes it."""
+    if _is_uri(uri):
+        return _remove_uri(uri)
+    if not os.path.lexists(uri):
+        return 0
+    parent, name = os.path.split(os.path.normpath(uri))
+    hidden = os.path.join(parent, HIDDEN_PREFIX + name)
+    shutil.rmtree(hidden, ignore_errors=True)   # from a killed retention
+    os.rename(uri, hidden)
+    size = folder_size(hidden) if os.path.isdir(hidden) else os.path.getsize(hidden)
+    _remove(hidden)
     return size
 
 
@@ -271,10 +279,19 @@ def _remove_uri(uri: str) -> int:
         size = gfile.stat(uri).length
         gfile.remove(uri)
         return size
-    size = sum(gfile.stat(os.path.join(root, name)).length
+    size = sum(_object_size(os.path.join(root, name))
                for root, _, names in gfile.walk(uri) for name in names)
     gfile.rmtree(uri)
     return size
+
+
+def _object_size(uri: str) -> int:
+    """An object's bytes; 0 for a name a listing gives without an object behind it (a store
+    with folder entries, e.g. SeaweedFS's filer, lists an emptied folder as a name)."""
+    try:
+        return tf.io.gfile.stat(uri).length
+    except tf.errors.NotFoundError:
+        return 0
 
 
 def _remove(path: str) -> None:
@@ -321,7 +338,7 @@ def _collect_uri_scratch(root: str, ended) -> Tuple[int, int]:
     return count, size
 
 
-def _newest_write_ms(folder: str) -> Optional[float]:
+def newest_write_ms(folder: str) -> Optional[float]:
     """When anything under folder was last written (ms since the epoch), or None if empty."""
     if _is_uri(folder):
         stamps = [tf.io.gfile.stat(os.path.join(root, name)).mtime_nsec / 1e6
@@ -343,7 +360,7 @@ def collect_abandoned_checkpoints(root: str, oldest_kept_ms: Optional[float]) ->
     folders = tf.io.gfile.glob(pattern) if _is_uri(root) else glob.glob(pattern)
     count, size = 0, 0
     for folder in folders:
-        written = _newest_write_ms(folder)
+        written = newest_write_ms(folder)
         if written is not None and written < oldest_kept_ms:
             if _is_uri(root):
                 held = _remove_uri(folder)

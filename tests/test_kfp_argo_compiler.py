@@ -217,7 +217,8 @@ def test_the_container_hash_is_over_go_struct_json():
 
 @pytest.mark.parametrize('value, text', [
     (4.0, '4'), (0.3, '0.3'), (1e-07, '1e-7'), (1.5e21, '1.5e+21'), (1e20, '100000000000000000000'),
-    (0.000001, '0.000001'), (-2.5e-10, '-2.5e-10'), (12345678901234567890, '12345678901234567000')])
+    (0.000001, '0.000001'), (-2.5e-10, '-2.5e-10'), (12345678901234567890, '12345678901234567000'),
+    (0.0, '0'), (-0.0, '-0'), (100.0, '100')])
 def test_go_float_formatting(value, text):
     assert kfp_go_json.go_float(float(value)) == text
 
@@ -298,6 +299,10 @@ def _broken(change) -> str:
     (lambda s: s['deploymentSpec']['executors'].update(B_executor={'resolver': {}}),
      'error processing component name="B_comp": executor(label="B_executor"): non-container '
      'and non-importer executor not implemented'),
+    (lambda s: _importer(s)['root']['dag']['tasks']['B'].update(
+        triggerPolicy={'condition': 'true'}),
+     'compiling DAG "root": compiling task "B": triggerPolicy.condition on importer task is not '
+     'supported'),
     (lambda s: {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
         'B_executor': {'bogus': 1}}}}}},
      'compiling DAG "root": compiling task "B": error creating executor for "B": failed to '
@@ -307,6 +312,48 @@ def test_compiles_kfp_refuses(change, message):
     with pytest.raises(CompileError) as raised:
         compile_run(_broken(change), 'gs://b/r', 'r')
     assert raised.value.message == f'Failed to compile job: {message}'
+
+
+def test_a_condition_is_the_drivers_and_skips_the_task_behind_it():
+    spec = _spec()
+    spec['components']['sub'] = {'dag': {'tasks': {'A2': {
+        'taskInfo': {'name': 'A2'}, 'componentRef': {'name': 'A_comp'}}}}}
+    spec['root']['dag']['tasks']['S'] = {'taskInfo': {'name': 'S'},
+                                         'componentRef': {'name': 'sub'},
+                                         'triggerPolicy': {'condition': 'true'}}
+    spec['root']['dag']['tasks']['B']['triggerPolicy'] = {
+        'condition': "inputs.parameter_values['x'] == 'y'"}
+    workflow = compile_run(_upload(spec), 'gs://b/r', 'r')
+    tasks = _tasks(workflow)
+    assert tasks['B']['when'] == '{{tasks.B-driver.outputs.parameters.condition}} != false'
+    assert 'when' not in tasks['A']
+    # A sub-DAG: its own driver, then the DAG template with the driver's execution as parent.
+    assert tasks['S-driver']['template'] == 'system-dag-driver'
+    assert _params(tasks['S-driver'])['task-name'] == 'S'
+    assert tasks['S']['template'] == 'sub'
+    assert tasks['S']['when'] == '{{tasks.S-driver.outputs.parameters.condition}} != false'
+    assert _params(tasks['S']) == {
+        'parent-dag-id': '{{tasks.S-driver.outputs.parameters.execution-id}}',
+        'condition': '{{tasks.S-driver.outputs.parameters.condition}}'}
+    assert list(_tasks(workflow, 'sub')) == ['A2-driver', 'A2']
+
+
+def _importer(spec: dict) -> dict:
+    spec['deploymentSpec']['executors']['B_executor'] = {'importer': {
+        'artifactUri': {'constant': 'gs://x'}, 'typeSchema': {'schemaTitle': 'system.Artifact'}}}
+    return spec
+
+
+def test_an_importer_is_one_launcher_task_without_depends():
+    workflow = compile_run(_upload(_importer(_spec())), 'gs://b/r', 'run-3')
+    importer = _tasks(workflow)['B']
+    assert importer['template'] == 'system-importer' and 'depends' not in importer
+    assert _params(importer)['importer'] == '{{workflow.parameters.implementations-B_comp}}'
+    args = _args(_template(workflow, 'system-importer'))
+    assert args['--executor_type'] == 'importer' and args['--run_id'] == 'run-3'
+    assert (args['--pod_name'], args['--pod_uid']) == ('$(KFP_POD_NAME)', '$(KFP_POD_UID)')
+    assert json.loads(_arguments(workflow)['implementations-B_comp'])['artifactUri'] == {
+        'constant': 'gs://x'}
 
 
 @pytest.mark.parametrize('upload, message', [
@@ -327,22 +374,28 @@ def test_uploads_kfp_refuses(upload, message):
 @pytest.mark.parametrize('change, named', [
     (lambda s: s['root']['dag']['tasks']['B'].update(
         parameterIterator={'itemInput': 'x', 'items': {'raw': '[1]'}}), 'iteratorTask'),
-    (lambda s: s['root']['dag']['tasks']['B'].update(triggerPolicy={'condition': 'true'}),
-     'triggerPolicy.condition'),
     (lambda s: s['root']['dag']['tasks']['B'].update(
         triggerPolicy={'strategy': 'ALL_UPSTREAM_TASKS_COMPLETED'}), 'exit handler'),
     (lambda s: s['root']['dag']['tasks']['B'].update(retryPolicy={'maxRetryCount': 2}),
      'retry-system-container'),
-    (lambda s: s['deploymentSpec']['executors'].update(
-        B_executor={'importer': {'artifactUri': {'constant': 'gs://x'}}}), 'importer.go'),
     (lambda s: {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
         'B_executor': {'podMetadata': {'labels': {'a': 'b'}}}}}}}}, 'pod metadata'),
     (lambda s: s['root'].update(inputDefinitions={'parameters': {'p': {
         'parameterType': 'STRING', 'literals': ['a']}}}), 'literals'),
+    (lambda s: {'platforms': {'kubernetes': {'pipelineConfig': {'activeDeadlineSeconds': 60}}}},
+     'PipelineConfig.activeDeadlineSeconds'),
+    (lambda s: {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
+        'B_executor': {'secretAsEnv': [{'secretName': 'x', 'optional': True}]}}}}}},
+     'SecretAsEnv.optional'),
 ])
 def test_what_is_not_transcribed_is_refused_by_name(change, named):
     with pytest.raises(NotImplementedError, match=named):
         compile_run(_broken(change), 'gs://b/r', 'r')
+
+
+def test_an_upload_that_is_not_yaml_is_refused_saying_kfp_hangs_on_it():
+    with pytest.raises(CompileError, match='isV2Spec loops forever'):
+        compile_run('a: [1,\n', 'gs://b/r', 'r')
 
 
 def test_server_settings_not_transcribed_are_refused():
@@ -384,3 +437,15 @@ def test_our_pipeline_compiles_task_for_task(our_upload):
         assert json.loads(arguments[f'kubernetes-{component}'])['secretAsEnv'][0][
             'secretName'] == 'mlpipeline-minio-artifact'
     assert os.path.basename(our_upload) == 'pipeline.spec.yaml'
+
+
+def test_the_command_line_takes_handcompiles_flags(tmp_path, capsys):
+    upload = tmp_path / 'pipeline.spec.yaml'
+    upload.write_text(_upload(_spec()))
+    assert kfp_argo_compiler.main(['--upload', str(upload), '--root', 'gs://b/r',
+                                   '--run_id', 'run-5', '--name', 'cli']) == 0
+    workflow = json.loads(capsys.readouterr().out)
+    assert workflow == compile_run(str(upload), 'gs://b/r', 'run-5', name='cli')
+    upload.write_text(_upload({**_spec(), 'schemaVersion': '2.0.0'}))
+    assert kfp_argo_compiler.main(['--upload', str(upload)]) == 1
+    assert capsys.readouterr().err.startswith('template: InvalidInputError: KFP only supports')

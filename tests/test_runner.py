@@ -143,6 +143,20 @@ def test_csv_source_defaults_to_the_wine_table_its_schema_and_the_mlp(tmp_path):
     assert _configs('--local', '--source', 'csv', '--data', str(tmp_path))[0].schema_path is None
 
 
+def test_parquet_needs_data_infers_its_schema_and_trains_the_mlp(tmp_path):
+    with pytest.raises(ValueError, match='--source parquet has no embedded sample data: name '
+                       'the input folder with --data'):
+        _configs('--local', '--source', 'parquet')
+    cfg, _ = _configs('--local', '--source', 'parquet', '--data', str(tmp_path),
+                      '--label-column', 'segment')
+    assert (cfg.ingest.source, cfg.ingest.data_dir, cfg.ingest.label_column) == (
+        'parquet', str(tmp_path), 'segment')
+    assert cfg.schema_path is None and cfg.model_builder == 'models.mlp.build_model'
+    # Scoring reads no training data: the scored folder stands in for --data.
+    scored, _ = _configs('--score', str(tmp_path), '--source', 'parquet')
+    assert scored.ingest.data_dir == str(tmp_path)
+
+
 def test_an_output_that_is_a_file_is_a_one_line_error(tmp_path):
     (tmp_path / 'file').write_text('not a folder')
     result = _cli('--local', '--output', str(tmp_path / 'file'))

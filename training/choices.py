@@ -7,6 +7,8 @@ text of --mixed-precision states the same bf16 line the precision module decides
 OPTIMIZERS = ('adam', 'adamw', 'sgd')
 POLICIES = ('auto', 'float32', 'mixed_float16', 'mixed_bfloat16')
 AUGMENTS = ('none', 'light', 'standard')
+# XLA for the train step's forward and backward pass: auto = by the timed trial (trial.py).
+XLA_CHOICES = ('auto', 'on', 'off')
 
 # mixed_bfloat16 pays on a bf16 CPU from this many forward multiply-adds per example up.
 # bench/bench_precision.py on a 2-core AMD EPYC with AVX512_BF16, two runs (docs/benchmarks.md,

@@ -22,7 +22,7 @@ import tensorflow as tf
 from components.common import inputs, model_signature
 from training import data, distribute, export, loop, precision, steps as steps_lib
 from training import augment as augment_lib, warm_start, warmup
-from training import plan
+from training import plan, speed, trial
 from training.params import TrainParams
 
 
@@ -87,8 +87,93 @@ def decide_precision(job: TrainJob, num_gpus: Optional[int] = None,
                                    bf16_cpu=bf16_cpu)
 
 
+def decide_step(job: TrainJob, strategy: tf.distribute.Strategy,
+                num_gpus: Optional[int] = None, bf16_cpu: Optional[bool] = None,
+                workers: Optional[int] = None) -> trial.Decision:
+    """Precision and XLA of the train step: as asked, or by a timed trial of the job's step
+    (training/trial.py, which says when there is none). Call it after plan.plan_epochs (the
+    planned length decides whether a trial pays) and before the seed is set (the trial's
+    models must not change the real model's initial weights)."""
+    params = job.params
+    asked_policy, asked_xla = params.mixed_precision, params.xla
+    if num_gpus is None:
+        num_gpus = len(tf.config.list_physical_devices('GPU'))
+    if bf16_cpu is None:
+        bf16_cpu = precision.cpu_has_bf16()
+    if asked_policy != 'auto':
+        policies = [asked_policy]
+    elif num_gpus:
+        policies = ['mixed_float16']
+    else:
+        policies = ['float32'] + (['mixed_bfloat16'] if bf16_cpu else [])
+    options = trial.candidates(policies, asked_xla)
+    workers = distribute.num_workers() if workers is None else workers
+    builder = import_builder(params.model_builder)
+    shape = inputs.builder_input_shape(job.input_spec, job.image_shape)
+    model_cost = None
+    skip = None
+    if len(options) == 1:
+        skip = ''
+    elif workers > 1:
+        skip = f'no trial with {workers} worker processes (each would time its own)'
+    elif job.input_spec.kind == 'tabular':
+        skip = 'no trial for a table input'
+    else:
+        model_cost = precision.measure_cost(lambda: builder(shape, len(job.class_names)))
+        work = 6 * model_cost.macs * job.options.train_steps * job.options.examples_per_update
+        if work < trial.TRIAL_MIN_FLOP:
+            skip = (f'no trial: {work / 1e12:.1f} TFLOP of training planned, under the '
+                    f'{trial.TRIAL_MIN_FLOP / 1e12:g} a trial pays for')
+    if skip is not None:
+        policy, why = precision.choose_policy(
+            asked_policy, model_cost or (lambda: precision.measure_cost(
+                lambda: builder(shape, len(job.class_names)))), num_gpus=num_gpus,
+            bf16_cpu=bf16_cpu)
+        xla = asked_xla == 'on'
+        return trial.Decision(
+            policy, xla, why if why == 'asked' or not skip else f'{why}; {skip}',
+            'asked' if asked_xla != 'auto' else skip)
+    return _run_trial(job, strategy, options)
+
+
+def _run_trial(job: TrainJob, strategy: tf.distribute.Strategy,
+               options) -> trial.Decision:
+    """The timed trial of decide_step; Keras' global policy is restored after it."""
+    params = job.params
+    previous = keras.mixed_precision.global_policy()
+
+    def build(candidate):
+        keras.mixed_precision.set_global_policy(candidate.policy)
+        return build_steps(job, strategy, candidate.policy, candidate.xla)
+    start = time.perf_counter()
+    try:
+        figures = trial.run(build, speed.synthetic_batches(job.image_shape, len(job.class_names),
+                                                           params.global_batch_size),
+                            options, job.options.examples_per_update, log=logging.info)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    chosen = trial.choose(figures)
+    labels = {candidate.label: rate for candidate, rate in figures.items()}
+    logging.info('Step trial in %.1f s: %s -> %s', time.perf_counter() - start,
+                 trial.describe(labels), chosen.label)
+    default = options[0]
+
+    def reason(asked, value, default_value):
+        if asked != 'auto':
+            return 'asked'
+        if value == default_value and chosen != default:
+            return 'auto: in the fastest of a timed trial of the train step'
+        if chosen == default:
+            return (f'auto: nothing beat {default.label} by {trial.MARGIN - 1:.0%} in a timed '
+                    'trial of the train step')
+        return 'auto: the fastest in a timed trial of the train step'
+    return trial.Decision(chosen.policy, chosen.xla,
+                          reason(params.mixed_precision, chosen.policy, default.policy),
+                          reason(params.xla, chosen.xla, default.xla), labels)
+
+
 def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
-                policy: str) -> steps_lib.StepFunctions:
+                policy: str, xla: bool = False) -> steps_lib.StepFunctions:
     """Model, optimizer and loss scale under the strategy, with the policy already set."""
     params = job.params
     builder = import_builder(params.model_builder)
@@ -100,14 +185,31 @@ def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
         kwargs = {'weights': params.model_weights} if params.model_weights else {}
         model = builder(inputs.builder_input_shape(job.input_spec, job.image_shape),
                         len(job.class_names), **kwargs)
-        optimizer = loop.make_optimizer(job.options)
+        planned = loop.planned_steps_variable(job.options)
+        optimizer = loop.make_optimizer(job.options, planned)
         loss_scale = precision.DynamicLossScale(enabled=policy == 'mixed_float16')
     if model.outputs and model.outputs[0].dtype != 'float32':
         logging.warning('%s returns %s logits; the loop casts them to float32, but a float32 '
                         'last layer is more accurate.', params.model_builder,
                         model.outputs[0].dtype)
     return steps_lib.StepFunctions(model, optimizer, strategy, params.global_batch_size,
-                                   params.accumulation_steps, loss_scale)
+                                   params.accumulation_steps, loss_scale, jit_compile=xla,
+                                   planned_steps=planned)
+
+
+def _against_peak(model: keras.Model, policy: str, examples_per_second) -> Dict[str, float]:
+    """The run's training FLOP/s (speed.train_flops_per_example) against the matmul peak of
+    its compute dtype, measured now in this process (speed.matmul_peak, ~0.3 s)."""
+    flops = speed.train_flops_per_example(model)
+    if not examples_per_second or not flops:
+        return {}
+    dtype = tf.bfloat16 if policy == 'mixed_bfloat16' else tf.float32
+    with tf.device('/CPU:0' if not tf.config.list_physical_devices('GPU') else None):
+        peak = speed.matmul_peak(dtype, seconds=0.2)
+    achieved = examples_per_second * flops
+    return {'train_flops_per_example': float(flops), 'train_flops_per_second': achieved,
+            'peak_flops_per_second': peak, 'peak_dtype': dtype.name,
+            'peak_fraction': achieved / peak}
 
 
 def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
@@ -117,12 +219,15 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
     # The strategy first: a multi-worker one must be made before TensorFlow runs much.
     params = job.params
     strategy = strategy or distribute.make_strategy(params.devices)
-    start = time.perf_counter()
-    policy, why = decide_precision(job)
-    logging.info('Precision %s -> %s: %s (%.2f s to decide; bench/bench_precision.py)',
-                 params.mixed_precision, policy, why, time.perf_counter() - start)
-    keras.utils.set_random_seed(params.seed)
     job, held_out, note = plan.plan_epochs(job)
+    start = time.perf_counter()
+    decision = decide_step(job, strategy)
+    policy, why = decision.policy, decision.precision_reason
+    logging.info('Precision %s -> %s: %s; XLA %s -> %s: %s (%.2f s to decide)',
+                 params.mixed_precision, policy, why, params.xla,
+                 'on' if decision.xla else 'off', decision.xla_reason,
+                 time.perf_counter() - start)
+    keras.utils.set_random_seed(params.seed)
     replicas = strategy.num_replicas_in_sync
     if params.global_batch_size % replicas:
         raise ValueError(f'global_batch_size {params.global_batch_size} does not split '
@@ -138,7 +243,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
     keras.mixed_precision.set_global_policy(policy)  # global in Keras: restored below
     scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')
     try:
-        steps = build_steps(job, strategy, policy)
+        steps = build_steps(job, strategy, policy, decision.xla)
         warmed = bool(job.warm_start_from) and warm_start.warm_start(
             steps.model, job.warm_start_from, model_signature.describe(
                 job.class_names, job.image_shape, job.input_spec))
@@ -172,6 +277,11 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
             metrics['held_out_examples'] = held_out
         metrics['mixed_precision'] = policy
         metrics['precision_reason'] = why
+        metrics['xla'] = int(decision.xla)
+        metrics['xla_reason'] = decision.xla_reason
+        if decision.figures:
+            metrics['step_trial'] = decision.trial_text()
+        metrics.update(_against_peak(steps.model, policy, metrics.get('examples_per_second')))
         metrics['num_replicas'] = strategy.num_replicas_in_sync
         metrics['num_workers'] = workers
         metrics['input_sharding'] = shard

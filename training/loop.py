@@ -8,6 +8,8 @@ checkpoint; TensorFlow writes each checkpoint's files first and then atomically 
 Where the running training is goes out as events (progress.py), for a console to show.
 """
 import dataclasses
+import json
+import math
 import time
 from typing import Callable, Dict, Optional
 
@@ -15,7 +17,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from training import progress, stopping
+from training import plan, progress, stopping
 from training.params import TrainParams
 from training.steps import StepFunctions
 
@@ -31,13 +33,17 @@ class LoopOptions:
     params.global_batch_size (one micro-batch over all replicas) x params.accumulation_steps
     examples. With epochs, the held-out slice is evaluated at every epoch end; training stops
     after params.patience epochs without improvement (0 = never), and with a time budget at
-    the first step after it is spent.
+    the first step after it is spent. time_target_seconds > 0 (a length planned from the data,
+    plan.plan_epochs) cuts the planned epochs after the first one to those that fit that many
+    training seconds at the first epoch's cost (plan.fit_epochs); the schedule then decays
+    over the new length.
     """
     params: TrainParams
     train_steps: int
     steps_per_epoch: int = 0     # 0 = a fixed length, no epochs and no early stopping
     max_epochs: float = 0.0      # with steps_per_epoch: the planned epochs
     log_every: int = 50
+    time_target_seconds: float = 0.0   # with steps_per_epoch: see the docstring; 0 = no cap
 
     def __post_init__(self):
         checks = [
@@ -51,11 +57,11 @@ class LoopOptions:
 
     @classmethod
     def of(cls, train_steps: int, steps_per_epoch: int = 0, max_epochs: float = 0.0,
-           log_every: int = 50, **params) -> 'LoopOptions':
+           log_every: int = 50, time_target_seconds: float = 0.0, **params) -> 'LoopOptions':
         """This plan over TrainParams.bare(**params): for the library used alone (tests,
         benchmarks), where no config made the parameters."""
         return cls(TrainParams.bare(**params), train_steps, steps_per_epoch, max_epochs,
-                   log_every)
+                   log_every, time_target_seconds)
 
     @property
     def warmup_steps(self) -> int:
@@ -70,13 +76,42 @@ class LoopOptions:
         return 60 * self.params.time_budget_minutes
 
 
-def make_optimizer(options: LoopOptions) -> keras.optimizers.Optimizer:
-    """Linear warm-up then cosine decay to 0; the schedule reads the applied-update count."""
-    schedule = keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0 if options.warmup_steps else options.params.learning_rate,
-        decay_steps=options.train_steps - options.warmup_steps,
-        warmup_target=options.params.learning_rate if options.warmup_steps else None,
-        warmup_steps=options.warmup_steps)
+class WarmupCosine(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak` over warmup_steps, then cosine decay to 0 at
+    `total_steps`: Keras' CosineDecay with warmup_target (alpha 0), except that the end is a
+    variable, so the loop can re-plan the length after the first epoch (plan.fit_epochs)."""
+
+    def __init__(self, peak: float, warmup_steps: int, total_steps: tf.Variable):
+        self.peak, self.warmup_steps, self.total_steps = peak, warmup_steps, total_steps
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        warmup = float(self.warmup_steps)
+        decay = tf.maximum(tf.cast(self.total_steps, tf.float32) - warmup, 1.0)
+        done = tf.clip_by_value((step - warmup) / decay, 0.0, 1.0)
+        cosine = 0.5 * self.peak * (1.0 + tf.cos(math.pi * done))
+        if not self.warmup_steps:
+            return cosine
+        return tf.where(step < warmup, self.peak * step / warmup, cosine)
+
+    def get_config(self):
+        return {'peak': self.peak, 'warmup_steps': self.warmup_steps,
+                'total_steps': int(self.total_steps.numpy())}
+
+
+def planned_steps_variable(options: LoopOptions) -> tf.Variable:
+    """The planned number of updates as a variable (checkpointed with the loop's state)."""
+    return tf.Variable(options.train_steps, dtype=tf.int64, trainable=False,
+                       name='planned_steps')
+
+
+def make_optimizer(options: LoopOptions,
+                   planned_steps: Optional[tf.Variable] = None) -> keras.optimizers.Optimizer:
+    """Linear warm-up then cosine decay to 0 at planned_steps (options.train_steps when not
+    given); the schedule reads the applied-update count."""
+    schedule = WarmupCosine(options.params.learning_rate, options.warmup_steps,
+                            planned_steps if planned_steps is not None
+                            else planned_steps_variable(options))
     if options.params.optimizer == 'sgd':
         return keras.optimizers.SGD(learning_rate=schedule, momentum=0.9)
     if options.params.optimizer == 'adamw':
@@ -132,6 +167,13 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
         manager = tf.train.CheckpointManager(
             checkpoint, checkpoint_write_dir or checkpoint_dir, max_to_keep=2)
     step = start_step = int(steps.step.numpy())
+    planned = getattr(steps, 'planned_steps', None)
+    replan_note = ''
+    if planned is not None and options.steps_per_epoch and \
+            int(planned.numpy()) != options.train_steps:  # re-planned before an interruption
+        options = _with_length(options, int(planned.numpy()))
+        replan_note = (f'planned {options.max_epochs:g} epochs after the first, to fit '
+                       f'{options.time_target_seconds / 60:g} min')
     reporter = progress.Reporter()
     reporter.update(step=start_step, total=options.train_steps, start_step=start_step,
                     checkpoint_dir=checkpoint_dir or '', running=True)
@@ -141,6 +183,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     writer = (tf.summary.create_file_writer(log_dir) if log_dir and is_chief
               else tf.summary.create_noop_writer())
     window, run_start, result = _Window(), time.perf_counter(), {}
+    speed = _Speed(run_start)
     # Training seconds: those of earlier attempts (checkpointed) plus this process's.
     spent_before = float(state.seconds.numpy())
 
@@ -152,9 +195,19 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
         while not stopped and step < options.train_steps:
             step += 1
             _freeze_for(steps, options, step)
-            window.add(*steps.train_step(iterator)[:3])
+            update_start = time.perf_counter()
+            outputs = steps.train_step(iterator)
+            window.add(*outputs[:3])
+            speed.add(step - start_step, time.perf_counter() - update_start, float(outputs[2]),
+                      options.examples_per_update)
             reporter.update(step=step)
             stopped = stopping.after_update(state, options, step, held_out_fn, clock)
+            if options.steps_per_epoch and step % options.steps_per_epoch == 0:
+                speed.epoch_end()
+                if (step == options.steps_per_epoch and options.time_target_seconds
+                        and planned is not None and not stopped):
+                    options, replan_note = _replan(options, planned, clock())
+                    reporter.update(total=options.train_steps)
             if step % options.log_every == 0 or step == options.train_steps or stopped:
                 result = _log_window(steps, options, step, window, start_step, run_start)
                 window = _Window()
@@ -168,6 +221,8 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             reporter.update(total=step)  # stopped early: the progress line ends complete
         restored = state.restore_best()
         reason = stopping.describe(state, options, step, restored, note)
+        if replan_note:
+            reason += f' ({replan_note})'
         logging.info('training stopped after %d steps: %s', step, reason)
         if eval_fn is not None:
             metrics = eval_fn()
@@ -179,7 +234,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     writer.flush()
     reporter.update(running=False)
     result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()),
-                  steps_run=step, stop_reason=reason)
+                  steps_run=step, stop_reason=reason, **speed.result())
     if options.steps_per_epoch:
         best = state.summary()
         result.update(epochs_run=round(step / options.steps_per_epoch, 3),
@@ -188,6 +243,56 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             result.update(held_out_accuracy=best['best_accuracy'],
                           held_out_loss=best['best_loss'])
     return result
+
+
+def _with_length(options: LoopOptions, train_steps: int) -> LoopOptions:
+    return dataclasses.replace(options, train_steps=train_steps,
+                               max_epochs=round(train_steps / options.steps_per_epoch, 3))
+
+
+def _replan(options: LoopOptions, planned: tf.Variable, seconds: float):
+    """(options, note) after the first epoch took `seconds`: the epochs cut to those that fit
+    options.time_target_seconds (plan.fit_epochs), the schedule's end moved with them."""
+    epochs = plan.fit_epochs(seconds, options.max_epochs, options.time_target_seconds,
+                             max(plan.AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1))
+    if epochs >= options.max_epochs:
+        logging.info('first epoch in %.0f s: the %g planned epochs fit %g min', seconds,
+                     options.max_epochs, options.time_target_seconds / 60)
+        return options, ''
+    total = math.ceil(epochs * options.steps_per_epoch)
+    note = (f'planned {epochs:g} of {options.max_epochs:g} epochs after the first took '
+            f'{seconds:.0f} s, to fit {options.time_target_seconds / 60:g} min')
+    logging.info('Length re-planned: %s (%d updates)', note, total)
+    planned.assign(total)
+    return _with_length(options, total), note
+
+
+class _Speed:
+    """The run's training rate (the first update of a process, which traces, left out), its
+    input wait, and each epoch's wall seconds (its held-out evaluation included)."""
+
+    def __init__(self, start: float):
+        self.seconds = self.wait = 0.0
+        self.examples = 0
+        self.epochs, self.epoch_start = [], start
+
+    def add(self, index: int, seconds: float, wait: float, examples: int) -> None:
+        if index > 1:
+            self.seconds += seconds
+            self.wait += wait
+            self.examples += examples
+
+    def epoch_end(self) -> None:
+        now = time.perf_counter()
+        self.epochs.append(round(now - self.epoch_start, 1))
+        self.epoch_start = now
+
+    def result(self) -> Dict[str, float]:
+        if not self.seconds:
+            return {}
+        return {'examples_per_second': self.examples / self.seconds,
+                'input_wait_fraction': min(1.0, self.wait / self.seconds),
+                'epoch_seconds': json.dumps(self.epochs)}
 
 
 def _freeze_for(steps, options, step) -> None:

@@ -15,15 +15,20 @@ from typing import ClassVar, Optional, Tuple
 
 # default_text: what --help says of a default, read from here too (tests/test_cli_docs.py).
 from components.common.settings import Settings, default_text, setting  # noqa: F401
-from training.choices import AUGMENTS, BF16_MIN_MACS, OPTIMIZERS, POLICIES
+from training.choices import AUGMENTS, OPTIMIZERS, POLICIES, XLA_CHOICES
 
 # Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as
 # AUTO_MIN_EPOCHS to AUTO_MAX_EPOCHS passes over the held-in train examples, but never fewer
 # than AUTO_MIN_UPDATES optimizer updates: a few hundred images are a couple of updates per
 # epoch, and 20 epochs of them are 40 updates (measured on 189 photo patches: eval 0.88,
-# against 1.00 with 400 updates). 400k is about ten minutes of the default model on 28x28
-# images on 2 CPU cores (docs/training.md, "Training length").
-AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 400_000, 10, 20, 400
+# against 1.00 with 400 updates). Fashion-MNIST's 43k held-in images were still improving
+# after 10 epochs (train accuracy below eval: underfit), so 1M examples: 20 epochs of them.
+# Then, after the first epoch, the plan is cut to the epochs that fit AUTO_TRAIN_MINUTES of
+# training at that epoch's cost, never below AUTO_MIN_TIMED_EPOCHS (early stopping and the
+# schedule's decay need a few): the default run fits a quarter of an hour on 2 CPU cores
+# whatever the data's size (docs/training.md, "Training length").
+AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 1_000_000, 10, 20, 400
+AUTO_TRAIN_MINUTES, AUTO_MIN_TIMED_EPOCHS = 10.0, 3
 
 # --model short names: standard architectures (keras.applications, see models/applications.py).
 NAMED_MODELS = {name: 'models.applications.' + name
@@ -58,8 +63,9 @@ class TrainParams(Settings):
     train_epochs: float = setting(
         0.0, 'most passes over the train split; early stopping still applies', '--epochs',
         metavar='N',
-        default_text=f'from the data: ~{AUTO_EXAMPLES // 1000}k examples seen as '
-        f'{AUTO_MIN_EPOCHS}-{AUTO_MAX_EPOCHS} passes, >= {AUTO_MIN_UPDATES} updates')
+        default_text=f'from the data: ~{AUTO_EXAMPLES:,} examples seen as '
+        f'{AUTO_MIN_EPOCHS}-{AUTO_MAX_EPOCHS} passes, >= {AUTO_MIN_UPDATES} updates, cut after '
+        f'the first epoch to fit {AUTO_TRAIN_MINUTES:g} min (>= {AUTO_MIN_TIMED_EPOCHS})')
     train_steps: int = setting(
         0, 'exactly N optimizer updates instead: no epochs, no early stopping', '--steps',
         metavar='N',
@@ -89,9 +95,12 @@ class TrainParams(Settings):
         0.004, 'adamw: decoupled weight decay, each update shrinks the weights by this x the '
         'learning rate', '--weight-decay', metavar='WD')
     mixed_precision: str = setting(
-        'auto', 'auto = mixed_float16 on GPU; on a bf16 CPU mixed_bfloat16 for models of '
-        f'{BF16_MIN_MACS / 1e6:g}M+ multiply-adds per example; else float32',
-        '--mixed-precision', choices=POLICIES)
+        'auto', 'auto = mixed_float16 on GPU; on a CPU with bfloat16 instructions, whichever of '
+        'float32 and mixed_bfloat16 trains faster in a timed trial of the train step; else '
+        'float32', '--mixed-precision', choices=POLICIES)
+    xla: str = setting(
+        'auto', 'XLA-compile the forward and backward pass: auto = when it trains faster in '
+        'the same timed trial', '--xla', choices=XLA_CHOICES)
     warm_start: bool = setting(False, "start from the served model's weights (when the shapes "
                               'match)', '--warm-start')
     augment: str = setting(
@@ -145,6 +154,7 @@ class TrainParams(Settings):
                f'accumulation_steps must be >= 1, got {self.accumulation_steps}')
         yield (self.mixed_precision in POLICIES,
                f'mixed_precision must be one of {POLICIES}, got {self.mixed_precision!r}')
+        yield self.xla in XLA_CHOICES, f'xla must be one of {XLA_CHOICES}, got {self.xla!r}'
         yield (self.optimizer in OPTIMIZERS,
                f'optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}')
         yield (self.checkpoint_interval >= 1,
@@ -173,7 +183,8 @@ class TrainParams(Settings):
 
     @classmethod
     def bare(cls, **changes) -> 'TrainParams':
-        """No warm-up, augmentation, held-out slice or early stopping, float32, seed 0: the
-        plain training the library's tests and benchmarks start from."""
+        """No warm-up, augmentation, held-out slice or early stopping, float32 without XLA,
+        seed 0: the plain training the library's tests and benchmarks start from."""
         return cls(**dict(dict(warmup_steps=0, augment='none', validation_percent=0,
-                               patience=0, mixed_precision='float32', seed=0), **changes))
+                               patience=0, mixed_precision='float32', xla='off', seed=0),
+                          **changes))

@@ -1,7 +1,8 @@
 """How long a training job runs, and whether its train split is cached: planned from the data.
 
-The length rule (train_epochs 0: AUTO_* in training/params.py, which --help states), the
-held-out share too small to rank epochs, and the in-memory cache budget. No TFX imports: the
+The length rule (train_epochs 0: AUTO_* in training/params.py, which --help states; the cut
+to the time after the first epoch, fit_epochs, is applied by the loop), the held-out share too
+small to rank epochs, and the in-memory cache budget. No TFX imports: the
 executor plans the job with these, the report estimates updates with resolve_train_steps, and
 job.train_and_export calls plan_epochs before it builds anything.
 """
@@ -13,7 +14,8 @@ from absl import logging
 
 from components.common import inputs
 from training import data
-from training.params import AUTO_EXAMPLES, AUTO_MAX_EPOCHS, AUTO_MIN_EPOCHS, AUTO_MIN_UPDATES
+from training.params import (AUTO_EXAMPLES, AUTO_MAX_EPOCHS, AUTO_MIN_EPOCHS,
+                             AUTO_MIN_TIMED_EPOCHS, AUTO_MIN_UPDATES, AUTO_TRAIN_MINUTES)
 
 
 # Decoded float32 pixels of a train split up to this size are cached in memory.
@@ -50,6 +52,17 @@ def auto_epochs(held_in: int, examples_per_update: int) -> float:
                  max(AUTO_MIN_EPOCHS, math.ceil(AUTO_EXAMPLES / max(1, held_in))))
     per_epoch = max(1, held_in // examples_per_update)
     return float(max(epochs, math.ceil(AUTO_MIN_UPDATES / per_epoch)))
+
+
+def fit_epochs(first_epoch_seconds: float, planned_epochs: float, target_seconds: float,
+               min_epochs: int = AUTO_MIN_TIMED_EPOCHS) -> float:
+    """The planned epochs, cut to the whole epochs that fit target_seconds of training when
+    each costs what the first did (its held-out evaluation and tracing included, so the
+    estimate errs long), but never below min_epochs nor above the plan."""
+    if first_epoch_seconds <= 0 or target_seconds <= 0:
+        return planned_epochs
+    fit = math.floor(target_seconds / first_epoch_seconds)
+    return float(min(planned_epochs, max(min_epochs, fit)))
 
 
 def resolve_train_steps(exec_properties: Mapping[str, Any], num_train_examples: int) -> int:
@@ -92,8 +105,12 @@ def plan_epochs(job) -> Tuple[Any, int, str]:
                          f'{epochs:g} epochs planned')
     per_epoch = max(1, held_in // options.examples_per_update)
     total = max(1, math.ceil(epochs * per_epoch))
+    # Cut to the time budget when there is one, so the schedule decays before the budget
+    # stops training; else only a length from the data is cut (a configured one is the user's).
+    budget = options.params.time_budget_minutes
+    target = 60 * (budget or (AUTO_TRAIN_MINUTES if job.epochs < 0 else 0.0))
     options = dataclasses.replace(options, train_steps=total, steps_per_epoch=per_epoch,
-                                  max_epochs=epochs)
+                                  max_epochs=epochs, time_target_seconds=target)
     logging.info('Epochs: %d held-in and %d held-out train examples; %d updates per epoch, up '
                  'to %g epochs%s (%d updates)', held_in, held_out, per_epoch, epochs,
                  '' if job.epochs > 0 else ' (from the data)', total)

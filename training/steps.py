@@ -40,7 +40,8 @@ class StepFunctions:
 
     def __init__(self, model: keras.Model, optimizer: keras.optimizers.Optimizer,
                  strategy: tf.distribute.Strategy, global_batch_size: int,
-                 accumulation_steps: int = 1, loss_scale: DynamicLossScale = None):
+                 accumulation_steps: int = 1, loss_scale: DynamicLossScale = None,
+                 jit_compile: bool = False, planned_steps: tf.Variable = None):
         if accumulation_steps < 1:
             raise ValueError(f'accumulation_steps must be >= 1, got {accumulation_steps}')
         self.model, self.optimizer, self.strategy = model, optimizer, strategy
@@ -48,8 +49,16 @@ class StepFunctions:
         self.accumulation_steps = accumulation_steps
         # A function of its own, called in each replica: TensorFlow optimises the model's
         # forward and backward pass as one unit (measured: ~25% faster under MirroredStrategy
-        # on these CPUs than the same ops inlined into the distributed step).
-        self._gradients_fn = tf.function(self._replica_gradients, reduce_retracing=True)
+        # on these CPUs than the same ops inlined into the distributed step). With jit_compile
+        # XLA compiles that unit (the forward and backward pass, not the input, the all-reduce
+        # or the update, which XLA cannot take on a CPU); training/trial.py decides it.
+        self.jit_compile = jit_compile
+        # The planned updates the learning-rate schedule decays over (loop.make_optimizer), when
+        # the loop may re-plan them after the first epoch; checkpointed so a resumed run keeps
+        # the plan.
+        self.planned_steps = planned_steps
+        self._gradients_fn = tf.function(self._replica_gradients, reduce_retracing=True,
+                                         jit_compile=jit_compile)
         # Gradients reach the optimizer already all-reduced by us (one collective per update)
         # and it is applied outside strategy.run; Keras would otherwise all-reduce them again,
         # in the default replica context, which fails on per-replica values. This hooks a
@@ -86,9 +95,12 @@ class StepFunctions:
 
     def checkpoint_items(self) -> dict:
         """What a checkpoint must hold to resume this loop exactly."""
-        return {'model': self.model, 'optimizer': self.optimizer, 'step': self.step,
-                'skipped_updates': self.skipped_updates, 'loss_scale': self.loss_scale.scale,
-                'good_updates': self.loss_scale.good_updates}
+        items = {'model': self.model, 'optimizer': self.optimizer, 'step': self.step,
+                 'skipped_updates': self.skipped_updates, 'loss_scale': self.loss_scale.scale,
+                 'good_updates': self.loss_scale.good_updates}
+        if self.planned_steps is not None:
+            items['planned_steps'] = self.planned_steps
+        return items
 
     @staticmethod
     def _per_example_loss(labels, logits):

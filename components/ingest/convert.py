@@ -1,4 +1,4 @@
-"""The converting DoFns of ingestion: one listed file or CSV line in, one Example or rejection.
+"""The converting DoFns of ingestion: one listed file or table row in, one Example or rejection.
 
 No TFX imports. Each DoFn counts what it sees (Beam counters in the `ingest` namespace), writes
 every valid Example straight to its part file (writer.PartWriters) and emits only quarantine
@@ -176,9 +176,10 @@ class ImagesToExamples(_Convert):
 
 
 class RowToExample(_Convert):
-    """Converts one CSV line: writes its Example, or emits a quarantine line. Empty numeric
-    values are counted per column; numeric values of train rows are accumulated per bundle and
-    emitted with the part files."""
+    """Converts one table row (csv_records.Record: a CSV line; a Parquet row arrives as one):
+    writes its Example, or emits a quarantine line. Empty numeric values are counted per
+    column; numeric values of train rows are accumulated per bundle and emitted with the part
+    files."""
 
     def start_bundle(self):
         super().start_bundle()

@@ -288,6 +288,10 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
                          else f'{steps} updates'))
     if model is not None and summary_text.training_text(model):
         rows.append(('training length', summary_text.training_text(model)))
+    for label, text in (('train step', summary_text.step_text),
+                        ('speed', summary_text.speed_text)):
+        if model is not None and text(model):
+            rows.append((label, text(model)))
     if properties.get('validation_percent') is not None and not int(properties['train_steps']):
         rows.append(('early stopping', f'patience {properties.get("patience")} epochs on '
                      f'{properties["validation_percent"]}% of the train split held out'

@@ -34,3 +34,15 @@ def test_the_output_table_compares_the_last_run_with_run_8_and_the_halves():
     assert lines[-1] == ('whole output after run 12 / after run 8: 1.037; mean wall time runs '
                          '7-12 / runs 2-6: 1.10')
     assert 'after run 8' not in bench.output_table(rows[:11], keep=3)
+
+
+def test_the_kubeflow_table_counts_cache_hits_and_missing_inputs_and_compares_run_8():
+    rows = [bench.KubeflowRow(i, (10 + min(i, 6)) * 1_000_000, 9_000_000, 1_000_000,
+                              'kept 3 runs, ...', int(i == 2), int(i == 3), 5.0)
+            for i in range(1, 13)]
+    lines = bench.kubeflow_table(rows, keep=3).splitlines()
+    assert lines[2].split()[:6] == ['1', '11.00', '9.00', '1.00', '0', '0']
+    assert lines[3].split()[4:6] == ['1', '0'] and lines[4].split()[4:6] == ['0', '1']
+    assert lines[-2] == 'cache hits: 1; inputs handed over that did not exist: 1'
+    assert lines[-1] == 'run root after run 12 / after run 8: 1.000'
+    assert 'after run 8' not in bench.kubeflow_table(rows[:11], keep=3)

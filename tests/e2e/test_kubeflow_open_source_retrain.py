@@ -36,8 +36,11 @@ def runs(tmp_path_factory):
     # Two spans have landed before the first run; a third arrives before the last.
     copy_digits(str(data / 'span-1'), per_class=30)
     copy_digits(str(data / 'span-2'), per_class=35)
+    # KFP's cache as it is: retention (which compiles every task uncached) has its own
+    # scenario, test_kubeflow_retention.py.
     cfg = config_lib.smoke_config(str(data), str(base / 'out'),
-                                  schema_path=config_lib.DIGITS_SCHEMA)
+                                  schema_path=config_lib.DIGITS_SCHEMA,
+                                  retention=config_lib.RetentionConfig(keep_runs=0))
     # The "image" is this checkout: its paths stay as they are.
     kf = config_lib.KubeflowConfig(image='local', output_file=str(base / 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)

@@ -67,7 +67,10 @@ def _compile(server, base, root: str, data: str):
     args = runner.build_parser().parse_args([
         '--kubeflow', '--config', 'smoke', '--pipeline-root', root, '--data', data,
         '--image', 'local', '--s3-endpoint', server.endpoint,
-        '--schema', config_lib.DIGITS_SCHEMA, '--output', str(base / 'pipeline.json')])
+        '--schema', config_lib.DIGITS_SCHEMA, '--output', str(base / 'pipeline.json'),
+        # KFP's cache as it is; retention compiles every task uncached and has its own
+        # scenario (test_kubeflow_retention.py).
+        '--keep-runs', '0'])
     cfg, kf = runner.build_configs(args)
     kf = dataclasses.replace(kf, image_workdir=config_lib.REPO_ROOT)
     spec = kubeflow.write_pipeline_spec(kubeflow.compile_pipeline(cfg, kf), cfg.pipeline_root,

@@ -1,12 +1,10 @@
 """Unit tests of notifications: the JSON payload of each outcome, delivered to a local HTTP
 server in a thread, and failures (refused, HTTP 500, a slow receiver, a failing command) that
 say one line and never change the run's exit code."""
-import http.server
 import json
 import os
 import socket
 import sys
-import threading
 import time
 
 import pytest
@@ -16,6 +14,9 @@ from pipeline.config_retraining import NotifyConfig
 from pipeline.summary import RunSummary
 
 from helpers import mlmd_artifact
+import notify_receiver
+
+receiver = notify_receiver.receiver   # the fixture
 
 
 def _artifact(artifact_id=1, **custom):
@@ -90,32 +91,6 @@ def test_failed_payload_names_the_stage_and_error_and_keeps_the_exit_code():
         'failed', 'ImageTrainer', 1)
     assert data['error'] == 'ValueError: bad\nsecond line'
     assert data['reasons'] == ['ImageTrainer: ValueError: bad']
-
-
-class _Receiver(http.server.BaseHTTPRequestHandler):
-    status, delay, bodies = 200, 0.0, []
-
-    def do_POST(self):  # noqa: N802 (http.server's name)
-        body = self.rfile.read(int(self.headers['Content-Length']))
-        type(self).bodies.append((self.headers['Content-Type'], body))
-        time.sleep(type(self).delay)
-        self.send_response(type(self).status)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def receiver(monkeypatch):
-    monkeypatch.setattr(notify, '_RETRY_PAUSE_SECONDS', 0.0)
-    handler = type('Handler', (_Receiver,), {'bodies': []})
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield handler, f'http://127.0.0.1:{server.server_address[1]}/hook'
-    server.shutdown()
-    server.server_close()
 
 
 def _finish(tmp_path, **notify_fields):

@@ -145,5 +145,5 @@ def test_the_window_json_of_the_contract_reads_as_its_uris():
     text = json.dumps([{'span': 1, 'uri': '/a/1', 'fingerprint': 'f', 'num_train': 1,
                         'num_eval': 1, 'image_sizes': None, 'color_modes': None},
                        {'span': 2, 'uri': '/a/2'}])
-    assert retention._window_uris(text) == ['/a/1', '/a/2']
-    assert retention._window_uris('') == []
+    assert retention.window_uris(text) == ['/a/1', '/a/2']
+    assert retention.window_uris('') == []

@@ -129,6 +129,31 @@ def test_the_precision_line_says_the_policy_and_why_auto_chose_it():
         mixed_precision='float32')))
 
 
+def test_the_train_step_and_speed_lines_say_xla_the_trial_and_the_cost():
+    lines = summary_text.format_summary(_summary(_model(
+        train_accuracy=0.93, eval_accuracy=0.92, xla=0.0,
+        xla_reason='auto: nothing beat float32 by 5% in a timed trial of the train step',
+        step_trial='float32 1,520 img/s; float32 + XLA 790 img/s (0.52x)',
+        examples_per_second=1480.0, train_flops_per_second=93e9,
+        peak_flops_per_second=300e9, peak_dtype='float32', input_wait_fraction=0.02,
+        epoch_seconds='[40.2, 31.0, 33.4]'))).splitlines()
+    assert ('  train step: XLA off (auto: nothing beat float32 by 5% in a timed trial of the '
+            'train step); trial: float32 1,520 img/s; float32 + XLA 790 img/s (0.52x)') in lines
+    assert ('  speed: 1,480 img/s, 93 GFLOP/s: 31% of the float32 matmul peak measured after '
+            'training (300 GFLOP/s); epochs 31-33 s (the first 40 s, with tracing); input wait '
+            '2%') in lines
+    # Waiting on the input a quarter of the time or more is said to be input-bound; an XLA
+    # that was asked for needs no reason.
+    slow = summary_text.format_summary(_summary(_model(
+        xla=1.0, xla_reason='asked', examples_per_second=300.0, input_wait_fraction=0.4,
+        epoch_seconds='[12.0]'))).splitlines()
+    assert '  train step: XLA on' in slow
+    assert '  speed: 300 img/s; epoch 12 s; input wait 40%: input-bound' in slow
+    # A model recorded before these were measured: no lines.
+    older = summary_text.format_summary(_summary(_model(train_accuracy=1.0)))
+    assert 'train step:' not in older and 'speed:' not in older
+
+
 def test_the_window_line_names_the_spans_and_the_examples_after_the_examples_line():
     from components.common import window
     entries = [window.SpanEntry(span=s, uri=f'/e/{s}', fingerprint='f', num_train=t, num_eval=e)

@@ -17,7 +17,7 @@ fake_kfp_rules.parse_template (template.go New), shared with the fake API server
 
 What KFP refuses is refused with its message (CompileError: the text Go's err.Error() gives,
 and the gRPC code the server answers with). What is not transcribed raises NotImplementedError
-naming the Go function: loops (iteratorTask), conditions, exit handlers, importers, retry
+naming the Go function: loops (iteratorTask), exit handlers, retry
 policies, pod metadata, workspaces, dummy PVC images, COMPILED_PIPELINE_SPEC_PATCH, CA bundles,
 Go time layouts in parameters. Known gaps, each also a NotImplementedError where detectable:
 the installed kfp-pipeline-spec 0.6.0 / kfp-kubernetes 1.5.0 protos predate some 2.17 fields
@@ -41,16 +41,42 @@ import kfp_go_json
 
 # Fields of 2.17.0's protos the installed Python ones lack (found by comparing
 # api/v2alpha1/go/pipelinespec/pipeline_spec.pb.go and kubernetes_executor_config.pb.go with
-# kfp-pipeline-spec 0.6.0 / kfp-kubernetes 1.5.0): KFP accepts them, this transcription cannot
-# read them, so a spec using one is refused as not transcribed rather than as invalid.
-NEWER_FIELDS = {'task_config_passthroughs', 'taskConfigPassthroughs', 'literals',
-                'download_to_workspace', 'downloadToWorkspace', 'custom_path', 'customPath',
-                'workspace', 'resource_ttl_on_completion', 'resourceTtlOnCompletion',
-                'resource_ttl_on_success', 'resourceTtlOnSuccess', 'resource_ttl_on_failure',
-                'resourceTtlOnFailure', 'active_deadline_seconds', 'activeDeadlineSeconds',
-                'security_context', 'securityContext', 'optional', 'sub_path', 'subPath',
-                'data_source', 'dataSource', 'node_affinity_json', 'nodeAffinityJson',
-                'TASK_CONFIG'}
+# kfp-pipeline-spec 0.6.0 / kfp-kubernetes 1.5.0), by message and JSON name, and the enum value
+# ParameterType.TASK_CONFIG: KFP accepts them, this transcription cannot read them, so a spec
+# using one is refused as not transcribed rather than as invalid.
+_PIPELINE_CONFIG = {'workspace', 'resourceTtlOnCompletion', 'resourceTtlOnSuccess',
+                    'resourceTtlOnFailure', 'activeDeadlineSeconds'}
+NEWER_FIELDS = {
+    'ml_pipelines.ComponentSpec': {'taskConfigPassthroughs'},
+    'ml_pipelines.ComponentInputsSpec.ParameterSpec': {'literals'},
+    'ml_pipelines.PipelineDeploymentConfig.ImporterSpec': {'downloadToWorkspace'},
+    'ml_pipelines.RuntimeArtifact': {'customPath'},
+    'ml_pipelines.PipelineConfig': _PIPELINE_CONFIG,
+    'ml_pipelines.ParameterType.ParameterTypeEnum': {'TASK_CONFIG'},
+    'kfp_kubernetes.KubernetesExecutorConfig': {'securityContext'},
+    'kfp_kubernetes.SecretAsEnv': {'optional'},
+    'kfp_kubernetes.ConfigMapAsEnv': {'optional'},
+    'kfp_kubernetes.PvcMount': {'subPath'},
+    'kfp_kubernetes.CreatePvc': {'dataSource'},
+    'kfp_kubernetes.NodeAffinityTerm': {'nodeAffinityJson'}}
+
+
+def refuse_newer_field(error: json_format.ParseError, what: str) -> None:
+    """NotImplementedError when json_format refused only a field (or enum value) of 2.17.0's
+    protos the installed ones lack (NEWER_FIELDS); protojson accepts either spelling of a
+    field, so the proto name counts too."""
+    text = str(error)
+    found = (re.search(r'Message type "([\w.]+)" has no field named "(\w+)"', text)
+             or re.search(r'Invalid enum value (\w+) for enum type ([\w.]+)', text))
+    if not found:
+        return
+    message, field = found.groups() if 'Message type' in found.group(0) else reversed(
+        found.groups())
+    camel = re.sub(r'_([a-z])', lambda m: m.group(1).upper(), field)
+    if camel in NEWER_FIELDS.get(message, ()):
+        raise NotImplementedError(f'{message}.{field}: a field of KFP 2.17.0\'s {what} the '
+                                  f'installed protos lack ({text.splitlines()[0]})')
+
 
 ROOT = 'root'  # visitor.go RootComponentName
 EXIT_STRATEGY = 'ALL_UPSTREAM_TASKS_COMPLETED'
@@ -122,7 +148,16 @@ def _read_upload(upload) -> bytes:
 
 
 def parse_upload(data: bytes):
-    """template.go New -> NewV2SpecTemplate: (PipelineSpec, PlatformSpec or None) messages."""
+    """template.go New -> NewV2SpecTemplate: (PipelineSpec, PlatformSpec or None) messages.
+    An upload that is not YAML never gets an answer from KFP 2.17.0: template.go isV2Spec
+    loops on yaml.v3's decoder, which repeats its error (seen with the real code: it spins until
+    killed); here it is refused, saying so."""
+    try:
+        list(yaml.safe_load_all(data))
+    except yaml.YAMLError as error:
+        raise CompileError(f'the upload is not YAML ({error}); KFP 2.17.0 does not answer this '
+                           '(template.go isV2Spec loops forever on a decode error)',
+                           'InvalidArgument') from None
     _refuse_newer_fields(data)
     try:
         spec_doc, platform_doc = fake_kfp_rules.parse_template(data)
@@ -139,22 +174,13 @@ def parse_upload(data: bytes):
 def _refuse_newer_fields(data: bytes) -> None:
     """NotImplementedError for a document the installed protos cannot read only because it
     uses a field of 2.17.0's (NEWER_FIELDS)."""
-    try:
-        documents = [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]
-    except yaml.YAMLError:
-        return  # parse_template answers
-    for document in documents:
+    for document in [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]:
         message = (pipeline_spec_pb2.PlatformSpec() if 'platforms' in document
                    else pipeline_spec_pb2.PipelineSpec())
         try:
             json_format.ParseDict(document, message)
         except json_format.ParseError as error:
-            found = set(re.findall(r'"(\w+)"|value (\w+) for enum', str(error)))
-            named = {n for pair in found for n in pair if n} & NEWER_FIELDS
-            if named:
-                raise NotImplementedError(
-                    f'{sorted(named)}: fields of KFP 2.17.0\'s protos the installed '
-                    f'kfp-pipeline-spec lacks ({error})') from None
+            refuse_newer_field(error, message.DESCRIPTOR.name)
 
 
 # ---- v2_template.go RunWorkflow
@@ -396,11 +422,8 @@ class Compiler:
                     runtime.parameter_values[param_name].CopyFrom(param.default_value)
                 elif param.is_optional:
                     runtime.parameter_values[param_name].null_value = 0
-        if self.kubernetes is not None and self.kubernetes.HasField('pipelineConfig'):
-            config = self.kubernetes.pipelineConfig  # the proto names it so
-            if config.ListFields():
-                raise NotImplementedError('argo.go Compile: the kubernetes pipelineConfig '
-                                          f'({config}) is not transcribed')
+        # The pipelineConfig's workspace (GetWorkspacePVC), TTL strategy and active deadline
+        # are fields the installed PipelineConfig lacks: refused in parse_upload.
         security = {'runAsNonRoot': True, 'seccompProfile': {'type': 'RuntimeDefault'}}
         if self.config.run_as_user is not None:
             security['runAsUser'] = self.config.run_as_user
@@ -448,9 +471,12 @@ class Compiler:
                 self._save_argument('implementations-' + self._hash(name),
                                     kfp_go_json.stably_marshal_json(executor.container))
                 return
-            if executor.HasField('importer'):
-                raise NotImplementedError('importer.go Importer / importerTask (an importer '
-                                          f'component, {name}) is not transcribed')
+            if executor.HasField('importer'):  # importer.go Importer
+                self._save_argument('components-' + self._hash(name),
+                                    kfp_go_json.stably_marshal_json(component))
+                self._save_argument('implementations-' + self._hash(name),
+                                    kfp_go_json.stably_marshal_json(executor.importer))
+                return
             raise component_error(f'executor(label="{label}"): non-container and '
                                   'non-importer executor not implemented')
         if not component.HasField('dag'):
@@ -524,6 +550,11 @@ class Compiler:
         name, display, cache = self._display()
         return self._system_template('system-container-driver', lambda: [
             templates.container_driver_template(self.config, name, display, cache)])
+
+    def _importer_template(self) -> str:
+        name, _, cache = self._display()
+        return self._system_template('system-importer', lambda: [
+            templates.importer_template(self.config, name, cache)])
 
     def _container_executor_template(self) -> str:
         return self._system_template('system-container-executor', lambda: (
@@ -606,9 +637,9 @@ class Compiler:
         if task.HasField('parameter_iterator') or task.HasField('artifact_iterator'):
             raise NotImplementedError(f'dag.go iteratorTask (the loop {name}) is not '
                                       'transcribed')
-        if task.trigger_policy.condition:
-            raise NotImplementedError(f'dag.go task: the condition of {name} '
-                                      '(triggerPolicy.condition, `when`) is not transcribed')
+        # triggerPolicy.condition: the driver evaluates it and writes `condition`; the task
+        # behind the driver runs `when` it is not false.
+        condition = task.trigger_policy.condition
         if component.HasField('dag'):
             driver_name = f'{name}-driver'
             driver = self._dag_driver_task(driver_name, component_placeholder,
@@ -620,6 +651,9 @@ class Compiler:
                 driver_name, 'execution-id'), templates.task_output_parameter(
                 driver_name, 'condition'))
             sub_dag['depends'] = depends([driver_name])
+            if condition:
+                sub_dag['when'] = templates.task_output_parameter(driver_name, 'condition') \
+                    + ' != false'
             return [driver, sub_dag]
         label = component.executor_label
         if not label:
@@ -629,8 +663,14 @@ class Compiler:
         executor = self.executors[label]
         kind = executor.WhichOneof('spec')
         if kind == 'importer':
-            raise NotImplementedError(f'dag.go task / importer.go importerTask ({name}) is not '
-                                      'transcribed')
+            if condition:  # one container runs both the driver and the importer
+                raise CompileError('triggerPolicy.condition on importer task is not supported')
+            task_dict = templates.importer_task(
+                name, task_json, component_placeholder,
+                self._placeholder('implementations-' + self._hash(component_name)),
+                parent_dag_id)
+            task_dict['template'] = self._importer_template()
+            return [task_dict]
         if kind == 'resolver':
             raise CompileError('resolver executors not implemented')
         if kind == 'custom_job':
@@ -664,6 +704,9 @@ class Compiler:
         executor_task = templates.container_executor_task(name, driver_name)
         executor_task['template'] = self._container_executor_template()
         executor_task['depends'] = depends([driver_name])
+        if condition:
+            executor_task['when'] = templates.task_output_parameter(driver_name, 'condition') \
+                + ' != false'
         return [driver, executor_task]
 
     def _check_kubernetes_config(self, key: str) -> None:
@@ -678,13 +721,42 @@ class Compiler:
             try:
                 json_format.Parse(parameter['value'], config)
             except json_format.ParseError as error:
-                named = set(re.findall(r'"(\w+)"', str(error))) & NEWER_FIELDS
-                if named:
-                    raise NotImplementedError(f'{sorted(named)}: fields of KFP 2.17.0\'s '
-                                              'KubernetesExecutorConfig the installed '
-                                              f'kfp-kubernetes lacks ({error})') from None
+                refuse_newer_field(error, 'KubernetesExecutorConfig')
                 raise CompileError(f'failed to unmarshal kubernetes config: '
                                    f'{protojson_error(error)}')
             if config.HasField('pod_metadata'):
                 raise NotImplementedError('container.go metadata-N-M-system-container-* '
                                           'templates (pod metadata) are not transcribed')
+
+
+def main(argv=None) -> int:
+    """The flags of the by-hand `handcompile` (template.New + RunWorkflow): prints the
+    Workflow's JSON, or `template:`/`compile:` and KFP's message with exit status 1."""
+    import argparse
+    import sys
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument('--upload', required=True, help='pipeline.spec.yaml as uploaded')
+    parser.add_argument('--root', default='', help="run's pipeline root")
+    parser.add_argument('--params', default='{}', help='runtime parameters JSON')
+    parser.add_argument('--run_id', default='run-1', help='run id')
+    parser.add_argument('--name', default='run', help='run display name')
+    args = parser.parse_args(argv)
+    with open(args.upload, 'rb') as handle:
+        data = handle.read()
+    try:
+        spec, platform = parse_upload(data)
+    except CompileError as error:
+        print('template:', error.message, file=sys.stderr)
+        return 1
+    try:
+        workflow = run_workflow(spec, platform, args.root, args.run_id, args.params, args.name,
+                                'kubeflow', '', 0, 0, templates.ServerConfig(os.environ))
+    except CompileError as error:
+        print('compile:', error.message, file=sys.stderr)
+        return 1
+    print(json.dumps(workflow))
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -6,7 +6,8 @@ present, other fields only when set). Test support only.
 
 Sources (kubeflow/pipelines tag 2.17.0, backend/src/v2/compiler/argocompiler/):
 container.go (addContainerDriverTemplate, addContainerExecutorTemplate, containerDriverTask,
-containerExecutorTask, the image and command getters), dag.go (addDAGDriverTemplate),
+containerExecutorTask, the image and command getters), importer.go (addImporterTemplate,
+importerTask), dag.go (addDAGDriverTemplate),
 argo.go (driverResources, launcherResources, the param names), common.go (commonEnvs,
 metadataEnvFrom, setRuntimeRole), security_context.go, backend/src/v2/component/constants.go
 (KFPLauncherPath, VolumePathKFPLauncher), backend/src/apiserver/config/proxy/config.go.
@@ -387,6 +388,52 @@ def container_executor_templates(config: ServerConfig, cache_disabled: bool = Fa
     set_runtime_role(impl, 'launcher')
     apply_security_context_to_executor_template(impl)
     return [executor, impl]
+
+
+def importer_template(config: ServerConfig, pipeline_name: str, cache_disabled: bool = False,
+                      ml_pipeline_tls: bool = False) -> dict:
+    """importer.go addImporterTemplate (no download to a workspace): `system-importer`, the
+    launcher in importer mode, which is its own driver."""
+    args = ['--executor_type', 'importer',
+            '--task_spec', input_value('task'),
+            '--component_spec', input_value('component'),
+            '--importer_spec', input_value('importer'),
+            '--pipeline_name', pipeline_name,
+            '--run_id', '{{workflow.uid}}',
+            '--parent_dag_id', input_value('parent-dag-id'),
+            '--pod_name', '$(KFP_POD_NAME)',  # component.EnvPodName, from commonEnvs
+            '--pod_uid', '$(KFP_POD_UID)',
+            '--mlmd_server_address', config.mlmd_address,
+            '--mlmd_server_port', config.mlmd_port]
+    if cache_disabled:
+        args.append('--cache_disabled')
+    if ml_pipeline_tls:
+        args.append('--ml_pipeline_tls_enabled')
+    if config.metadata_tls:
+        args.append('--metadata_tls_enabled')
+    args += config.log_args()
+    template = new_template(
+        'system-importer',
+        inputs={'parameters': [{'name': 'task'}, {'name': 'component'}, {'name': 'importer'},
+                               {'name': 'parent-dag-id'}]},
+        container={'name': '', 'image': config.launcher_image,
+                   'command': config.launcher_command, 'args': args,
+                   'envFrom': [copy.deepcopy(METADATA_ENV_FROM)],
+                   'env': copy.deepcopy(COMMON_ENVS),
+                   'resources': copy.deepcopy(DRIVER_RESOURCES)})
+    set_runtime_role(template, 'launcher')
+    apply_security_context_to_template(template)
+    return template
+
+
+def importer_task(name: str, task: str, component: str, importer: str,
+                  parent_dag_id: str) -> dict:
+    """importer.go importerTask. dag.go task gives it no `depends`: an importer waits for
+    nothing, whatever its dependentTasks say."""
+    return {'name': name, 'template': 'system-importer', 'arguments': {'parameters': [
+        {'name': 'task', 'value': task}, {'name': 'component', 'value': component},
+        {'name': 'importer', 'value': importer},
+        {'name': 'parent-dag-id', 'value': parent_dag_id}]}}
 
 
 def container_driver_task(name: str, component: str, task: str, container: str,

@@ -30,9 +30,7 @@ def go_float(value: float) -> str:
         sign, digits = exponent[0], exponent[1:].lstrip('0')
         return f'{mantissa}e{sign}{digits.rjust(2, "0")}'.replace('e-0', 'e-')
     text = format(Decimal(repr(value)), 'f')
-    if '.' in text:
-        text = text.rstrip('0').rstrip('.')
-    return '0' if text in ('-0', '') else text
+    return text.rstrip('0').rstrip('.') if '.' in text else text  # -0.0 prints "-0" in Go
 
 
 _ESCAPES = {'<': '\\u003c', '>': '\\u003e', '&': '\\u0026', '\u2028': '\\u2028',

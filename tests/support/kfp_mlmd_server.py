@@ -37,7 +37,29 @@ def _connection_config(sqlite_path):
     return config
 
 
-class Server:
+class Serving:
+    """start/stop and `address` of a grpc.server kept in self._grpc with self.host and
+    self.port (shared by the harness's gRPC services)."""
+
+    @property
+    def address(self):
+        return f'{self.host}:{self.port}'
+
+    def start(self):
+        self._grpc.start()
+        return self
+
+    def stop(self):
+        self._grpc.stop(grace=None).wait()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Server(Serving):
     """The gRPC service on host:port; `calls` counts the RPCs served, by method name."""
 
     def __init__(self, sqlite_path, host='127.0.0.1', port=0, workers=8):
@@ -73,20 +95,3 @@ class Server:
                               message.decode('utf-8', 'replace'))
             return response
         return call
-
-    @property
-    def address(self):
-        return f'{self.host}:{self.port}'
-
-    def start(self):
-        self._grpc.start()
-        return self
-
-    def stop(self):
-        self._grpc.stop(grace=None).wait()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()

@@ -3,7 +3,7 @@
 Run in a fresh process because logical CPU devices must be configured before TensorFlow
 initialises. Under TF_CONFIG it joins a MultiWorkerMirroredStrategy cluster instead.
 
-    python distributed_worker.py --replicas N --batch B --accum K --steps S --out W.npz
+    python distributed_worker.py --replicas N --batch B --accum K --steps S [--jit] --out W.npz
 
 With --early-stopping it runs the whole loop (loop.run_training) in epochs of 2 updates with a
 BatchNorm model, judging a held-out slice whose labels are noise, and also saves the weights
@@ -29,6 +29,8 @@ def parse():
     parser.add_argument('--optimizer', default='sgd')
     parser.add_argument('--overflow-step', type=int, default=0,
                         help='force a loss-scale overflow on this update (1-based)')
+    parser.add_argument('--jit', action='store_true',
+                        help='XLA-compile the forward and backward pass (StepFunctions)')
     parser.add_argument('--early-stopping', action='store_true')
     parser.add_argument('--budget', type=float, default=0.0, help='time budget, seconds')
     parser.add_argument('--out', required=True)
@@ -142,7 +144,7 @@ def main():
                        for w in model.get_weights()])
     np.savez(args.out + '.init.npz', *model.get_weights())
     steps = steps_lib.StepFunctions(model, optimizer, strategy, global_batch, args.accum,
-                                    loss_scale)
+                                    loss_scale, jit_compile=args.jit)
     data = tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(
         global_batch, drop_remainder=True)
     iterator = iter(strategy.experimental_distribute_dataset(data))

@@ -1,4 +1,5 @@
-"""mixed_bfloat16 trains the default model as well as float32 (within 1 point; marked slow)."""
+"""mixed_bfloat16 trains the default model as well as float32 (within 1 point; marked slow), with
+and without XLA."""
 import os
 
 import pytest
@@ -30,7 +31,7 @@ def digits_records(tmp_path_factory):
     return root, tuple(classes)
 
 
-def _accuracy(root, classes, policy, tmp_path):
+def _accuracy(root, classes, policy, tmp_path, xla='off'):
     # 150 updates of 64 (about 7 epochs): both policies reach 0.99 on these digits by then, and
     # more updates changed neither figure (100, 150, 200 and 250 tried), only the time.
     job = job_lib.TrainJob(
@@ -38,10 +39,10 @@ def _accuracy(root, classes, policy, tmp_path):
         class_names=classes, image_shape=(8, 8, 1),
         options=loop.LoopOptions.of(train_steps=150, global_batch_size=64, learning_rate=3e-3,
                                     warmup_steps=20, log_every=100, mixed_precision=policy,
-                                    model_builder='models.resnet.build_model', seed=42))
-    metrics = job_lib.train_and_export(job, str(tmp_path / policy / 'model'),
-                                       str(tmp_path / policy / 'logs'))
-    assert metrics['mixed_precision'] == policy
+                                    xla=xla, model_builder='models.resnet.build_model', seed=42))
+    metrics = job_lib.train_and_export(job, str(tmp_path / policy / xla / 'model'),
+                                       str(tmp_path / policy / xla / 'logs'))
+    assert metrics['mixed_precision'] == policy and metrics['xla'] == int(xla == 'on')
     return metrics['eval_accuracy']
 
 
@@ -49,5 +50,7 @@ def test_bfloat16_eval_accuracy_within_one_point_of_float32(digits_records, tmp_
     root, classes = digits_records
     full = _accuracy(root, classes, 'float32', tmp_path)
     half = _accuracy(root, classes, 'mixed_bfloat16', tmp_path)
+    compiled = _accuracy(root, classes, 'mixed_bfloat16', tmp_path, xla='on')
     assert full >= 0.95  # the comparison means something only if float32 trains well
     assert abs(full - half) <= 0.01, (full, half)
+    assert abs(full - compiled) <= 0.01, (full, compiled)

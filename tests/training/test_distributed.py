@@ -53,16 +53,20 @@ def reference(tmp_path_factory):
     return weights
 
 
-@pytest.mark.parametrize('replicas, batch, accum', [
-    (2, 16, 1),   # (a) 2 replicas x 16 == 1 x 32
-    (4, 8, 1),    # (a) 4 replicas x 8 == 1 x 32
-    (1, 8, 4),    # (b) accumulate 4 x 8 == one step at 32, schedule per update
-    (2, 4, 4),    # (c) 2 replicas x 4, accumulate 4 == 1 x 32
+@pytest.mark.parametrize('replicas, batch, accum, jit', [
+    (2, 16, 1, False),   # (a) 2 replicas x 16 == 1 x 32
+    (4, 8, 1, False),    # (a) 4 replicas x 8 == 1 x 32
+    (1, 8, 4, False),    # (b) accumulate 4 x 8 == one step at 32, schedule per update
+    (2, 4, 4, False),    # (c) 2 replicas x 4, accumulate 4 == 1 x 32
+    # The same maths with the forward and backward pass compiled by XLA (--xla on).
+    (1, 32, 1, True),
+    (2, 16, 1, True),
+    (2, 4, 4, True),
 ])
 def test_same_weights_as_one_replica_at_the_same_examples_per_update(
-        tmp_path, reference, replicas, batch, accum):
+        tmp_path, reference, replicas, batch, accum, jit):
     weights, info = _train(tmp_path, 'run', '--replicas', str(replicas), '--batch', str(batch),
-                           '--accum', str(accum))
+                           '--accum', str(accum), *(['--jit'] if jit else []))
     assert info['replicas'] == replicas
     assert info['iterations'] == 10  # one optimizer update (and schedule step) per k batches
     assert _max_diff(weights, reference) < TOLERANCE
@@ -70,9 +74,11 @@ def test_same_weights_as_one_replica_at_the_same_examples_per_update(
     assert info['reductions_traced'] == {'all_reduce': replicas, 'strategy_reduce': 0}
 
 
-def test_mixed_float16_overflow_is_skipped_on_two_replicas(tmp_path):
+@pytest.mark.parametrize('jit', [False, True])
+def test_mixed_float16_overflow_is_skipped_on_two_replicas(tmp_path, jit):
     _, info = _train(tmp_path, 'fp16', '--replicas', '2', '--batch', '8', '--accum', '2',
-                     '--policy', 'mixed_float16', '--steps', '3', '--overflow-step', '2')
+                     '--policy', 'mixed_float16', '--steps', '3', '--overflow-step', '2',
+                     *(['--jit'] if jit else []))
     saved = np.load(str(tmp_path / 'fp16.npz') + '.overflow.npz')
     half = len(saved.files) // 2
     before = [saved[f'arr_{i}'] for i in range(half)]
@@ -133,6 +139,10 @@ def test_two_workers_stop_early_at_the_same_epoch_with_the_same_weights(tmp_path
     # A budget far away: each step still agrees on the clock with an all-reduce.
     results = _two_workers(tmp_path, '--batch', '8', '--early-stopping', '--budget', '3600')
     (first, info), (second, other) = results
+    # Each worker's own clock: its rate, input wait and epoch times (loop._Speed).
+    timing = ('examples_per_second', 'input_wait_fraction', 'epoch_seconds')
+    assert all(key in info for key in timing)
+    info, other = ({k: v for k, v in i.items() if k not in timing} for i in (info, other))
     assert info == other and info['replicas'] == 2 and info['epochs_run'] < 20
     # Same restored weights; BatchNorm's moving statistics (4 and 5) are each worker's own
     # batches' by design, so they are left out.

@@ -90,13 +90,32 @@ def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp
 
 
 @pytest.mark.parametrize('held_in, epochs', [
-    (1427, 20),       # the digits: 20 passes (22 updates each) cap the 400k examples
-    (43_036, 10),     # Fashion-MNIST: 400k examples are 9.3 passes; at least 10
-    (1_000_000, 10),  # large data: still 10 passes
+    (1427, 20),       # the digits: 20 passes (22 updates each) cap the 1M examples
+    (43_036, 20),     # Fashion-MNIST: 1M examples are 23 passes; at most 20
+    (70_000, 15),     # 1M examples are 14.3 passes
+    (1_000_000, 10),  # large data: still 10 passes (then cut to the time: fit_epochs)
     (189, 200),       # 189 photos are 2 updates per epoch: 400 updates need 200 epochs
     (469, 58)])       # a 469-row table: 7 updates per epoch
 def test_training_length_from_the_data(held_in, epochs):
     assert plan.auto_epochs(held_in, 64) == epochs
+
+
+@pytest.mark.parametrize('first_epoch, planned, expected', [
+    (30.0, 20.0, 20.0),    # 20 x 30 s = 10 min: the whole plan fits
+    (45.0, 20.0, 13.0),    # 600 / 45 = 13.3: whole epochs only
+    (400.0, 10.0, 3.0),    # a large split: never below 3 epochs
+    (0.5, 20.0, 20.0)])    # the digits: never above the plan
+def test_the_plan_is_cut_to_the_epochs_that_fit_the_time(first_epoch, planned, expected):
+    assert plan.fit_epochs(first_epoch, planned, 600.0) == expected
+
+
+def test_the_cut_applies_to_a_length_from_the_data_or_under_a_budget(tmp_path):
+    def planned(epochs, **params):
+        job, _ = _digits_job(tmp_path, epochs=epochs, **params)
+        return plan.plan_epochs(job)[0].options.time_target_seconds
+    assert planned(plan.AUTO_EPOCHS) == 60 * plan.AUTO_TRAIN_MINUTES
+    assert planned(5.0) == 0.0                              # the user's length
+    assert planned(5.0, time_budget_minutes=2.0) == 120.0   # fits the budget
 
 
 def test_cache_rule_keeps_small_splits_only():

@@ -1,5 +1,6 @@
 """Unit tests of the outer loop: options, schedule, TensorBoard scalars, checkpoint and resume."""
 import glob
+import json
 import os
 
 import keras
@@ -17,12 +18,13 @@ def _separable_data(n=96, dim=4, num_classes=3):
     return (centers[labels] + rng.normal(size=(n, dim))).astype(np.float32), labels
 
 
-def _steps(options):
+def _steps(options, replannable=False):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
-    return steps_lib.StepFunctions(model, loop.make_optimizer(options),
+    planned = loop.planned_steps_variable(options) if replannable else None
+    return steps_lib.StepFunctions(model, loop.make_optimizer(options, planned),
                                    tf.distribute.get_strategy(), options.params.global_batch_size,
-                                   options.params.accumulation_steps)
+                                   options.params.accumulation_steps, planned_steps=planned)
 
 
 def _stream(points, labels, batch):
@@ -113,6 +115,34 @@ def test_resume_continues_from_the_checkpoint_and_matches_an_uninterrupted_run(t
     for a, b in zip(straight.model.get_weights(), resumed.model.get_weights()):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
     assert os.path.exists(os.path.join(ckpt, 'ckpt-12.index'))
+
+
+def test_the_plan_is_cut_after_the_first_epoch_and_a_rerun_keeps_the_cut_plan(tmp_path):
+    points, labels = _separable_data()
+    # 10 epochs of 4 updates planned; no epoch fits the target, so the fewest timed epochs run.
+    options = loop.LoopOptions.of(train_steps=40, global_batch_size=16, learning_rate=0.05,
+                                  steps_per_epoch=4, max_epochs=10, time_target_seconds=1e-3,
+                                  checkpoint_interval=4)
+    ckpt = str(tmp_path / 'ckpt')
+    steps = _steps(options, replannable=True)
+    result = loop.run_training(steps, _stream(points, labels, 16), options, checkpoint_dir=ckpt)
+    assert result['steps_run'] == 12 and result['epochs_run'] == 3
+    assert 'planned 3 of 10 epochs after the first took' in result['stop_reason']
+    assert float(steps.optimizer.learning_rate) == pytest.approx(0.0, abs=1e-7)  # decayed
+    assert len(json.loads(result['epoch_seconds'])) == 3 and result['examples_per_second'] > 0
+    # A rerun over the same checkpoints keeps the cut plan instead of training on to 40.
+    again = loop.run_training(_steps(options, replannable=True), _stream(points, labels, 16),
+                              options, checkpoint_dir=ckpt)
+    assert again['start_step'] == again['steps_run'] == 12
+    assert 'planned 3 epochs after the first' in again['stop_reason']
+
+
+def test_without_a_target_or_a_plan_variable_the_length_stays(tmp_path):
+    points, labels = _separable_data()
+    options = loop.LoopOptions.of(train_steps=12, global_batch_size=16, learning_rate=0.05,
+                                  steps_per_epoch=4, max_epochs=3, time_target_seconds=1e-3)
+    result = loop.run_training(_steps(options), _stream(points, labels, 16), options)
+    assert result['steps_run'] == 12 and 'planned' not in result['stop_reason']
 
 
 def test_progress_reports_every_update_and_where_a_rerun_resumes(tmp_path):

@@ -14,7 +14,7 @@ import tensorflow as tf
 from components.common import features, inputs
 from components.ingest import beam_pipeline, checks, parquet, records, registry, sources
 from components.ingest import tabular
-from ingest_helpers import ingest_do
+from ingest_helpers import ingest_do, no_hang
 
 EPOCH_2024 = 1704067200  # 2024-01-01T00:00:00Z in seconds
 
@@ -151,6 +151,13 @@ def test_a_file_that_is_not_parquet_is_truncated_or_empty_is_one_rejection(tmp_p
     with pytest.raises(checks.IngestionError, match=r'No readable \*\.parquet file in .*: '
                        r'.*cut\.parquet: not a Parquet file'):
         registry.get('parquet').list_input(str(tmp_path), 'kind', {}, (), 'utf-8', False)
+
+
+def test_a_fifo_named_parquet_is_rejected_without_being_opened(tmp_path):
+    os.mkfifo(tmp_path / 'pipe.parquet')
+    with no_hang(30):
+        ((_, line, (reason, detail)),) = _records(str(tmp_path / 'pipe.parquet'), NAMES, FEATURES)
+    assert (line, reason) == (None, 'not_a_file') and 'named pipe (FIFO)' in detail
 
 
 def test_a_damaged_row_group_loses_only_itself(tmp_path):

@@ -80,12 +80,18 @@ def test_settings_section_states_how_the_model_was_trained(tmp_path):
 def test_settings_say_how_long_training_ran_and_why_it_stopped(tmp_path):
     reason = "ran the maximum of 20 epochs (best 0.9000 at epoch 18); restored epoch 18's weights"
     model = artifact(tmp_path / 'model', steps_run=400.0, epochs_run=20.0,
-                      held_out_examples=130.0, stop_reason=reason)
+                      held_out_examples=130.0, stop_reason=reason, xla=0.0,
+                      xla_reason='asked', examples_per_second=900.0,
+                      epoch_seconds='[3.0, 1.0]', input_wait_fraction=0.3)
     rows = dict(readers.training_settings(
         _trainer_properties(train_epochs=20.0, patience=3, validation_percent=10,
                             time_budget_minutes=15.0), model, None))
     assert rows['steps'] == '400 updates'
     assert rows['training length'] == f'20 epochs, {reason} (held-out 130 examples of train)'
+    # The same sentences as the run summary's (summary_text.step_text and speed_text).
+    assert rows['train step'] == 'XLA off'
+    assert rows['speed'] == ('900 img/s; epochs 1 s (the first 3 s, with tracing); input wait '
+                             '30%: input-bound')
     assert rows['early stopping'] == ('patience 3 epochs on 10% of the train split held out; '
                                       'time budget 15 min')
 

@@ -1,0 +1,120 @@
+"""Precision and XLA of the train step, chosen by a short timed trial on this machine.
+
+No TFX imports. `auto` precision and `auto` XLA (TrainParams.mixed_precision and .xla) are
+decided by timing the job's real train step (its model builder, input shape, classes, global
+batch, accumulation, optimizer and strategy) on random images of its shape, for each candidate:
+- precision: the one asked; for `auto`, float32 and, on a CPU with bfloat16 instructions,
+  mixed_bfloat16 (a CPU without them emulates bfloat16, which lost 2x-14x in
+  bench/bench_precision.py, so it is not timed); on a GPU, mixed_float16 (no trial);
+- XLA: the one asked; for `auto`, off and on (StepFunctions' jit_compile: the forward and
+  backward pass compiled by XLA).
+Each candidate is built and traced, run for WARMUP_UPDATES updates, then timed in ROUNDS turns
+of about SECONDS each, the order reversed every turn so that a change in the machine's load
+hits all alike; each keeps its best turn. The fastest wins, but it replaces the first candidate
+(float32 without XLA when both are auto: the exact and simplest step) only when it is at least
+MARGIN faster, since on a shared machine turns of the same step differ by a few per cent
+(bench/bench_step.py and docs/benchmarks.md, "Train step").
+
+No trial, and the first candidate's settings with precision by the multiply-add rule of
+precision.choose_policy, when:
+- the planned training is under TRIAL_MIN_FLOP of arithmetic (speed.train_flops_per_example x
+  the examples it plans to train): the trial costs about 10-20 s (four builds and traces and 8 s
+  of timing), which such a run cannot win back (the embedded digits plan 0.4 TFLOP: about 10 s);
+- several worker processes train together: each would time its own process and could choose
+  differently, and their collectives need the same step on every worker;
+- the input is a table: the trial's random batches are images.
+"""
+import time
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
+
+import tensorflow as tf
+
+from training import speed
+
+WARMUP_UPDATES = 2
+ROUNDS = 2
+SECONDS = 1.0
+MARGIN = 1.05
+# ~150 s of the default model's training at the rate bench_step measured on 2 shared cores
+# (about 100 GFLOP/s): a 15 s trial is then at most a tenth of the run.
+TRIAL_MIN_FLOP = 15e12
+
+
+class Candidate(NamedTuple):
+    policy: str
+    xla: bool
+
+    @property
+    def label(self) -> str:
+        return self.policy + (' + XLA' if self.xla else '')
+
+
+class Decision(NamedTuple):
+    """What the step trains with, why (one sentence each), and the trial's images/s by label
+    (empty without a trial)."""
+    policy: str
+    xla: bool
+    precision_reason: str
+    xla_reason: str
+    figures: Dict[str, float] = {}
+
+    def trial_text(self) -> str:
+        """'float32 1,520 img/s; mixed_bfloat16 1,430 (0.94x); ...' or ''."""
+        return describe(self.figures)
+
+
+def candidates(policies: Sequence[str], xla: str) -> List[Candidate]:
+    """Every (policy, XLA) to time, the default first: policies in the order given, XLA off
+    before on."""
+    flags = {'auto': (False, True), 'on': (True,), 'off': (False,)}[xla]
+    return [Candidate(policy, flag) for policy in policies for flag in flags]
+
+
+def choose(figures: Dict[Candidate, float], margin: float = MARGIN) -> Candidate:
+    """The fastest candidate if it beats the first (the default) by `margin`, else the first."""
+    default = next(iter(figures))
+    fastest = max(figures, key=figures.get)
+    return fastest if figures[fastest] >= margin * figures[default] else default
+
+
+def describe(figures: Dict[str, float]) -> str:
+    """The trial's figures for people, each as a ratio to the first."""
+    if not figures:
+        return ''
+    base = next(iter(figures.values()))
+    return '; '.join(f'{label} {rate:,.0f} img/s' + (f' ({rate / base:.2f}x)' if i else '')
+                     for i, (label, rate) in enumerate(figures.items()))
+
+
+def run(build: Callable[[Candidate], 'object'], dataset: tf.data.Dataset,
+        options: Sequence[Candidate], examples_per_update: int, rounds: Optional[int] = None,
+        seconds: Optional[float] = None, warmup: int = WARMUP_UPDATES,
+        log: Optional[Callable[[str], None]] = None) -> Dict[Candidate, float]:
+    """Images/s of each candidate's train step (see the module docstring); rounds and
+    seconds default to ROUNDS and SECONDS.
+
+    build(candidate) returns a StepFunctions with that candidate's policy and jit_compile; the
+    caller sets Keras' global policy inside it and restores it after.
+    """
+    rounds = ROUNDS if rounds is None else rounds
+    seconds = SECONDS if seconds is None else seconds
+    runs = {}
+    for candidate in options:
+        start = time.perf_counter()
+        steps = build(candidate)
+        iterator = iter(steps.strategy.experimental_distribute_dataset(dataset))
+        for _ in range(warmup):
+            steps.train_step(iterator)
+        step_start = time.perf_counter()
+        float(steps.train_step(iterator)[0])
+        runs[candidate] = [steps, iterator, time.perf_counter() - step_start, 0.0]
+        if log:
+            log(f'trial: {candidate.label} built and traced in '
+                f'{time.perf_counter() - start:.1f} s')
+    for turn in range(rounds):
+        for candidate in (options if turn % 2 == 0 else list(reversed(options))):
+            steps, iterator, step_seconds, best = runs[candidate]
+            rate = speed.time_steps(lambda: steps.train_step(iterator), examples_per_update,
+                                    seconds, step_seconds)
+            runs[candidate][3] = max(best, rate)
+    return {candidate: run_[3] for candidate, run_ in runs.items()}
