@@ -30,10 +30,8 @@ DRIFT_KEY = 'drift'
 
 class DriftCheckSpec(ComponentSpec):
     PARAMETERS = {
-        'max_label_drift': ExecutionParameter(type=float),
-        'max_categorical_drift': ExecutionParameter(type=float),
-        'max_numeric_drift': ExecutionParameter(type=float),
-        'max_image_drift': ExecutionParameter(type=float),
+        **{name: ExecutionParameter(type=kind)
+           for name, kind in DriftParams.property_types().items()},   # params.py
         # Where the baseline statistics of a window are kept (training_data.py).
         'pipeline_root': ExecutionParameter(type=str),
     }
