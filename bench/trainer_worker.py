@@ -14,10 +14,9 @@ import resource
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from training import cost, data, job as job_lib, loop, precision
+from training import cost, data, job as job_lib, loop, precision, speed, trial
 
 IMAGE_SHAPE = [8, 8, 1]  # --size changes the model's input; images are resized in-graph
 
@@ -99,7 +98,8 @@ def measure_policies(args) -> dict:
     """Training images/s of args.builder under float32 and mixed_bfloat16, timed in turns.
 
     Both models are built and traced first; then each round times both (order swapped every
-    round, so a drift in machine load hits both alike), ~args.seconds each; the best is kept.
+    round, so a drift in machine load hits both alike), ~args.seconds each; the best is kept
+    (trial.run, the trainer's own `auto` trial).
     """
     shape = (args.size, args.size, args.channels)
     job = job_lib.TrainJob(train_pattern='', eval_pattern='', image_shape=shape,
@@ -107,39 +107,25 @@ def measure_policies(args) -> dict:
                            options=loop.LoopOptions.of(train_steps=1, global_batch_size=args.batch,
                                                        learning_rate=1e-3,
                                                        model_builder=args.builder))
-    rng = np.random.default_rng(0)
-    images = rng.random((4 * args.batch, *shape), dtype=np.float32)
-    labels = rng.integers(0, 10, 4 * args.batch).astype(np.int32)
-    dataset = tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(
-        args.batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    dataset = speed.synthetic_batches(shape, 10, args.batch)
     strategy = tf.distribute.MirroredStrategy()
     start = time.perf_counter()   # what deciding `auto` adds: one float32 build and a count
     model_cost = precision.measure_cost(lambda: job_lib.import_builder(args.builder)(shape, 10))
     measure_seconds = time.perf_counter() - start
-    runs = {}
-    for policy in ('float32', 'mixed_bfloat16'):
-        keras.mixed_precision.set_global_policy(policy)
-        steps = job_lib.build_steps(job, strategy, policy)
-        iterator = iter(strategy.experimental_distribute_dataset(dataset))
-        for _ in range(args.warmup):
-            steps.train_step(iterator)
-        start = time.perf_counter()
-        float(steps.train_step(iterator)[0])
-        runs[policy] = [steps, iterator, time.perf_counter() - start, 0.0]
-    keras.mixed_precision.set_global_policy('float32')
-    for round_ in range(args.rounds):
-        for policy in (('float32', 'mixed_bfloat16') if round_ % 2 == 0
-                       else ('mixed_bfloat16', 'float32')):
-            steps, iterator, step_seconds, best = runs[policy]
-            count = max(2, round(args.seconds / step_seconds))
-            start = time.perf_counter()
-            for _ in range(count):
-                loss = steps.train_step(iterator)[0]
-            float(loss)
-            runs[policy][3] = max(best, count * args.batch / (time.perf_counter() - start))
+
+    def build(candidate):
+        keras.mixed_precision.set_global_policy(candidate.policy)
+        steps = job_lib.build_steps(job, strategy, candidate.policy)
+        keras.mixed_precision.set_global_policy('float32')
+        return steps
+    # The timing of the trainer's own `auto` trial (training/trial.py): built and traced, then
+    # turns in alternating order, the best kept.
+    rates = {c.policy: rate for c, rate in trial.run(
+        build, dataset, trial.candidates(['float32', 'mixed_bfloat16'], 'off'), args.batch,
+        rounds=args.rounds, seconds=args.seconds, warmup=args.warmup).items()}
     return {'macs': model_cost.macs, 'depthwise_macs': model_cost.depthwise_macs,
             'measure_seconds': measure_seconds,
-            'float32': runs['float32'][3], 'mixed_bfloat16': runs['mixed_bfloat16'][3]}
+            'float32': rates['float32'], 'mixed_bfloat16': rates['mixed_bfloat16']}
 
 
 def main():

@@ -2,8 +2,9 @@
 
 Locally retention reads a run's executions, their input and output artifacts and their states
 from this process's ML Metadata (pipeline/retention.py). On Kubeflow Pipelines that store is the
-cluster's, behind the API server and its gRPC service, and a task is given no address or
-identity for it; what a task does know is its own ExecutorInput. So every task
+cluster's, behind its gRPC service, whose address reaches KFP's driver and launcher as flags
+(backend/src/v2/compiler/argocompiler/container.go: --mlmd_server_address), not the task's own
+process; what a task does know is its own ExecutorInput. So every task
 (pipeline/kfp_entrypoint.py) writes one small JSON file into its own task folder, the folder
 KFP made for its outputs:
 

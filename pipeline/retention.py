@@ -24,7 +24,9 @@ resume point), serving/ (the Pusher's own retention, push.keep_versions), and an
 execution of another pipeline wrote.
 
 Errors are returned as text for the summary, never raised: a completed run stays completed.
-Only where ML Metadata is this process's (a local run); see docs/pipeline.md for Kubeflow.
+ML Metadata here is this process's (a local run). On Kubeflow, pipeline/retention_kfp.py applies
+the same plan from the records each task writes beside its outputs (docs/kubeflow.md, "Retention
+on Kubeflow"), with remove_path, serving_versions and collect_abandoned_checkpoints from here.
 """
 import dataclasses
 import glob

@@ -134,8 +134,10 @@ def step_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
         return None
     text = f'XLA {"on" if xla else "off"}' + (f' ({reason})' if reason and reason != 'asked'
                                               else '')
-    trial = _custom(model, 'step_trial')
-    return text + (f'; trial: {trial}' if trial else '')
+    trial, seconds = _custom(model, 'step_trial'), _custom(model, 'step_trial_seconds')
+    if not trial:
+        return text
+    return text + (f'; trial ({seconds:.0f} s): ' if seconds else '; trial: ') + trial
 
 
 def _seconds_range(values: List[float]) -> str:

@@ -17,6 +17,7 @@ from google.protobuf import json_format
 from kfp import client as kfp_client
 
 import kfp_argo_compiler
+import kfp_argo_templates
 import kfp_go_json
 import kfp_tiny_specs
 from kfp_argo_compiler import CompileError, compile_run
@@ -338,6 +339,146 @@ def test_a_condition_is_the_drivers_and_skips_the_task_behind_it():
     assert list(_tasks(workflow, 'sub')) == ['A2-driver', 'A2']
 
 
+def test_a_retry_policy_reaches_the_pods_retry_strategy():
+    spec = _spec()
+    tasks = spec['root']['dag']['tasks']
+    tasks['B']['retryPolicy'] = {'maxRetryCount': 3, 'backoffDuration': '5s',
+                                 'backoffFactor': 1.5, 'backoffMaxDuration': '3600s'}
+    spec['components']['sub'] = {'dag': {'tasks': {'A2': {
+        'taskInfo': {'name': 'A2'}, 'componentRef': {'name': 'A_comp'}}}}}
+    tasks['S'] = {'taskInfo': {'name': 'S'}, 'componentRef': {'name': 'sub'},
+                  'retryPolicy': {'maxRetryCount': 2, 'backoffFactor': 2}}
+    workflow = compile_run(_upload(spec), 'gs://b/r', 'r')
+    assert _tasks(workflow)['A']['template'] == 'system-container-executor'
+    b = _tasks(workflow)['B']
+    assert b['template'] == 'retry-system-container-executor'
+    assert _params(b) == {
+        'pod-spec-patch': '{{tasks.B-driver.outputs.parameters.pod-spec-patch}}',
+        'cached-decision': '{{tasks.B-driver.outputs.parameters.cached-decision}}',
+        'retry-max-count': '3', 'retry-backoff-duration': '5', 'retry-backoff-factor': '1.5',
+        'retry-backoff-max-duration': '3600'}
+    # visitor.go dfs: a sub-DAG's tasks inherit its retry policy; unset durations are left out.
+    assert _params(_tasks(workflow, 'sub')['A2']) == {
+        'pod-spec-patch': '{{tasks.A2-driver.outputs.parameters.pod-spec-patch}}',
+        'cached-decision': '{{tasks.A2-driver.outputs.parameters.cached-decision}}',
+        'retry-max-count': '2', 'retry-backoff-factor': '2'}
+    executor = _template(workflow, 'retry-system-container-executor')
+    assert executor['inputs']['parameters'][2:] == [
+        {'name': n, 'default': '0'} for n in kfp_argo_templates.RETRY_PARAMS]
+    impl = _template(workflow, 'retry-system-container-impl')
+    assert impl['retryStrategy'] == {'limit': '{{inputs.parameters.retry-max-count}}', 'backoff': {
+        'duration': '{{inputs.parameters.retry-backoff-duration}}',
+        'factor': '{{inputs.parameters.retry-backoff-factor}}',
+        'maxDuration': '{{inputs.parameters.retry-backoff-max-duration}}'}}
+    assert impl['container']['env'][-1] == {'name': 'KFP_RETRY_INDEX', 'value': '{{retries}}'}
+    assert 'retryStrategy' not in _template(workflow, 'system-container-impl')
+
+
+def test_pod_metadata_names_its_templates_and_passes_as_parameters():
+    spec = _spec()
+    spec['root']['dag']['tasks']['B']['retryPolicy'] = {'maxRetryCount': 1}
+    platform = {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
+        'A_executor': {'podMetadata': {'labels': {'team': 'ml', 'app': 'x'},
+                                       'annotations': {'note': 'n'}}},
+        'B_executor': {'podMetadata': {'labels': {'one': '1'}}}}}}}}
+    workflow = compile_run(_upload(spec, platform), 'gs://b/r', 'r')
+    a, b = _tasks(workflow)['A'], _tasks(workflow)['B']
+    assert a['template'] == 'metadata-1-2-system-container-executor'
+    assert b['template'] == 'metadata-0-1-retry-system-container-executor'
+    # Annotations, then labels, by key; numbered when there are several.
+    assert a['arguments']['parameters'][2:] == [
+        {'name': 'pod-metadata-annotation-key', 'value': 'note'},
+        {'name': 'pod-metadata-annotation-val', 'value': 'n'},
+        {'name': 'pod-metadata-label-key-1', 'value': 'app'},
+        {'name': 'pod-metadata-label-val-1', 'value': 'x'},
+        {'name': 'pod-metadata-label-key-2', 'value': 'team'},
+        {'name': 'pod-metadata-label-val-2', 'value': 'ml'}]
+    impl = _template(workflow, 'metadata-1-2-system-container-impl')
+    assert impl['metadata']['labels'] == {
+        '{{inputs.parameters.pod-metadata-label-key-1}}':
+            '{{inputs.parameters.pod-metadata-label-val-1}}',
+        '{{inputs.parameters.pod-metadata-label-key-2}}':
+            '{{inputs.parameters.pod-metadata-label-val-2}}'}
+    assert impl['metadata']['annotations'][
+        '{{inputs.parameters.pod-metadata-annotation-key}}'] == \
+        '{{inputs.parameters.pod-metadata-annotation-val}}'
+    assert [p['name'] for p in _template(workflow, 'metadata-0-1-retry-system-container-impl')[
+        'inputs']['parameters']] == ['pod-spec-patch', 'pod-metadata-label-key',
+                                     'pod-metadata-label-val', *kfp_argo_templates.RETRY_PARAMS]
+
+
+@pytest.mark.parametrize('value, text', [(2.0, '2'), (1.5, '1.5'), (0.0, '0'), (1e21, '1e+21'),
+                                         (1e-05, '1e-05'), (0.0001, '0.0001')])
+def test_go_sprint_v_float(value, text):
+    assert kfp_go_json.sprint_float(value) == text
+
+
+def test_loops_count_their_items_in_a_driver_and_iterate_a_sequence():
+    spec = _spec({'A': kfp_tiny_specs.probe('/r', outputs={'out': kfp_tiny_specs.EXAMPLES}),
+                  'B': kfp_tiny_specs.probe('/r', params={'x': ('STRING', 'v')}),
+                  'C': kfp_tiny_specs.probe('/r')})
+    tasks = spec['root']['dag']['tasks']
+    body = tasks.pop('B')
+    body['inputs']['parameters']['x'] = {'componentInputParameter': 'item'}
+    spec['components']['for-loop-1'] = {
+        'dag': {'tasks': {'B': body}},
+        'inputDefinitions': {'parameters': {'item': {'parameterType': 'STRING'}}}}
+    tasks['for-loop-1'] = {'taskInfo': {'name': 'for-loop-1'},
+                           'componentRef': {'name': 'for-loop-1'}, 'dependentTasks': ['A'],
+                           'parameterIterator': {'itemInput': 'item',
+                                                 'items': {'raw': '["a", "b"]'}},
+                           'iteratorPolicy': {'parallelismLimit': 2}}
+    tasks['C']['parameterIterator'] = {'itemInput': 'x', 'items': {'raw': '[1, 2]'}}
+    workflow = compile_run(_upload(spec), 'gs://b/r', 'r')
+    loop = _tasks(workflow)['for-loop-1']
+    assert loop['template'] == 'for-loop-1-for-loop-1-iterator'
+    assert loop['depends'] == 'A.Succeeded'
+    iterator = _template(workflow, 'for-loop-1-for-loop-1-iterator')
+    assert iterator['parallelism'] == 2
+    driver, iterations = iterator['dag']['tasks']
+    assert driver['name'] == 'iteration-driver' and _params(driver)['task-name'] == 'for-loop-1'
+    assert iterations['withSequence'] == {
+        'count': '{{tasks.iteration-driver.outputs.parameters.iteration-count}}'}
+    assert _params(iterations) == {
+        'parent-dag-id': '{{tasks.iteration-driver.outputs.parameters.execution-id}}',
+        'iteration-index': '{{item}}'}
+    # Each iteration: the component's driver with its index (a DAG driver for a sub-DAG, a
+    # container driver for a container), no depends inside.
+    item_driver = _tasks(workflow, 'for-loop-1-iteration')['iteration-item-driver']
+    assert item_driver['template'] == 'system-dag-driver' and 'depends' not in item_driver
+    assert _params(item_driver)['iteration-index'] == '{{inputs.parameters.iteration-index}}'
+    c_driver = _tasks(workflow, 'C_comp-iteration')['iteration-item-driver']
+    assert c_driver['template'] == 'system-container-driver'
+    assert (_params(c_driver)['task-name'], _params(c_driver)['iteration-index']) == (
+        'C', '{{inputs.parameters.iteration-index}}')
+    assert 'parallelism' not in _template(workflow, 'C_comp-C-iterator')
+
+
+def test_an_exit_handler_runs_as_the_exit_hook_of_what_it_follows():
+    spec = _spec({'A': kfp_tiny_specs.probe('/r'), 'X': kfp_tiny_specs.probe('/r'),
+                  'F': kfp_tiny_specs.probe('/r')})
+    tasks = spec['root']['dag']['tasks']
+    spec['components']['exit-handler-1'] = {'dag': {'tasks': {'X': tasks.pop('X')}}}
+    tasks['exit-handler-1'] = {'taskInfo': {'name': 'exit-handler-1'},
+                               'componentRef': {'name': 'exit-handler-1'}}
+    tasks['F'].update(triggerPolicy={'strategy': 'ALL_UPSTREAM_TASKS_COMPLETED'},
+                      dependentTasks=['exit-handler-1', 'A'])
+    workflow = compile_run(_upload(spec), 'gs://b/r', 'r')
+    hook = {'exit': {'template': 'exit-hook-root-F', 'arguments': {'parameters': [
+        {'name': 'parent-dag-id', 'value': '{{inputs.parameters.parent-dag-id}}'}]}}}
+    root = _tasks(workflow)
+    assert 'F' not in root and 'F-driver' not in root
+    assert root['exit-handler-1']['hooks'] == hook and root['A']['hooks'] == hook
+    assert 'hooks' not in root['A-driver']
+    exit_tasks = _tasks(workflow, 'exit-hook-root-F')
+    assert list(exit_tasks) == ['F-driver', 'F'] and 'depends' not in exit_tasks['F-driver']
+    only_exit = _spec({'F': kfp_tiny_specs.probe('/r')})
+    only_exit['root']['dag']['tasks']['F']['triggerPolicy'] = {
+        'strategy': 'ALL_UPSTREAM_TASKS_COMPLETED'}
+    with pytest.raises(CompileError, match='DAG root must contain one or more non-exit tasks'):
+        compile_run(_upload(only_exit), 'gs://b/r', 'r')
+
+
 def _importer(spec: dict) -> dict:
     spec['deploymentSpec']['executors']['B_executor'] = {'importer': {
         'artifactUri': {'constant': 'gs://x'}, 'typeSchema': {'schemaTitle': 'system.Artifact'}}}
@@ -372,14 +513,6 @@ def test_uploads_kfp_refuses(upload, message):
 
 
 @pytest.mark.parametrize('change, named', [
-    (lambda s: s['root']['dag']['tasks']['B'].update(
-        parameterIterator={'itemInput': 'x', 'items': {'raw': '[1]'}}), 'iteratorTask'),
-    (lambda s: s['root']['dag']['tasks']['B'].update(
-        triggerPolicy={'strategy': 'ALL_UPSTREAM_TASKS_COMPLETED'}), 'exit handler'),
-    (lambda s: s['root']['dag']['tasks']['B'].update(retryPolicy={'maxRetryCount': 2}),
-     'retry-system-container'),
-    (lambda s: {'platforms': {'kubernetes': {'deploymentSpec': {'executors': {
-        'B_executor': {'podMetadata': {'labels': {'a': 'b'}}}}}}}}, 'pod metadata'),
     (lambda s: s['root'].update(inputDefinitions={'parameters': {'p': {
         'parameterType': 'STRING', 'literals': ['a']}}}), 'literals'),
     (lambda s: {'platforms': {'kubernetes': {'pipelineConfig': {'activeDeadlineSeconds': 60}}}},
@@ -396,6 +529,22 @@ def test_what_is_not_transcribed_is_refused_by_name(change, named):
 def test_an_upload_that_is_not_yaml_is_refused_saying_kfp_hangs_on_it():
     with pytest.raises(CompileError, match='isV2Spec loops forever'):
         compile_run('a: [1,\n', 'gs://b/r', 'r')
+
+
+def test_a_pvc_task_is_its_driver_alone():
+    spec = _spec()
+    spec['deploymentSpec']['executors']['B_executor']['container']['image'] = \
+        'argostub/createpvc'
+    tasks = _tasks(compile_run(_upload(spec), 'gs://b/r', 'r'))
+    assert list(tasks) == ['A-driver', 'A', 'B']
+    assert tasks['B']['template'] == 'system-container-driver'
+    assert tasks['B']['depends'] == 'A.Succeeded'
+
+
+def test_a_go_time_layout_in_a_parameter_is_refused_by_name():
+    with pytest.raises(NotImplementedError, match='Go time layout'):
+        compile_run(_upload(_root_params(_spec())), 'gs://b/r', 'r',
+                    params={'stamp': '[[CurrentTime.2006-01-02]]'})
 
 
 def test_server_settings_not_transcribed_are_refused():
@@ -445,7 +594,9 @@ def test_the_command_line_takes_handcompiles_flags(tmp_path, capsys):
     assert kfp_argo_compiler.main(['--upload', str(upload), '--root', 'gs://b/r',
                                    '--run_id', 'run-5', '--name', 'cli']) == 0
     workflow = json.loads(capsys.readouterr().out)
-    assert workflow == compile_run(str(upload), 'gs://b/r', 'run-5', name='cli')
+    # The command line is the server: its environment is the server's (proxies, images).
+    assert workflow == compile_run(str(upload), 'gs://b/r', 'run-5', name='cli',
+                                   server_env=dict(os.environ))
     upload.write_text(_upload({**_spec(), 'schemaVersion': '2.0.0'}))
     assert kfp_argo_compiler.main(['--upload', str(upload)]) == 1
     assert capsys.readouterr().err.startswith('template: InvalidInputError: KFP only supports')

@@ -123,7 +123,7 @@ def decide_step(job: TrainJob, strategy: tf.distribute.Strategy,
         work = 6 * model_cost.macs * job.options.train_steps * job.options.examples_per_update
         if work < trial.TRIAL_MIN_FLOP:
             skip = (f'no trial: {work / 1e12:.1f} TFLOP of training planned, under the '
-                    f'{trial.TRIAL_MIN_FLOP / 1e12:g} a trial pays for')
+                    f'{trial.TRIAL_MIN_FLOP / 1e12:g} TFLOP a trial pays for')
     if skip is not None:
         policy, why = precision.choose_policy(
             asked_policy, model_cost or (lambda: precision.measure_cost(
@@ -223,10 +223,15 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
     start = time.perf_counter()
     decision = decide_step(job, strategy)
     policy, why = decision.policy, decision.precision_reason
+    decide_seconds = time.perf_counter() - start
     logging.info('Precision %s -> %s: %s; XLA %s -> %s: %s (%.2f s to decide)',
                  params.mixed_precision, policy, why, params.xla,
-                 'on' if decision.xla else 'off', decision.xla_reason,
-                 time.perf_counter() - start)
+                 'on' if decision.xla else 'off', decision.xla_reason, decide_seconds)
+    if job.options.time_target_seconds and not params.time_budget_minutes:
+        # The trial is part of training's cost: the time it took comes off the length's target.
+        job = dataclasses.replace(job, options=dataclasses.replace(
+            job.options, time_target_seconds=max(1.0, job.options.time_target_seconds
+                                                 - decide_seconds)))
     keras.utils.set_random_seed(params.seed)
     replicas = strategy.num_replicas_in_sync
     if params.global_batch_size % replicas:
@@ -281,6 +286,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         metrics['xla_reason'] = decision.xla_reason
         if decision.figures:
             metrics['step_trial'] = decision.trial_text()
+            metrics['step_trial_seconds'] = decide_seconds
         metrics.update(_against_peak(steps.model, policy, metrics.get('examples_per_second')))
         metrics['num_replicas'] = strategy.num_replicas_in_sync
         metrics['num_workers'] = workers

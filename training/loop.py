@@ -206,7 +206,10 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                 speed.epoch_end()
                 if (step == options.steps_per_epoch and options.time_target_seconds
                         and planned is not None and not stopped):
-                    options, replan_note = _replan(options, planned, clock())
+                    options, replan_note = _replan(
+                        options, planned, clock(), stopping.agreed_seconds(
+                            steps.strategy, speed.steady_epoch(options.steps_per_epoch,
+                                                               step - start_step)))
                     reporter.update(total=options.train_steps)
             if step % options.log_every == 0 or step == options.train_steps or stopped:
                 result = _log_window(steps, options, step, window, start_step, run_start)
@@ -250,18 +253,22 @@ def _with_length(options: LoopOptions, train_steps: int) -> LoopOptions:
                                max_epochs=round(train_steps / options.steps_per_epoch, 3))
 
 
-def _replan(options: LoopOptions, planned: tf.Variable, seconds: float):
-    """(options, note) after the first epoch took `seconds`: the epochs cut to those that fit
-    options.time_target_seconds (plan.fit_epochs), the schedule's end moved with them."""
-    epochs = plan.fit_epochs(seconds, options.max_epochs, options.time_target_seconds,
+def _replan(options: LoopOptions, planned: tf.Variable, seconds: float, epoch_seconds: float):
+    """(options, note) after the first epoch took `seconds` (an epoch without tracing:
+    epoch_seconds): the epochs cut to those that fit options.time_target_seconds
+    (plan.fit_epochs), the schedule's end moved with them."""
+    epochs = plan.fit_epochs(seconds, epoch_seconds, options.max_epochs,
+                             options.time_target_seconds,
                              max(plan.AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1))
     if epochs >= options.max_epochs:
-        logging.info('first epoch in %.0f s: the %g planned epochs fit %g min', seconds,
-                     options.max_epochs, options.time_target_seconds / 60)
+        logging.info('first epoch in %.0f s (then about %.0f s each): the %g planned epochs '
+                     'fit %.1f min', seconds, epoch_seconds, options.max_epochs,
+                     options.time_target_seconds / 60)
         return options, ''
     total = math.ceil(epochs * options.steps_per_epoch)
     note = (f'planned {epochs:g} of {options.max_epochs:g} epochs after the first took '
-            f'{seconds:.0f} s, to fit {options.time_target_seconds / 60:g} min')
+            f'{seconds:.0f} s (then about {epoch_seconds:.0f} s each), to fit '
+            f'{options.time_target_seconds / 60:.1f} min')
     logging.info('Length re-planned: %s (%d updates)', note, total)
     planned.assign(total)
     return _with_length(options, total), note
@@ -272,7 +279,7 @@ class _Speed:
     input wait, and each epoch's wall seconds (its held-out evaluation included)."""
 
     def __init__(self, start: float):
-        self.seconds = self.wait = 0.0
+        self.seconds = self.wait = self.first = 0.0
         self.examples = 0
         self.epochs, self.epoch_start = [], start
 
@@ -281,6 +288,15 @@ class _Speed:
             self.seconds += seconds
             self.wait += wait
             self.examples += examples
+        else:
+            self.first = seconds
+
+    def steady_epoch(self, steps_per_epoch: int, updates: int) -> float:
+        """What a later epoch should cost: the seconds of this process's part of the first
+        epoch (`updates` of it; a resumed run may have done the rest before), its first,
+        tracing update left out, scaled to a whole epoch."""
+        rest = self.epochs[0] - self.first
+        return rest * steps_per_epoch / max(1, updates - 1)
 
     def epoch_end(self) -> None:
         now = time.perf_counter()

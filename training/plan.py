@@ -54,14 +54,15 @@ def auto_epochs(held_in: int, examples_per_update: int) -> float:
     return float(max(epochs, math.ceil(AUTO_MIN_UPDATES / per_epoch)))
 
 
-def fit_epochs(first_epoch_seconds: float, planned_epochs: float, target_seconds: float,
-               min_epochs: int = AUTO_MIN_TIMED_EPOCHS) -> float:
-    """The planned epochs, cut to the whole epochs that fit target_seconds of training when
-    each costs what the first did (its held-out evaluation and tracing included, so the
-    estimate errs long), but never below min_epochs nor above the plan."""
-    if first_epoch_seconds <= 0 or target_seconds <= 0:
+def fit_epochs(first_epoch_seconds: float, epoch_seconds: float, planned_epochs: float,
+               target_seconds: float, min_epochs: int = AUTO_MIN_TIMED_EPOCHS) -> float:
+    """The planned epochs, cut to the first one (which took first_epoch_seconds, tracing
+    included) and the whole epochs of epoch_seconds each (the first's cost without its first,
+    tracing update) that fit in what is left of target_seconds; never below min_epochs nor
+    above the plan."""
+    if epoch_seconds <= 0 or target_seconds <= 0:
         return planned_epochs
-    fit = math.floor(target_seconds / first_epoch_seconds)
+    fit = 1 + math.floor(max(0.0, target_seconds - first_epoch_seconds) / epoch_seconds)
     return float(min(planned_epochs, max(min_epochs, fit)))
 
 

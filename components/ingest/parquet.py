@@ -28,14 +28,12 @@ be one. Everything after reading (the label pass, the conversion with its checks
 the quarantine's `raw` field) is then the CSV source's, so both sources judge a row alike.
 """
 import contextlib
-import csv
-import io
 import json
-import math
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from components.ingest import csv_records, files, records, table_source, tabular
@@ -51,9 +49,9 @@ _SECONDS_PER_DAY = 86400
 # (path as a Beam element, first row group, stop): the row groups [first, stop) of one file;
 # stop -1 for a file whose footer could not be read (read_unit names why).
 Unit = Tuple[object, int, int]
-# One column of a batch: the text of every row, and {row: (reason, detail)} for rows whose
-# value cannot be one feature value.
-Cells = Tuple[List[str], Dict[int, Tuple[str, str]]]
+# One column of a batch: the text of every row (an Arrow string array, no nulls), and
+# {row: (reason, detail)} for rows whose value cannot be one feature value.
+Cells = Tuple[pa.Array, Dict[int, Tuple[str, str]]]
 
 
 @contextlib.contextmanager
@@ -124,42 +122,50 @@ def flat_columns(reader: pq.ParquetFile) -> List[Tuple[str, pa.DataType]]:
     return list(_flat_fields(list(reader.schema_arrow)))
 
 
-def _number(value: float) -> str:
-    return '' if math.isnan(value) else repr(value)
-
-
-def _seconds(array: pa.Array) -> List[str]:
+def _seconds(array: pa.Array) -> pa.Array:
     """Timestamps and dates as seconds since the Unix epoch, times and durations as seconds."""
     kind = array.type
-    raw = array.view(pa.int32() if kind.bit_width == 32 else pa.int64()).to_pylist()
+    raw = array.view(pa.int32() if kind.bit_width == 32 else pa.int64()).cast(pa.float64())
     if pa.types.is_date32(kind):
-        return ['' if v is None else repr(float(v * _SECONDS_PER_DAY)) for v in raw]
-    per_second = _PER_SECOND['ms' if pa.types.is_date64(kind) else kind.unit]
-    return ['' if v is None else repr(v / per_second) for v in raw]
+        return pc.multiply(raw, float(_SECONDS_PER_DAY))
+    return pc.divide(raw, float(_PER_SECOND['ms' if pa.types.is_date64(kind) else kind.unit]))
+
+
+def _plain(kind: pa.DataType) -> bool:
+    """Whether a column's values are numbers, booleans or instants, whose text Arrow writes
+    (shortest round-trip for floats, as Python's repr) and which never need CSV quoting."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+            or _is_temporal(kind) or pa.types.is_null(kind))
 
 
 def _scalar_cells(array: pa.Array) -> Optional[Cells]:
-    """The cells of a column of single values; None for any other column."""
+    """The cells of a column of single values; None for any other column. Numbers, booleans,
+    instants and text are converted by Arrow, a column at a time."""
     kind = array.type
     if pa.types.is_dictionary(kind):
         return _scalar_cells(array.dictionary_decode())
     if pa.types.is_null(kind):
-        return [''] * len(array), {}
+        return pa.array([''] * len(array), pa.string()), {}
     if _is_temporal(kind):
-        return _seconds(array), {}
-    if not (pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind)
-            or pa.types.is_decimal(kind) or pa.types.is_string(kind)
-            or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
+        array = _seconds(array)
+    elif pa.types.is_float16(kind):
+        array = array.cast(pa.float32())
+    if pa.types.is_floating(array.type):  # NaN: missing, as pandas and Spark mean it
+        array = pc.if_else(pc.is_nan(array), pa.scalar(None, array.type), array)
+    if pa.types.is_integer(array.type) or pa.types.is_floating(array.type) or \
+            pa.types.is_boolean(array.type) or pa.types.is_large_string(array.type):
+        array = pc.cast(array, pa.string())  # 'true' / 'false' for booleans
+    if pa.types.is_string(array.type):
+        return pc.fill_null(array, ''), {}
+    if not (pa.types.is_decimal(kind) or pa.types.is_binary(kind)
             or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)):
         return None
     texts, problems = [], {}
     for row, value in enumerate(array.to_pylist()):
         if value is None:
             texts.append('')
-        elif isinstance(value, bool):
-            texts.append('true' if value else 'false')
-        elif isinstance(value, float):
-            texts.append(_number(value))
         elif isinstance(value, bytes):
             try:
                 texts.append(value.decode('utf-8'))
@@ -168,8 +174,8 @@ def _scalar_cells(array: pa.Array) -> Optional[Cells]:
                 problems[row] = ('encoding', f'binary value is not UTF-8 text: byte '
                                  f'0x{value[error.start]:02x} at {error.start}')
         else:
-            texts.append(str(value))  # int, Decimal, str
-    return texts, problems
+            texts.append(str(value))  # Decimal
+    return pa.array(texts, pa.string()), problems
 
 
 def _nested(array: pa.Array, lengths: List[Optional[int]], what: str) -> Cells:
@@ -183,7 +189,7 @@ def _nested(array: pa.Array, lengths: List[Optional[int]], what: str) -> Cells:
         texts.append(json.dumps(value, default=str, ensure_ascii=False))
         problems[row] = ('nested_value', f'holds {what} of {length} value(s); a feature '
                          'takes one value (drop the column with drop_columns)')
-    return texts, problems
+    return pa.array(texts, pa.string()), problems
 
 
 def _cells(array: pa.Array) -> Cells:
@@ -196,18 +202,19 @@ def _cells(array: pa.Array) -> Cells:
         lengths = [None if v is None else len(v) if pa.types.is_map(kind) else 1
                    for v in array.to_pylist()]
         return _nested(array, lengths, 'a map' if pa.types.is_map(kind) else f'a {kind}')
-    lengths = pa.compute.list_value_length(array).to_pylist()
+    lengths = pc.list_value_length(array).to_pylist()
     items = _scalar_cells(array.flatten())  # the items of every non-null list, in order
     if items is None:  # lists of lists, of structs, ...
         return _nested(array, lengths, f'a list ({kind})')
+    item_texts, item_problems = items[0].to_pylist(), items[1]
     texts, problems = [], {}
     at = 0
     for row, length in enumerate(lengths):
         length = length or 0
         if length == 1:
-            texts.append(items[0][at])
-            if at in items[1]:
-                problems[row] = items[1][at]
+            texts.append(item_texts[at])
+            if at in item_problems:
+                problems[row] = item_problems[at]
         elif length == 0:
             texts.append('')
         else:
@@ -215,26 +222,35 @@ def _cells(array: pa.Array) -> Cells:
             problems[row] = ('nested_value', f'holds a list of {length} values; a feature '
                              'takes one value (drop the column with drop_columns)')
         at += length
-    return texts, problems
+    return pa.array(texts, pa.string()), problems
 
 
-def _csv_line(fields: List[str]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator='').writerow(fields)
-    return buffer.getvalue()
+def _quoted(texts: pa.Array) -> pa.Array:
+    """Texts as CSV fields (RFC 4180): quoted when they hold a comma, a quote or a line
+    break, a quote doubled inside."""
+    quoted = pc.binary_join_element_wise('"', pc.replace_substring(texts, '"', '""'), '"', '')
+    return pc.if_else(pc.match_substring_regex(texts, '[,"\r\n]'), quoted, texts)
 
 
 def batch_records(element, batch: pa.RecordBatch, names: Sequence[str],
                   checked: Sequence[str]) -> Iterator[csv_records.Record]:
     """The records of one batch: each row's CSV line in `names` order, with the first problem
-    of a `checked` column (the features and the label) as its reason."""
+    of a `checked` column (the features and the label) as its reason. The lines are joined by
+    Arrow, so Python sees one string per row, not one per value."""
     table = pa.Table.from_batches([batch])
     while any(pa.types.is_struct(field.type) for field in table.schema):
         table = table.flatten()
     cells = {name: _cells(table.column(name).combine_chunks()) for name in names}
+    fields = [cells[name][0] if _plain(table.schema.field(name).type) else
+              _quoted(cells[name][0]) for name in names]
+    if len(names) == 1:  # a lone blank field would read as a blank line, which is skipped
+        blank = pc.equal(pc.utf8_trim_whitespace(fields[0]), '')
+        lines = pc.if_else(blank, pc.binary_join_element_wise('"', fields[0], '"', ''),
+                           fields[0]).to_pylist()
+    else:
+        lines = pc.binary_join_element_wise(*fields, ',').to_pylist()
     checked = [name for name in checked if cells[name][1]]
-    for row in range(table.num_rows):
-        line = _csv_line([cells[name][0][row] for name in names])
+    for row, line in enumerate(lines):
         problem = next(((*cells[name][1][row], name) for name in checked
                         if row in cells[name][1]), None)
         yield element, line, problem

@@ -186,8 +186,9 @@ def test_a_malformed_executor_config_is_refused_when_the_run_is_compiled(compile
     config = bad['platforms']['kubernetes']['deploymentSpec']['executors']['Pusher_executor']
     config['secretAsEnv'][0]['keyToEnvs'] = config['secretAsEnv'][0].pop('keyToEnv')
     stored = fake_kfp_rules.stored_spec(*fake_kfp_rules.parse_template(_upload_text(spec, bad)))
-    with pytest.raises(fake_kfp_rules.KfpError, match='failed to unmarshal kubernetes spec for '
-                                                      'component "Pusher"'):
+    with pytest.raises(fake_kfp_rules.KfpError, match='compiling task "Pusher": error creating '
+                       'executor for "Pusher": failed to unmarshal kubernetes config: proto: '
+                       'unknown field "keyToEnvs"'):
         fake_kfp_rules.check_kubernetes_configs(stored)
     fake_kfp_rules.check_kubernetes_configs(fake_kfp_rules.stored_spec(spec, platform))
 

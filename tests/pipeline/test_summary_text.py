@@ -134,11 +134,13 @@ def test_the_train_step_and_speed_lines_say_xla_the_trial_and_the_cost():
         train_accuracy=0.93, eval_accuracy=0.92, xla=0.0,
         xla_reason='auto: nothing beat float32 by 5% in a timed trial of the train step',
         step_trial='float32 1,520 img/s; float32 + XLA 790 img/s (0.52x)',
+        step_trial_seconds=14.2,
         examples_per_second=1480.0, train_flops_per_second=93e9,
         peak_flops_per_second=300e9, peak_dtype='float32', input_wait_fraction=0.02,
         epoch_seconds='[40.2, 31.0, 33.4]'))).splitlines()
     assert ('  train step: XLA off (auto: nothing beat float32 by 5% in a timed trial of the '
-            'train step); trial: float32 1,520 img/s; float32 + XLA 790 img/s (0.52x)') in lines
+            'train step); trial (14 s): float32 1,520 img/s; float32 + XLA 790 img/s (0.52x)'
+            ) in lines
     assert ('  speed: 1,480 img/s, 93 GFLOP/s: 31% of the float32 matmul peak measured after '
             'training (300 GFLOP/s); epochs 31-33 s (the first 40 s, with tracing); input wait '
             '2%') in lines

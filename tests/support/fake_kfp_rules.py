@@ -113,33 +113,31 @@ def stored_spec(spec: dict, platform) -> dict:
 
 
 def check_kubernetes_configs(stored: dict) -> None:
-    """What compiling a run from the stored spec checks of its platform spec (resource_manager.go
-    CreateJob -> v2_template.go ScheduledWorkflow -> argocompiler.Compile -> compiler/visitor.go
-    dfs -> argocompiler/spec_patch.go AddKubernetesSpec / unmarshalKubernetesExecutorConfig):
-    each executor's config parses strictly as a KubernetesExecutorConfig, else KfpError with the
-    chain (a plain Go error, so code Internal and "Internal error: ..." outside; the Go stack
-    trace %+v adds is not imitated). The proto is kfp-kubernetes 1.5.0's, older than KFP 2.17's:
-    its newer fields (optional, security_context, ...) would be refused here but not there."""
+    """What compiling a recurring run from the stored spec refuses (resource_manager.go CreateJob
+    -> v2_template.go ScheduledWorkflow -> argocompiler.Compile): the spec is compiled by the
+    transcription kfp_argo_compiler (compared with KFP 2.17.0's own compiler), so a platform
+    spec the real compiler refuses, e.g. an executor config that does not parse strictly as a
+    KubernetesExecutorConfig, is refused with its chain: `Failed to create a recurring run
+    during scheduled workflow creation: Failed to compile job: compiling DAG "root": compiling
+    task "T": error creating executor for "T": failed to unmarshal kubernetes config: ...`. A
+    plain Go error, so code Internal and "Internal error: ..." outside (util/error.go
+    ToGRPCError); the Go stack trace %+v adds is not imitated. The parameters are not checked
+    here (ScheduledWorkflow's validatePipelineJobInputs): the recurring runs we create pass none.
+    """
     if 'platform_spec' not in stored:
         return
-    from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb
-    spec, platform = stored['pipeline_spec'], stored['platform_spec']
-    executors = platform['platforms']['kubernetes'].get('deploymentSpec', {}).get(
-        'executors', {})
-    for name, component in sorted(spec.get('components', {}).items()):
-        label = component.get('executorLabel')
-        if label not in executors:
-            continue
-        try:
-            json_format.ParseDict(executors[label], k8s_pb.KubernetesExecutorConfig(),
-                                  ignore_unknown_fields=False)
-        except json_format.ParseError as error:
-            chain = (f'Failed to create a recurring run during scheduled workflow creation: '
-                     f'Failed to compile job: error processing component name="{name}": failed '
-                     f'to add Kubernetes spec for {name}: failed to unmarshal kubernetes spec '
-                     f'for component "{name}": {error}')
-            # util/error.go ToGRPCError: the same text as the status and its detail.
-            raise KfpError('Internal', f'Internal error: {chain}', f'Internal error: {chain}')
+    import kfp_argo_compiler  # it reads uploads through this module
+    import kfp_argo_templates
+    spec = json_format.ParseDict(stored['pipeline_spec'], pipeline_spec_pb2.PipelineSpec())
+    platform = json_format.ParseDict(stored['platform_spec'], pipeline_spec_pb2.PlatformSpec())
+    kubernetes = platform.platforms['kubernetes'] if 'kubernetes' in platform.platforms else None
+    try:
+        kfp_argo_compiler.Compiler(pipeline_spec_pb2.PipelineJob(), spec, kubernetes,
+                                   kfp_argo_templates.ServerConfig(None)).compile()
+    except kfp_argo_compiler.CompileError as error:
+        chain = ('Failed to create a recurring run during scheduled workflow creation: '
+                 + error.wrap('Failed to compile job').message)
+        raise KfpError('Internal', f'Internal error: {chain}', f'Internal error: {chain}')
 
 
 def spec_name(spec: dict) -> str:

@@ -17,12 +17,12 @@ fake_kfp_rules.parse_template (template.go New), shared with the fake API server
 
 What KFP refuses is refused with its message (CompileError: the text Go's err.Error() gives,
 and the gRPC code the server answers with). What is not transcribed raises NotImplementedError
-naming the Go function: loops (iteratorTask), exit handlers, retry
-policies, pod metadata, workspaces, dummy PVC images, COMPILED_PIPELINE_SPEC_PATCH, CA bundles,
-Go time layouts in parameters. Known gaps, each also a NotImplementedError where detectable:
-the installed kfp-pipeline-spec 0.6.0 / kfp-kubernetes 1.5.0 protos predate some 2.17 fields
-(NEWER_FIELDS); where Go iterates a map (implicit dependencies, several bad parameters) the
-order is random there and sorted here; YAML is read by PyYAML (YAML 1.1), not gopkg.in/yaml.v3.
+naming the Go function: workspaces, COMPILED_PIPELINE_SPEC_PATCH, CA bundles, the admin's
+default security contexts, Go time layouts in parameters. Known gaps, each also a
+NotImplementedError where detectable: the installed kfp-pipeline-spec 0.6.0 / kfp-kubernetes
+1.5.0 protos predate some 2.17 fields (NEWER_FIELDS); where Go iterates a map (implicit
+dependencies, several bad parameters) the order is random there and sorted here; YAML is read
+by PyYAML (YAML 1.1), not gopkg.in/yaml.v3.
 """
 import datetime
 import hashlib
@@ -141,8 +141,8 @@ def _read_upload(upload) -> bytes:
     if isinstance(upload, bytes):
         return upload
     text = os.fspath(upload)
-    if '\n' not in text and os.path.exists(text):
-        with open(text, 'rb') as handle:
+    if '\n' not in text and (os.path.exists(text) or text.endswith(('.yaml', '.yml', '.json'))):
+        with open(text, 'rb') as handle:  # a missing upload file is FileNotFoundError
             return handle.read()
     return text.encode()
 
@@ -391,6 +391,29 @@ def add_implicit_dependencies(dag) -> None:
                 task.dependent_tasks.append(producer)
 
 
+def _is_exit_task(task) -> bool:
+    """An exit handler's task: triggerPolicy.strategy ALL_UPSTREAM_TASKS_COMPLETED."""
+    return pipeline_spec_pb2.PipelineTaskSpec.TriggerPolicy.TriggerStrategy.Name(
+        task.trigger_policy.strategy) == EXIT_STRATEGY
+
+
+def add_exit_task(task: dict, exit_template: str, parent_dag_id: str) -> None:
+    """common.go addExitTask: the exit lifecycle hook running the exit handler's template."""
+    if exit_template:
+        task['hooks'] = {'exit': {'template': exit_template, 'arguments': {'parameters': [
+            {'name': 'parent-dag-id', 'value': parent_dag_id}]}}}
+
+
+class TaskInputs:
+    """dag.go taskInputs: the parent DAG's execution (a placeholder), and for an iteration its
+    index and the loop's task name, for a task an exit handler follows its template."""
+
+    def __init__(self, parent_dag_id: str, iteration_index: str = '', task_name: str = '',
+                 exit_template: str = ''):
+        self.parent_dag_id, self.iteration_index = parent_dag_id, iteration_index
+        self.task_name, self.exit_template = task_name, exit_template
+
+
 class Compiler:
     """argo.go workflowCompiler with the visitor.go traversal driving it."""
 
@@ -465,17 +488,14 @@ class Compiler:
                 self._save_argument('kubernetes-' + name, kfp_go_json.dumps(
                     kfp_go_json.proto_dict(executors[label])))
             executor = self.deploy.executors[label]
-            if executor.HasField('container'):  # container.go Container
+            # container.go Container / importer.go Importer: saveComponentSpec, then
+            # saveComponentImpl of the container or importer spec.
+            kind = executor.WhichOneof('spec')
+            if kind in ('container', 'importer'):
                 self._save_argument('components-' + self._hash(name),
                                     kfp_go_json.stably_marshal_json(component))
                 self._save_argument('implementations-' + self._hash(name),
-                                    kfp_go_json.stably_marshal_json(executor.container))
-                return
-            if executor.HasField('importer'):  # importer.go Importer
-                self._save_argument('components-' + self._hash(name),
-                                    kfp_go_json.stably_marshal_json(component))
-                self._save_argument('implementations-' + self._hash(name),
-                                    kfp_go_json.stably_marshal_json(executor.importer))
+                                    kfp_go_json.stably_marshal_json(getattr(executor, kind)))
                 return
             raise component_error(f'executor(label="{label}"): non-container and '
                                   'non-importer executor not implemented')
@@ -556,9 +576,16 @@ class Compiler:
         return self._system_template('system-importer', lambda: [
             templates.importer_template(self.config, name, cache)])
 
-    def _container_executor_template(self) -> str:
-        return self._system_template('system-container-executor', lambda: (
-            templates.container_executor_templates(self.config, self.cache_disabled)))
+    def _container_executor_template(self, retry: bool, pod_metadata) -> str:
+        """The executor templates' names say what they take: `retry-` for a retry policy,
+        `metadata-<annotations>-<labels>-` for pod metadata (Argo cannot patch a pod's
+        metadata, so each count gets its own templates)."""
+        name = ('retry-' if retry else '') + 'system-container-executor'
+        if pod_metadata is not None:
+            name = (f'metadata-{len(pod_metadata.annotations)}-{len(pod_metadata.labels)}-'
+                    + name)
+        return self._system_template(name, lambda: templates.container_executor_templates(
+            self.config, self.cache_disabled, retry, pod_metadata))
 
     # dag.go DAG
     def _dag(self, name: str, component, dag) -> None:
@@ -566,6 +593,9 @@ class Compiler:
         self._save_argument('components-' + self._hash(name),
                             kfp_go_json.stably_marshal_json(component))
         keys = sorted(dag.tasks)
+        exit_templates = {}  # task -> the exit-hook template its exit task runs after it
+        # Exit tasks first: each becomes a template of its own, run as the exit lifecycle hook
+        # of the tasks it depends on.
         for key in keys:
             task = dag.tasks[key]
             if task.HasField('parameter_iterator') and task.HasField('artifact_iterator'):
@@ -573,13 +603,24 @@ class Compiler:
                                    'artifactIterator cannot be specified at the same time')
             if task.HasField('artifact_iterator'):
                 raise CompileError('artifact iterator not implemented yet')
-            if pipeline_spec_pb2.PipelineTaskSpec.TriggerPolicy.TriggerStrategy.Name(
-                    task.trigger_policy.strategy) == EXIT_STRATEGY:
-                raise NotImplementedError(f'dag.go DAG: the exit handler task {key} '
-                                          '(exit-hook templates) is not transcribed')
+            if not _is_exit_task(task):
+                continue
+            hook_tasks = self._task(key, task, TaskInputs(templates.input_value('parent-dag-id')))
+            hook_name = f'exit-hook-{name}-{key}'
+            for dep in task.dependent_tasks:
+                exit_templates[dep] = hook_name
+            try:
+                self._add_template(templates.new_template(
+                    hook_name, inputs={'parameters': [{'name': 'parent-dag-id'}]},
+                    dag={'tasks': hook_tasks}))
+            except CompileError as error:
+                raise error.wrap('DAG') from None
         tasks = []
         for key in keys:
-            tasks += self._task(key, dag.tasks[key], templates.input_value('parent-dag-id'))
+            if not _is_exit_task(dag.tasks[key]):
+                tasks += self._task(key, dag.tasks[key], TaskInputs(
+                    templates.input_value('parent-dag-id'),
+                    exit_template=exit_templates.get(key, '')))
         if not tasks:
             raise CompileError(f'DAG {name} must contain one or more non-exit tasks')
         try:
@@ -596,17 +637,22 @@ class Compiler:
             self._add_template(templates.new_template('entrypoint',
                                                       dag={'tasks': [driver, root_task]}))
 
-    def _dag_task(self, name: str, component_name: str, parent_dag_id: str,
-                  condition: str) -> dict:
-        """dag.go dagTask (no exit hook)."""
-        return {'name': name, 'template': component_name, 'arguments': {'parameters': [
+    def _dag_task(self, name: str, component_name: str, parent_dag_id: str, condition: str,
+                  exit_template: str = '', hook_parent_dag_id: str = '') -> dict:
+        """dag.go dagTask."""
+        task = {'name': name, 'template': component_name, 'arguments': {'parameters': [
             {'name': 'parent-dag-id', 'value': parent_dag_id},
             {'name': 'condition', 'value': condition}]}}
+        add_exit_task(task, exit_template, hook_parent_dag_id)
+        return task
 
     def _dag_driver_task(self, name: str, component: str, parent_dag_id: str = '',
-                         runtime_config=None, task: str = '', task_name: str = '') -> dict:
-        """dag.go dagDriverTask (no iteration index)."""
+                         runtime_config=None, task: str = '', task_name: str = '',
+                         iteration_index: str = '') -> dict:
+        """dag.go dagDriverTask."""
         parameters = [{'name': 'component', 'value': component}]
+        if iteration_index:
+            parameters.append({'name': 'iteration-index', 'value': iteration_index})
         if parent_dag_id:
             parameters.append({'name': 'parent-dag-id', 'value': parent_dag_id})
         if runtime_config is not None:
@@ -621,35 +667,45 @@ class Compiler:
                 'arguments': {'parameters': parameters}}
 
     # dag.go task
-    def _task(self, name: str, task, parent_dag_id: str) -> list:
+    def _task(self, name: str, task, inputs: 'TaskInputs') -> list:
         try:
-            return self._task_unwrapped(name, task, parent_dag_id)
+            return self._task_unwrapped(name, task, inputs)
         except CompileError as error:
             raise error.wrap(f'compiling task "{name}"') from None
 
-    def _task_unwrapped(self, name: str, task, parent_dag_id: str) -> list:
+    def _task_unwrapped(self, name: str, task, inputs: 'TaskInputs') -> list:
         component_name = task.component_ref.name
         if component_name not in self.spec.components:
             raise CompileError(f'component spec for "{component_name}" not found')
         component = self.spec.components[component_name]
         component_placeholder = self._placeholder('components-' + self._hash(component_name))
         task_json = kfp_go_json.stably_marshal_json(task)
-        if task.HasField('parameter_iterator') or task.HasField('artifact_iterator'):
-            raise NotImplementedError(f'dag.go iteratorTask (the loop {name}) is not '
-                                      'transcribed')
+        if not inputs.iteration_index and (task.HasField('parameter_iterator')
+                                           or task.HasField('artifact_iterator')):
+            try:
+                return self._iterator_task(name, task, task_json, inputs.parent_dag_id)
+            except CompileError as error:
+                raise error.wrap('iterator task') from None
         # triggerPolicy.condition: the driver evaluates it and writes `condition`; the task
         # behind the driver runs `when` it is not false.
         condition = task.trigger_policy.condition
+        task_name = inputs.task_name or name
+        driver_name = f'{name}-driver'
+        # Iterations belong to a sub-DAG, and an exit task waits for nothing: no depends.
+        driver_depends = (depends(task.dependent_tasks)
+                          if not inputs.iteration_index and not _is_exit_task(task) else '')
         if component.HasField('dag'):
-            driver_name = f'{name}-driver'
             driver = self._dag_driver_task(driver_name, component_placeholder,
-                                           parent_dag_id=parent_dag_id, task=task_json,
-                                           task_name=name)
-            if task.dependent_tasks:
-                driver['depends'] = depends(task.dependent_tasks)
-            sub_dag = self._dag_task(name, component_name, templates.task_output_parameter(
-                driver_name, 'execution-id'), templates.task_output_parameter(
-                driver_name, 'condition'))
+                                           parent_dag_id=inputs.parent_dag_id, task=task_json,
+                                           task_name=task_name,
+                                           iteration_index=inputs.iteration_index)
+            if driver_depends:
+                driver['depends'] = driver_depends
+            sub_dag = self._dag_task(
+                name, component_name,
+                templates.task_output_parameter(driver_name, 'execution-id'),
+                templates.task_output_parameter(driver_name, 'condition'),
+                inputs.exit_template, inputs.parent_dag_id)
             sub_dag['depends'] = depends([driver_name])
             if condition:
                 sub_dag['when'] = templates.task_output_parameter(driver_name, 'condition') \
@@ -668,7 +724,7 @@ class Compiler:
             task_dict = templates.importer_task(
                 name, task_json, component_placeholder,
                 self._placeholder('implementations-' + self._hash(component_name)),
-                parent_dag_id)
+                inputs.parent_dag_id)
             task_dict['template'] = self._importer_template()
             return [task_dict]
         if kind == 'resolver':
@@ -677,12 +733,6 @@ class Compiler:
             raise CompileError("custom job executors is Google Cloud only, it's not supported")
         if kind != 'container':
             raise CompileError(f'unknown executor spec type: {kind}')
-        if executor.container.image in ('argostub/createpvc', 'argostub/deletepvc'):
-            raise NotImplementedError(f'dag.go task: the dummy image {executor.container.image} '
-                                      '(a PVC task) is not transcribed')
-        if task.HasField('retry_policy'):
-            raise NotImplementedError(f'container.go retry-system-container-* templates (the '
-                                      f'retry policy of {name}) are not transcribed')
         container_placeholder = self._placeholder('implementations-'
                                                   + self._hash(component_name))
         kubernetes_key = 'kubernetes-' + component_name
@@ -690,29 +740,90 @@ class Compiler:
         if any(p['name'] == kubernetes_key
                for p in self.workflow['spec']['arguments']['parameters']):
             kubernetes_placeholder = templates.workflow_parameter(kubernetes_key)
-        driver_name = f'{name}-driver'
         driver = templates.container_driver_task(
-            driver_name, component_placeholder, task_json, container_placeholder, name,
-            parent_dag_id, kubernetes_placeholder)
+            driver_name, component_placeholder, task_json, container_placeholder, task_name,
+            inputs.parent_dag_id, inputs.iteration_index, kubernetes_placeholder)
         driver['template'] = self._container_driver_template()
-        if task.dependent_tasks:
-            driver['depends'] = depends(task.dependent_tasks)
+        if driver_depends:
+            driver['depends'] = driver_depends
+        if executor.container.image in ('argostub/createpvc', 'argostub/deletepvc'):
+            # argo.go dummyImages: a task for Kubernetes configs only (kfp-kubernetes'
+            # CreatePVC/DeletePVC): the driver does it, under the task's name; no launcher.
+            driver['name'] = name
+            return [driver]
         try:
-            self._check_kubernetes_config(kubernetes_key)
+            kubernetes_config = self._kubernetes_config(kubernetes_key)
         except CompileError as error:
             raise CompileError(f'error creating executor for "{name}": {error.message}')
-        executor_task = templates.container_executor_task(name, driver_name)
-        executor_task['template'] = self._container_executor_template()
-        executor_task['depends'] = depends([driver_name])
+        retry = task.retry_policy if task.HasField('retry_policy') else None
+        pod_metadata = (kubernetes_config.pod_metadata if kubernetes_config is not None
+                        and kubernetes_config.HasField('pod_metadata') else None)
+        executor_task = templates.container_executor_task(name, driver_name, retry,
+                                                          pod_metadata)
+        executor_task['template'] = self._container_executor_template(retry is not None,
+                                                                      pod_metadata)
         if condition:
             executor_task['when'] = templates.task_output_parameter(driver_name, 'condition') \
                 + ' != false'
+        add_exit_task(executor_task, inputs.exit_template, inputs.parent_dag_id)
+        executor_task['depends'] = depends([driver_name])
         return [driver, executor_task]
 
-    def _check_kubernetes_config(self, key: str) -> None:
+    def _iterator_task(self, name: str, task, task_json: str, parent_dag_id: str) -> list:
+        """dag.go iteratorTask: a loop template `<component>-<task>-iterator` holding
+        iterationItemTask's driver (which counts the items) and the iterations, a withSequence
+        over that count, each iteration `<component>-iteration` with its index."""
+        component_name = task.component_ref.name
+        try:
+            iteration = self._iteration_item_tasks(task, task_json, parent_dag_id, name)
+        except CompileError as error:
+            raise error.wrap('iterationItem task') from None
+        loop = templates.new_template(f'{component_name}-{name}-iterator',
+                                      inputs={'parameters': [{'name': 'parent-dag-id'}]},
+                                      dag={'tasks': iteration})
+        if task.iterator_policy.parallelism_limit > 0:
+            loop['parallelism'] = task.iterator_policy.parallelism_limit
+        self._add_template(loop)
+        loop_task = {'name': name, 'template': loop['name'],
+                     'arguments': {'parameters': [{'name': 'parent-dag-id',
+                                                   'value': parent_dag_id}]}}
+        if task.dependent_tasks:
+            loop_task['depends'] = depends(task.dependent_tasks)
+        return [loop_task]
+
+    def _iteration_item_tasks(self, task, task_json: str, parent_dag_id: str,
+                              parallel_for_task: str) -> list:
+        """dag.go iterationItemTask."""
+        component_name = task.component_ref.name
+        driver = self._dag_driver_task(
+            'iteration-driver', self._placeholder('components-' + self._hash(component_name)),
+            parent_dag_id=parent_dag_id, task=task_json, task_name=parallel_for_task)
+        items = self._task('iteration-item', task, TaskInputs(
+            templates.input_value('parent-dag-id'),
+            iteration_index=templates.input_value('iteration-index'),
+            task_name=parallel_for_task))
+        iterations = templates.new_template(
+            f'{component_name}-iteration',
+            inputs={'parameters': [{'name': 'parent-dag-id'}, {'name': 'iteration-index'}]},
+            dag={'tasks': items})
+        self._add_template(iterations)
+        iterations_task = {
+            'name': 'iteration-iterations', 'template': iterations['name'],
+            'depends': depends(['iteration-driver']),
+            'arguments': {'parameters': [
+                {'name': 'parent-dag-id', 'value': templates.task_output_parameter(
+                    'iteration-driver', 'execution-id')},
+                {'name': 'iteration-index', 'value': '{{item}}'}]},  # argo.go loopItem
+            'withSequence': {'count': templates.task_output_parameter(
+                'iteration-driver', 'iteration-count')}}
+        if task.trigger_policy.condition:
+            iterations_task['when'] = templates.task_output_parameter(
+                'iteration-driver', 'condition') + ' != false'
+        return [driver, iterations_task]
+
+    def _kubernetes_config(self, key: str):
         """container.go containerExecutorTask: the kubernetes config argument read strictly
-        as a KubernetesExecutorConfig (protojson.Unmarshal); pod metadata would name other
-        templates."""
+        as a KubernetesExecutorConfig (protojson.Unmarshal); None without one."""
         from kfp.kubernetes import kubernetes_executor_config_pb2 as k8s_pb
         for parameter in self.workflow['spec']['arguments']['parameters']:
             if parameter['name'] != key:
@@ -724,9 +835,8 @@ class Compiler:
                 refuse_newer_field(error, 'KubernetesExecutorConfig')
                 raise CompileError(f'failed to unmarshal kubernetes config: '
                                    f'{protojson_error(error)}')
-            if config.HasField('pod_metadata'):
-                raise NotImplementedError('container.go metadata-N-M-system-container-* '
-                                          'templates (pod metadata) are not transcribed')
+            return config
+        return None
 
 
 def main(argv=None) -> int:

@@ -15,6 +15,8 @@ metadataEnvFrom, setRuntimeRole), security_context.go, backend/src/v2/component/
 import copy
 from typing import List, Mapping
 
+import kfp_go_json
+
 # argo.go: k8sres.MustParse("0.5Gi") etc., as Quantity's canonical form marshals them.
 DRIVER_RESOURCES = {'limits': {'cpu': '500m', 'memory': '512Mi'},
                     'requests': {'cpu': '100m', 'memory': '64Mi'}}
@@ -155,8 +157,11 @@ class ServerConfig:
                 '--ml_pipeline_server_port', self.ml_pipeline_port,
                 '--mlmd_server_address', self.mlmd_address,
                 '--mlmd_server_port', self.mlmd_port]
-        if cache_disabled:
-            args.append('--cache_disabled')
+        return args + self.optional_args(cache_disabled, ml_pipeline_tls)
+
+    def optional_args(self, cache_disabled: bool, ml_pipeline_tls: bool) -> List[str]:
+        """The flags the drivers and the importer append after the addresses, in this order."""
+        args = ['--cache_disabled'] if cache_disabled else []
         if ml_pipeline_tls:
             args.append('--ml_pipeline_tls_enabled')
         if self.metadata_tls:
@@ -350,27 +355,69 @@ def container_driver_template(config: ServerConfig, pipeline_name: str, display_
                   'valueFrom': {'path': '/tmp/outputs/condition', 'default': 'true'}}])
 
 
-def container_executor_templates(config: ServerConfig, cache_disabled: bool = False) -> list:
-    """container.go addContainerExecutorTemplate for a task without retry policy or pod
-    metadata: `system-container-executor` (a DAG that runs the pod unless the driver found a
-    cache hit, so a cached task still counts as Succeeded downstream) and
-    `system-container-impl` (the pod: the launcher copies itself into /kfp-launcher in an
-    init container; the main container is a placeholder the driver's pod spec patch replaces)."""
+# argo.go: the retry parameters a task with a retry policy passes to its executor templates.
+RETRY_PARAMS = ('retry-max-count', 'retry-backoff-duration', 'retry-backoff-factor',
+                'retry-backoff-max-duration')
+
+
+def pod_metadata_parameters(pod_metadata, with_values: bool) -> list:
+    """container.go getPodMetadataParameters / formatPodMetadataParameters: annotations then
+    labels, each by sorted key, as pod-metadata-{annotation,label}-{key,val} parameters
+    (numbered -1, -2, ... when there are several), with their values or names only."""
+    parameters = []
+    if pod_metadata is None:
+        return parameters
+    for entries, kind in ((pod_metadata.annotations, 'annotation'),
+                          (pod_metadata.labels, 'label')):
+        for count, key in enumerate(sorted(entries), 1):
+            suffix = f'-{count}' if len(entries) > 1 else ''
+            names = (f'pod-metadata-{kind}-key{suffix}', f'pod-metadata-{kind}-val{suffix}')
+            if with_values:
+                parameters += [{'name': names[0], 'value': key},
+                               {'name': names[1], 'value': entries[key]}]
+            else:
+                parameters += [{'name': names[0]}, {'name': names[1]}]
+    return parameters
+
+
+def container_executor_templates(config: ServerConfig, cache_disabled: bool = False,
+                                 retry: bool = False, pod_metadata=None) -> list:
+    """container.go addContainerExecutorTemplate: `system-container-executor` (a DAG that
+    runs the pod unless the driver found a cache hit, so a cached task still counts as
+    Succeeded downstream) and `system-container-impl` (the pod: the launcher copies itself into
+    /kfp-launcher in an init container; the main container is a placeholder the driver's pod
+    spec patch replaces). With a retry policy (`retry`) they are `retry-system-container-*`:
+    the retry parameters pass through (addParameterDefault "0", addParameterInputPath) to the
+    pod's retryStrategy, and the launcher learns its attempt from KFP_RETRY_INDEX
+    (`{{retries}}`, valid only in a template with a retryStrategy). With pod metadata,
+    `metadata-<annotations>-<labels>-` templates take its keys and values as parameters and put
+    them on the pod (extendPodMetadata; the template's own keys win)."""
+    prefix = 'retry-' if retry else ''
+    if pod_metadata is not None:
+        prefix = (f'metadata-{len(pod_metadata.annotations)}-{len(pod_metadata.labels)}-'
+                  + prefix)
+    retry_names = RETRY_PARAMS if retry else ()
+    metadata_names = [p['name'] for p in pod_metadata_parameters(pod_metadata, False)]
     executor = new_template(
-        'system-container-executor',
+        f'{prefix}system-container-executor',
         inputs={'parameters': [{'name': 'pod-spec-patch'},
-                               {'name': 'cached-decision', 'default': 'false'}]},
-        dag={'tasks': [{'name': 'executor', 'template': 'system-container-impl',
+                               {'name': 'cached-decision', 'default': 'false'}]
+                + [{'name': n} for n in metadata_names]
+                + [{'name': n, 'default': '0'} for n in retry_names]},
+        dag={'tasks': [{'name': 'executor', 'template': f'{prefix}system-container-impl',
                         'arguments': {'parameters': [
-                            {'name': 'pod-spec-patch', 'value': input_value('pod-spec-patch')}]},
+                            {'name': 'pod-spec-patch', 'value': input_value('pod-spec-patch')}]
+                            + [{'name': n, 'value': input_value(n)}
+                               for n in metadata_names + list(retry_names)]},
                         'when': input_value('cached-decision') + ' != true'}]})
     args = ['--copy', KFP_LAUNCHER_PATH]
     if cache_disabled:
         args.append('--cache_disabled')
     args += config.log_args()
     impl = new_template(
-        'system-container-impl',
-        inputs={'parameters': [{'name': 'pod-spec-patch'}]},
+        f'{prefix}system-container-impl',
+        inputs={'parameters': [{'name': 'pod-spec-patch'}]
+                + [{'name': n} for n in metadata_names + list(retry_names)]},
         podSpecPatch=input_value('pod-spec-patch'),
         volumes=[{'name': name, 'emptyDir': {}} for name, _ in SCRATCH_VOLUMES],
         initContainers=[{'name': 'kfp-launcher', 'image': config.launcher_image,
@@ -387,6 +434,23 @@ def container_executor_templates(config: ServerConfig, cache_disabled: bool = Fa
                    'resources': {}})
     set_runtime_role(impl, 'launcher')
     apply_security_context_to_executor_template(impl)
+    if retry:  # getTaskRetryStrategyFromInput
+        impl['retryStrategy'] = {'limit': input_value('retry-max-count'), 'backoff': {
+            'duration': input_value('retry-backoff-duration'),
+            'factor': input_value('retry-backoff-factor'),
+            'maxDuration': input_value('retry-backoff-max-duration')}}
+        impl['container']['env'].append({'name': 'KFP_RETRY_INDEX', 'value': '{{retries}}'})
+    if pod_metadata is not None:  # extendPodMetadata
+        for entries, kind, field in ((pod_metadata.labels, 'label', 'labels'),
+                                     (pod_metadata.annotations, 'annotation', 'annotations')):
+            if not entries:
+                continue
+            placed = impl['metadata'].setdefault(field, {})
+            for count in range(1, len(entries) + 1):
+                suffix = f'-{count}' if len(entries) > 1 else ''
+                key = input_value(f'pod-metadata-{kind}-key{suffix}')
+                if key not in placed:
+                    placed[key] = input_value(f'pod-metadata-{kind}-val{suffix}')
     return [executor, impl]
 
 
@@ -405,13 +469,7 @@ def importer_template(config: ServerConfig, pipeline_name: str, cache_disabled: 
             '--pod_uid', '$(KFP_POD_UID)',
             '--mlmd_server_address', config.mlmd_address,
             '--mlmd_server_port', config.mlmd_port]
-    if cache_disabled:
-        args.append('--cache_disabled')
-    if ml_pipeline_tls:
-        args.append('--ml_pipeline_tls_enabled')
-    if config.metadata_tls:
-        args.append('--metadata_tls_enabled')
-    args += config.log_args()
+    args += config.optional_args(cache_disabled, ml_pipeline_tls)
     template = new_template(
         'system-importer',
         inputs={'parameters': [{'name': 'task'}, {'name': 'component'}, {'name': 'importer'},
@@ -437,24 +495,43 @@ def importer_task(name: str, task: str, component: str, importer: str,
 
 
 def container_driver_task(name: str, component: str, task: str, container: str,
-                          task_name: str, parent_dag_id: str, kubernetes_config: str) -> dict:
-    """container.go containerDriverTask (no iteration index)."""
+                          task_name: str, parent_dag_id: str, iteration_index: str,
+                          kubernetes_config: str) -> dict:
+    """container.go containerDriverTask."""
     parameters = [{'name': 'component', 'value': component}, {'name': 'task', 'value': task},
                   {'name': 'container', 'value': container},
                   {'name': 'task-name', 'value': task_name},
                   {'name': 'parent-dag-id', 'value': parent_dag_id}]
+    if iteration_index:
+        parameters.append({'name': 'iteration-index', 'value': iteration_index})
     if kubernetes_config:
         parameters.append({'name': 'kubernetes-config', 'value': kubernetes_config})
     return {'name': name, 'template': 'system-container-driver',
             'arguments': {'parameters': parameters}}
 
 
-def container_executor_task(name: str, driver_task: str) -> dict:
-    """container.go containerExecutorTask for a task without condition, retry policy, pod
-    metadata or exit hook: the driver's pod spec patch and cache decision as arguments."""
-    return {'name': name, 'template': 'system-container-executor',
-            'arguments': {'parameters': [
-                {'name': 'pod-spec-patch',
-                 'value': task_output_parameter(driver_task, 'pod-spec-patch')},
-                {'name': 'cached-decision', 'default': 'false',
-                 'value': task_output_parameter(driver_task, 'cached-decision')}]}}
+def container_executor_task(name: str, driver_task: str, retry_policy=None,
+                            pod_metadata=None) -> dict:
+    """container.go containerExecutorTask (its condition and exit hook the caller adds): the
+    driver's pod spec patch and cache decision, the pod metadata's keys and values, and with a
+    retry policy its values (getTaskRetryParametersWithValues: the durations only when set)."""
+    parameters = [{'name': 'pod-spec-patch',
+                   'value': task_output_parameter(driver_task, 'pod-spec-patch')},
+                  {'name': 'cached-decision', 'default': 'false',
+                   'value': task_output_parameter(driver_task, 'cached-decision')}]
+    parameters += pod_metadata_parameters(pod_metadata, True)
+    prefix = ''
+    if retry_policy is not None:
+        prefix = 'retry-'
+        parameters.append({'name': 'retry-max-count',
+                           'value': str(retry_policy.max_retry_count)})
+        if retry_policy.HasField('backoff_duration'):
+            parameters.append({'name': 'retry-backoff-duration',
+                               'value': str(retry_policy.backoff_duration.seconds)})
+        parameters.append({'name': 'retry-backoff-factor',
+                           'value': kfp_go_json.sprint_float(retry_policy.backoff_factor)})
+        if retry_policy.HasField('backoff_max_duration'):
+            parameters.append({'name': 'retry-backoff-max-duration',
+                               'value': str(retry_policy.backoff_max_duration.seconds)})
+    return {'name': name, 'template': f'{prefix}system-container-executor',
+            'arguments': {'parameters': parameters}}  # (the caller names the template)

@@ -15,8 +15,9 @@ from typing import Dict, Optional
 from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-import kfp_gojson
+import kfp_go_json
 import kfp_mlmd
+import kfp_protojson
 import kfp_objectstore
 
 _TYPE = pipeline_spec_pb2.ParameterType
@@ -167,11 +168,11 @@ def pb_value_to_text(value: struct_pb2.Value) -> str:
     protojson, compacted, HTML characters escaped), null as ""."""
     kind = value.WhichOneof('kind')
     if kind == 'number_value':
-        return kfp_gojson.format_float(value.number_value)
+        return kfp_protojson.format_float(value.number_value)
     if kind == 'bool_value':
         return 'true' if value.bool_value else 'false'
-    if kind in ('list_value', 'struct_value'):
-        return kfp_gojson.go_json(kfp_gojson.protojson_value(getattr(value, kind)))
+    if kind in ('list_value', 'struct_value'):  # protojson sorts a Struct's keys too
+        return kfp_go_json.dumps(json_format.MessageToDict(getattr(value, kind)))
     return value.string_value if kind == 'string_value' else ''
 
 
@@ -253,7 +254,7 @@ def fingerprint(task, component, container: dict, executor_input) -> str:
     key = {k: v for k, v in key.items() if v}  # protojson omits empty maps
     # json.Unmarshal into interface{} then json.Marshal: keys sorted, numbers as Go writes
     # float64 (0, not 0.0), HTML characters escaped.
-    text = kfp_gojson.go_json(kfp_gojson.sort_all(key))
+    text = kfp_go_json.dumps(key)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -412,8 +413,7 @@ def pb_value_to_string(value: struct_pb2.Value) -> str:
         number = value.number_value
         return str(int(number)) if number == int(number) else repr(number)
     if kind in ('list_value', 'struct_value'):
-        return kfp_gojson.go_json(kfp_gojson.sort_all(
-            json_format.MessageToDict(getattr(value, kind))))
+        return kfp_go_json.dumps(json_format.MessageToDict(getattr(value, kind)))
     return pb_value_to_text(value)
 
 
@@ -490,8 +490,8 @@ def init_pod_spec_patch(container: dict, component, executor_input, execution_id
                 raise NotImplementedError('driver.go addModelcarsToPodSpec is not transcribed')
     command = ['/kfp-launcher/launch', '--pipeline_name', opts['pipeline_name'],
                '--run_id', opts['run_id'], '--execution_id', str(execution_id),
-               '--executor_input', kfp_gojson.protojson(executor_input),
-               '--component_spec', kfp_gojson.protojson(component),
+               '--executor_input', kfp_protojson.protojson(executor_input),
+               '--component_spec', kfp_protojson.protojson(component),
                '--pod_name', '$(KFP_POD_NAME)', '--pod_uid', '$(KFP_POD_UID)',
                '--ml_pipeline_server_address', opts['ml_pipeline_server_address'],
                '--ml_pipeline_server_port', opts['ml_pipeline_server_port'],

@@ -34,18 +34,16 @@ from ml_metadata.proto import metadata_store_pb2 as mlmd_pb  # noqa: E402
 
 import kfp_driver  # noqa: E402
 import kfp_goflag  # noqa: E402
-import kfp_gojson  # noqa: E402
+import kfp_protojson  # noqa: E402
 import kfp_k8s_client  # noqa: E402
 import kfp_mlmd_client  # noqa: E402
 import kfp_objectstore  # noqa: E402
 import kfp_task_api  # noqa: E402
-from kfp_goflag import Flag  # noqa: E402
+from kfp_goflag import Flag, glog  # noqa: E402
 
 # cmd/driver/main.go: the flags, their defaults and help, as declared.
-FLAGS = kfp_goflag.GLOG_FLAGS + [
+FLAGS = kfp_goflag.GLOG_FLAGS + kfp_goflag.KFP_COMMON_FLAGS + [
     Flag('type', 'string', '', 'task driver type, one of ROOT_DAG, DAG, CONTAINER'),
-    Flag('pipeline_name', 'string', '', 'pipeline context name'),
-    Flag('run_id', 'string', '', 'pipeline run uid'),
     Flag('run_name', 'string', '', 'pipeline run name (Kubernetes object name)'),
     Flag('run_display_name', 'string', '', 'pipeline run display name'),
     Flag('pipeline_job_create_time_utc', 'string', '', 'pipeline job creation time in UTC'),
@@ -62,7 +60,6 @@ FLAGS = kfp_goflag.GLOG_FLAGS + [
     Flag('kubernetes_config', 'string', '{}', 'kubernetes executor config'),
     Flag('ml_pipeline_server_address', 'string', 'ml-pipeline',
          'The name of the ML pipeline API server address.'),
-    Flag('ml_pipeline_server_port', 'string', '8887', 'The port of the ML pipeline API server.'),
     Flag('mlmd_server_address', 'string', '', 'MLMD server address'),
     Flag('mlmd_server_port', 'string', '', 'MLMD server port'),
     Flag('execution_id_path', 'string', '', 'Exeucution ID output path'),
@@ -70,18 +67,9 @@ FLAGS = kfp_goflag.GLOG_FLAGS + [
     Flag('pod_spec_patch_path', 'string', '', 'Pod Spec Patch output path'),
     Flag('cached_decision_path', 'string', '', 'Cached Decision output path'),
     Flag('condition_path', 'string', '', 'Condition output path'),
-    Flag('log_level', 'string', '1', 'The verbosity level to log.'),
     Flag('http_proxy', 'string', 'unset', 'The proxy for HTTP connections.'),
     Flag('https_proxy', 'string', 'unset', 'The proxy for HTTPS connections.'),
     Flag('no_proxy', 'string', 'unset', 'Addresses that should ignore the proxy.'),
-    Flag('publish_logs', 'string', 'true',
-         'Whether to publish component logs to the object store'),
-    Flag('cache_disabled', 'bool', False, 'Disable cache globally.'),
-    Flag('ml_pipeline_tls_enabled', 'bool', False,
-         'Set to true if mlpipeline API server serves over TLS.'),
-    Flag('metadata_tls_enabled', 'bool', False, 'Set to true if MLMD serves over TLS.'),
-    Flag('ca_cert_path', 'string', '', 'The path to the CA certificate to trust on connections '
-         'to the ML pipeline API server and metadata server.'),
     Flag('default_run_as_user', 'int', -1, 'Admin-configured default runAsUser for user '
          'containers. -1 means not set.'),
     Flag('default_run_as_group', 'int', -1, 'Admin-configured default runAsGroup for user '
@@ -124,17 +112,19 @@ class DriverFailed(Failure):
         self.execution = execution
 
 
-def glog(severity: str, message: str) -> None:
-    """A glog line on stderr (logtostderr is set in main.go's init)."""
-    now = time.time()
-    stamp = time.strftime('%m%d %H:%M:%S', time.gmtime(now)) + f'.{int(now % 1 * 1e6):06d}'
-    sys.stderr.write(f'{severity}{stamp} {os.getpid():7d} main.go] {message}\n')
-
-
 def _unmarshal(text: str, message, discard_unknown: bool = True):
-    """util.UnmarshalString(): protojson with DiscardUnknown."""
-    json_format.Parse(text, message, ignore_unknown_fields=discard_unknown)
-    return message
+    """util.UnmarshalString(): protojson with DiscardUnknown. A field KFP 2.17.0's protos have
+    and the installed Python ones lack would be dropped here and not by KFP: refused instead
+    (kfp_argo_compiler.refuse_newer_field)."""
+    try:
+        return json_format.Parse(text, message, ignore_unknown_fields=False)
+    except json_format.ParseError as error:
+        import kfp_argo_compiler  # pylint: disable=import-outside-toplevel
+        kfp_argo_compiler.refuse_newer_field(error, message.DESCRIPTOR.name)
+        if not discard_unknown:
+            raise
+    message.Clear()
+    return json_format.Parse(text, message, ignore_unknown_fields=True)
 
 
 def _info(opts: dict) -> str:
@@ -410,7 +400,7 @@ def _container(opts, mlmd, cache, state):
         if secret_env:
             patch['containers'][0]['env'] = patch['containers'][0].get('env', []) + secret_env
             patch['containers'][0] = _go_container_order(patch['containers'][0])
-    execution.pod_spec_patch = kfp_gojson.go_json(patch)
+    execution.pod_spec_patch = kfp_protojson.go_json(patch)
     return execution
 
 
@@ -492,15 +482,21 @@ class GoPanic(Exception):
 
 # --- main.go -----------------------------------------------------------------------------------
 def _write(path: str, data: str, what: str) -> None:
-    """main.go: writeFile()."""
+    """main.go: writeFile(): MkdirAll of the folder, then WriteFile."""
     if not path:
         raise Failure(f'failed to write {what} to file: path is not specified')
+    folder = os.path.dirname(path) or '.'
     try:
-        os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise Failure(f'failed to write {what} to file: failed to write to {path}: '
+                      + kfp_protojson.path_error('mkdir', error.filename or folder, error))
+    try:
         with open(path, 'w') as handle:
             handle.write(data)
     except OSError as error:
-        raise Failure(f'failed to write {what} to file: failed to write to {path}: {error}')
+        raise Failure(f'failed to write {what} to file: failed to write to {path}: '
+                      + kfp_protojson.path_error('open', path, error))
 
 
 def handle_execution(execution: Execution, driver_type: str, values: dict) -> None:
@@ -583,7 +579,7 @@ def drive(values: dict) -> None:
                 component_text = handle.read()
         except OSError as error:
             raise Failure(f'failed to read component spec from file {component_text[1:]}: '
-                          f'{error}')
+                          + kfp_protojson.path_error('open', component_text[1:], error))
     opts = dict(values, container=None, kubernetes_config=None)
     try:
         opts['component'] = _unmarshal(component_text, pipeline_spec_pb2.ComponentSpec())
@@ -614,11 +610,16 @@ def drive(values: dict) -> None:
         except (json_format.ParseError, ValueError) as error:
             raise Failure(f'failed to unmarshal runtime config, error: {error}')
     k8s_config = None
-    if values['kubernetes_config']:
+    if values['kubernetes_config']:  # parseExecConfigJson()
         try:
-            k8s_config = kfp_driver.parse_kubernetes_config(
-                json.loads(values['kubernetes_config']), discard_unknown=True)
-        except (kfp_driver.DriverError, ValueError) as error:
+            data = json.loads(values['kubernetes_config'])
+            try:
+                k8s_config = kfp_driver.parse_kubernetes_config(data, discard_unknown=False)
+            except kfp_driver.DriverError as strict_error:
+                import kfp_argo_compiler  # pylint: disable=import-outside-toplevel
+                kfp_argo_compiler.refuse_newer_field(strict_error, 'KubernetesExecutorConfig')
+                k8s_config = kfp_driver.parse_kubernetes_config(data, discard_unknown=True)
+        except (ValueError, kfp_driver.DriverError) as error:
             raise Failure(f'failed to unmarshal Kubernetes config, error: {error}')
     try:
         opts['namespace'] = kfp_k8s_client.in_pod_namespace()

@@ -33,6 +33,22 @@ def go_float(value: float) -> str:
     return text.rstrip('0').rstrip('.') if '.' in text else text  # -0.0 prints "-0" in Go
 
 
+def sprint_float(value: float) -> str:
+    """fmt.Sprintf("%v", float64) (argo's AnyStringPtr of a float): the shortest digits, as
+    d.ddde±XX when the exponent is < -4 or >= 21 (fmt's threshold for %v), else plainly."""
+    number = Decimal(repr(value))
+    if not number:
+        return repr(value).rstrip('0').rstrip('.')  # "0", "-0"
+    sign, digits, exponent = number.normalize().as_tuple()
+    scientific = len(digits) + exponent - 1
+    if -4 <= scientific < 21:
+        text = format(number, 'f')
+        return text.rstrip('0').rstrip('.') if '.' in text else text
+    mantissa = str(digits[0]) + ('.' + ''.join(map(str, digits[1:])) if len(digits) > 1 else '')
+    return (f'{"-" if sign else ""}{mantissa}e{"-" if scientific < 0 else "+"}'
+            f'{abs(scientific):02d}')
+
+
 _ESCAPES = {'<': '\\u003c', '>': '\\u003e', '&': '\\u0026', '\u2028': '\\u2028',
             '\u2029': '\\u2029'}
 

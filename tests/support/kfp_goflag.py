@@ -58,6 +58,34 @@ GLOG_FLAGS = [
 ]
 
 
+# Flags declared alike (name, default, help) by both cmd/driver/main.go and
+# cmd/launcher-v2/main.go.
+KFP_COMMON_FLAGS = [
+    Flag('pipeline_name', 'string', '', 'pipeline context name'),
+    Flag('run_id', 'string', '', 'pipeline run uid'),
+    Flag('ml_pipeline_server_port', 'string', '8887', 'The port of the ML pipeline API server.'),
+    Flag('log_level', 'string', '1', 'The verbosity level to log.'),
+    Flag('publish_logs', 'string', 'true',
+         'Whether to publish component logs to the object store'),
+    Flag('cache_disabled', 'bool', False, 'Disable cache globally.'),
+    Flag('ca_cert_path', 'string', '', 'The path to the CA certificate to trust on connections '
+         'to the ML pipeline API server and metadata server.'),
+    Flag('ml_pipeline_tls_enabled', 'bool', False,
+         'Set to true if mlpipeline API server serves over TLS.'),
+    Flag('metadata_tls_enabled', 'bool', False, 'Set to true if MLMD serves over TLS.'),
+]
+
+
+def glog(severity: str, message: str) -> None:
+    """A glog line on stderr, as KFP's mains log (logtostderr set in their init):
+    "<I|W|E|F>mmdd hh:mm:ss.uuuuuu <pid> main.go] <message>"."""
+    import os  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    now = time.time()
+    stamp = time.strftime('%m%d %H:%M:%S', time.gmtime(now)) + f'.{int(now % 1 * 1e6):06d}'
+    sys.stderr.write(f'{severity}{stamp} {os.getpid():7d} main.go] {message}\n')
+
+
 class _ValueError(Exception):
     pass
 

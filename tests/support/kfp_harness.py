@@ -163,8 +163,7 @@ class Harness:
                 raise RuntimeError(f'handcompile failed ({done.returncode}): {done.stderr[-3000:]}')
             return json.loads(done.stdout)
         import kfp_argo_compiler
-        return kfp_argo_compiler.compile_run(upload, root, run_id, params=params,
-                                             display_name=name or 'run',
+        return kfp_argo_compiler.compile_run(upload, root, run_id, params=params, name=name,
                                              namespace=self.namespace)
 
     def run(self, workflow: dict) -> Dict[str, str]:

@@ -32,6 +32,7 @@ this process's AWS_*/S3_* (kfp_launcher_v2.run_command).
 import dataclasses
 import os
 import tempfile
+import uuid
 from typing import Dict, List, Optional
 
 from google.protobuf import json_format
@@ -133,6 +134,13 @@ class Launcher:
         # root_dag.go: RootDAG(): the run's DAG execution, parent of every task's execution.
         dag = self.store.create_execution('system.DAGExecution', {
             'display_name': _text(''), 'task_name': _text('')}, {})
+        # Its name is "run/<run id>"; "inputs" holds the run's parameters when it has any
+        # (GenerateExecutionConfig of the runtime config's parameterValues map).
+        self.store.executions[dag].name = f'run/{run_id}'
+        if job.runtime_config.parameter_values:
+            inputs = self.store.executions[dag].custom_properties['inputs'].struct_value
+            for key, value in job.runtime_config.parameter_values.items():
+                inputs.fields[key].CopyFrom(value)
         executors = json_format.MessageToDict(spec.deployment_spec)['executors']
         run = {'name': name, 'id': run_id, 'root': run_root, 'dag': dag, 'job': job,
                'executions': {}, 'platform': platform_spec if self.oss else None,
@@ -185,9 +193,12 @@ class Launcher:
             producer = spec.task_output_artifact
             recorded = self.store.output_artifacts(run['executions'][producer.producer_task])
             if producer.output_artifact_key not in recorded:
+                # resolve.go resolveUpstreamArtifacts builds this error without returning it
+                # and goes on with a nil artifact, which GenerateExecutionConfig dereferences.
                 raise kfp_driver.DriverError(
-                    f'cannot find output artifact key "{producer.output_artifact_key}" in '
-                    f'producer task "{producer.producer_task}"')
+                    'panic: runtime error: invalid memory address or nil pointer dereference '
+                    f'(no output artifact "{producer.output_artifact_key}" of producer task '
+                    f'"{producer.producer_task}")')
             artifact_id = recorded[producer.output_artifact_key]
             inputs.artifacts[name].artifacts.add().CopyFrom(self._input_artifact(artifact_id))
             ids[name] = [artifact_id]
@@ -200,6 +211,12 @@ class Launcher:
         info = (f"pipelineName={run['name']}, runID={run['id']}, taskDisplayName="
                 f'"{task.task_info.name}", taskName="{task_name}", component='
                 f"\"{task.component_ref.name}\", dagExecutionID={run['dag']}, componentSpec")
+        try:  # Options.info(): a task given a Kubernetes config says so
+            if self.oss and kfp_driver.kubernetes_config(run['platform'],
+                                                         component.executor_label) is not None:
+                info += ', KubernetesExecutorConfig'
+        except kfp_driver.DriverError:
+            pass  # (the parse fails again below, with KFP's message)
         pod = Pod(os.path.join(self.workdir, run['id'], task_name))
         executor_input = pipeline_spec_pb2.ExecutorInput()
         try:
@@ -219,9 +236,12 @@ class Launcher:
                 fingerprint = kfp_driver.fingerprint(task, component, container, executor_input)
                 cached_id = self.store.get_execution_cache(
                     fingerprint, 'pipeline/' + run['name'], self.namespace)
+            # client.go CreateExecution: the driver leaves image, namespace, pod name and uid
+            # empty (container.go never sets them); the launcher's prePublish fills the pod's.
             custom = {'display_name': _text(task.task_info.name), 'task_name': _text(task_name),
                       'parent_dag_id': metadata_store_pb2.Value(int_value=run['dag']),
-                      'namespace': _text(self.namespace), 'image': _text(container['image'])}
+                      'pod_name': _text(''), 'pod_uid': _text(''), 'namespace': _text(''),
+                      'image': _text('')}
             if fingerprint:
                 custom['cache_fingerprint'] = _text(fingerprint)
             if cached_id:
@@ -275,6 +295,12 @@ class Launcher:
         """launcher_v2.go: Execute() / executeV2() / execute()."""
         v2, output, state = kfp_launcher_v2, None, _STATE.FAILED
         recorded: Dict[str, int] = {}
+        if self.oss:  # prePublish(): the pod's name, uid and namespace (client.go
+            # PrePublishExecution)
+            props = self.store.executions[execution_id].custom_properties
+            props['pod_name'].string_value = f"{run['id']}-{os.path.basename(pod.folder)}"
+            props['pod_uid'].string_value = str(uuid.uuid5(uuid.NAMESPACE_URL, pod.folder))
+            props['namespace'].string_value = self.namespace
         remote = self._open_run_bucket(run, execution_id, pod_env) if self.oss else None
         try:
             if self.publish_logs:

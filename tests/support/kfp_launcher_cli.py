@@ -38,13 +38,11 @@ import kfp_launcher_v2 as v2  # noqa: E402
 import kfp_mlmd_client  # noqa: E402
 import kfp_objectstore  # noqa: E402
 import kfp_task_api  # noqa: E402
-from kfp_goflag import Flag  # noqa: E402
+from kfp_goflag import Flag, glog  # noqa: E402
 
 # cmd/launcher-v2/main.go: the flags, their defaults and help, as declared.
-FLAGS = kfp_goflag.GLOG_FLAGS + [
+FLAGS = kfp_goflag.GLOG_FLAGS + kfp_goflag.KFP_COMMON_FLAGS + [
     Flag('copy', 'string', '', 'copy this binary to specified destination path'),
-    Flag('pipeline_name', 'string', '', 'pipeline context name'),
-    Flag('run_id', 'string', '', 'pipeline run uid'),
     Flag('parent_dag_id', 'int', 0, 'parent DAG execution ID'),
     Flag('executor_type', 'string', 'container', 'The type of the ExecutorSpec'),
     Flag('execution_id', 'int', 0, 'Execution ID of this task.'),
@@ -56,29 +54,13 @@ FLAGS = kfp_goflag.GLOG_FLAGS + [
     Flag('pod_uid', 'string', '', 'Kubernetes Pod UID.'),
     Flag('ml_pipeline_server_address', 'string', 'ml-pipeline.kubeflow',
          'The name of the ML pipeline API server address.'),
-    Flag('ml_pipeline_server_port', 'string', '8887', 'The port of the ML pipeline API server.'),
     Flag('mlmd_server_address', 'string', '', 'The MLMD gRPC server address.'),
     Flag('mlmd_server_port', 'string', '8080', 'The MLMD gRPC server port.'),
-    Flag('log_level', 'string', '1', 'The verbosity level to log.'),
-    Flag('publish_logs', 'string', 'true',
-         'Whether to publish component logs to the object store'),
-    Flag('cache_disabled', 'bool', False, 'Disable cache globally.'),
-    Flag('ca_cert_path', 'string', '', 'The path to the CA certificate to trust on connections '
-         'to the ML pipeline API server and metadata server.'),
-    Flag('ml_pipeline_tls_enabled', 'bool', False,
-         'Set to true if mlpipeline API server serves over TLS.'),
-    Flag('metadata_tls_enabled', 'bool', False, 'Set to true if MLMD serves over TLS.'),
 ]
 
 
 class Failure(RuntimeError):
     """run() returned an error: what glog.Exit prints."""
-
-
-def glog(severity: str, message: str) -> None:
-    now = time.time()
-    stamp = time.strftime('%m%d %H:%M:%S', time.gmtime(now)) + f'.{int(now % 1 * 1e6):06d}'
-    sys.stderr.write(f'{severity}{stamp} {os.getpid():7d} main.go] {message}\n')
 
 
 def copy_this_binary(destination: str) -> None:
@@ -215,6 +197,12 @@ def _log_path(executor_input, pod):
         return None
 
 
+def _refuse_newer_field(error, what: str) -> None:
+    """A field of KFP 2.17.0's protos the installed ones lack: KFP reads it, this cannot."""
+    import kfp_argo_compiler  # pylint: disable=import-outside-toplevel
+    kfp_argo_compiler.refuse_newer_field(error, what)
+
+
 class Launcher:
     """launcher_v2.go: LauncherV2 (NewLauncherV2's checks in __init__, Execute in execute)."""
 
@@ -225,12 +213,14 @@ class Launcher:
         try:
             json_format.Parse(values['executor_input'], self.executor_input)
         except json_format.ParseError as error:
+            _refuse_newer_field(error, 'ExecutorInput')
             raise Failure('failed to create component launcher v2: failed to unmarshal '
                           f'executor input: {error}')
         self.component = pipeline_spec_pb2.ComponentSpec()
         try:
             json_format.Parse(values['component_spec'], self.component)
         except json_format.ParseError as error:
+            _refuse_newer_field(error, 'ComponentSpec')
             raise Failure('failed to create component launcher v2: failed to unmarshal '
                           f"component spec: {error}\ncomponentSpec: {values['component_spec']}")
         if not command_args:

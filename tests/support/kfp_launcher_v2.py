@@ -24,7 +24,7 @@ from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 import kfp_driver
-import kfp_gojson
+import kfp_protojson
 import kfp_mlmd
 import kfp_objectstore
 import warm_python
@@ -248,7 +248,7 @@ def compile_cmd_and_args(executor_input, pod: Pod, command: List[str], args: Lis
     """launcher_v2.go: compileCmdAndArgs() / getPlaceholders(): {{$}} is the ExecutorInput as
     JSON (in the command too); the artifact uri/path, parameter and output-file placeholders
     are replaced in the args only."""
-    whole = kfp_gojson.protojson(executor_input)
+    whole = kfp_protojson.protojson(executor_input)
     placeholders = {}
     for side, lists in (('inputs', executor_input.inputs.artifacts),
                         ('outputs', executor_input.outputs.artifacts)):

@@ -1,4 +1,5 @@
-"""The JSON that KFP's Go programs write, reproduced for their Python stand-ins.
+"""The JSON that KFP's driver and launcher write, for their Python stand-ins (built on
+kfp_go_json.py, Go's encoding/json rules shared with kfp_argo_compiler.py).
 
 - protojson(message): google.golang.org/protobuf/encoding/protojson Marshal (what the driver puts
   in the pod spec patch as --executor_input and --component_spec, what the launcher substitutes
@@ -20,8 +21,15 @@ import math
 
 from google.protobuf import json_format
 
+import kfp_go_json
+
 _WKT_MAPS = ('google.protobuf.Struct',)
 _WKT_VALUES = ('google.protobuf.Value', 'google.protobuf.ListValue')
+
+
+def path_error(op: str, path: str, error: OSError) -> str:
+    """How Go's *fs.PathError prints: "open /x: no such file or directory"."""
+    return f'{op} {path}: {(error.strerror or str(error)).lower()}'
 
 
 def format_float(number: float, fmt: str = 'f') -> str:
@@ -33,35 +41,22 @@ def format_float(number: float, fmt: str = 'f') -> str:
     return '-0' if text == '0' and math.copysign(1.0, number) < 0 else text
 
 
-def json_number(number: float) -> str:
-    """encoding/json floatEncoder (and protojson appendFloat): 'f' unless |x| < 1e-6 or
-    >= 1e21, then 'e' with a two-digit exponent trimmed ("1e-07" -> "1e-7")."""
-    if isinstance(number, bool):
-        return 'true' if number else 'false'
-    if isinstance(number, int):
-        return str(number)
-    magnitude = abs(number)
-    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
-        text = repr(number)  # shortest digits, 'e' form, as strconv 'e' with precision -1
-        mantissa, exponent = text.split('e')
-        sign, digits = exponent[0], exponent[1:].lstrip('0') or '0'
-        return f'{mantissa}e{sign}{digits.zfill(2)}'.replace('e-0', 'e-').replace('e+0', 'e+')
-    return format_float(number)
-
-
 def _encode(value, html: bool) -> str:
+    """encoding/json (html: its HTMLEscape default) or protojson (no HTML escaping) of decoded
+    JSON whose dicts are already in the order to write."""
     if value is None:
         return 'null'
     if isinstance(value, bool):
         return 'true' if value else 'false'
-    if isinstance(value, (int, float)):
-        return json_number(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return kfp_go_json.go_float(value)
     if isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False)
-        text = text.replace('\u2028', '\\u2028').replace('\u2029', '\\u2029')
         if html:
-            text = text.replace('<', '\\u003c').replace('>', '\\u003e').replace('&', '\\u0026')
-        return text
+            return kfp_go_json._go_string(value)  # pylint: disable=protected-access
+        text = json.dumps(value, ensure_ascii=False)
+        return text.replace('\u2028', '\\u2028').replace('\u2029', '\\u2029')
     if isinstance(value, dict):
         return '{' + ','.join(f'{_encode(str(k), html)}:{_encode(v, html)}'
                               for k, v in value.items()) + '}'
