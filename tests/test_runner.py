@@ -221,9 +221,11 @@ def test_help_groups_flags_and_ends_with_examples():
     assert titles[1:8] == ['data', 'training', 'evaluation and push', 'execution', 'Kubeflow',
                            'scheduling', 'scoring']
     assert result.stdout.count('  python runner.py --') == 3  # the epilog's examples
-    # Defaults come from the dataclasses; the bf16 line is the code's own constant.
+    # Defaults come from the dataclasses; auto precision and XLA say they are timed.
     assert f'(default: {config.TrainConfig.global_batch_size})' in result.stdout
-    assert 'for models of 125M+ multiply-adds' in ' '.join(result.stdout.split())
+    words = ' '.join(result.stdout.split())
+    assert 'trains faster in a timed trial of the train step' in words
+    assert '--xla {auto,on,off}' in words
 
 
 

@@ -257,7 +257,7 @@ def batch_records(element, batch: pa.RecordBatch, names: Sequence[str],
 
 
 def plan_units(element, unit_bytes: int = UNIT_BYTES) -> List[Unit]:
-    """One file's units of work: consecutive row groups of about unit_bytes compressed."""
+    """One file's units of work: consecutive row groups of about unit_bytes (uncompressed)."""
     path = files.from_beam(element)
     try:
         with _opened(path) as reader:

@@ -80,3 +80,19 @@ def _snapshot(folder):
     return {os.path.relpath(os.path.join(root, f), folder):
             open(os.path.join(root, f), 'rb').read()
             for root, _, files in os.walk(folder) for f in files}
+
+
+@pytest.fixture(scope='module')
+def store(seaweedfs):
+    """The SeaweedFS server, with this process configured for it as the `s3` fixture does, for a
+    module's scheduled runs on an s3:// root (test_kubeflow_s3_retrain.py,
+    test_kubeflow_retention.py): the compile lists the landing bucket, the checks read the
+    bucket."""
+    from components.common import storage
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in seaweedfs.env().items():
+            patch.setenv(key, value)
+        for key, value in storage.tensorflow_variables(os.environ).items():
+            patch.setenv(key, value)
+        storage.enable()
+        yield seaweedfs

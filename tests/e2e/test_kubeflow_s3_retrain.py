@@ -29,31 +29,18 @@ from google.protobuf import json_format
 from ml_metadata.proto import metadata_store_pb2
 
 import runner
-from components.common import storage
 from pipeline import config as config_lib
 from pipeline import kubeflow
 
 from helpers import copy_digits
 import kfp_launcher
+from kfp_jobs import only_tasks
 import seaweedfs as seaweedfs_lib
 
 pytestmark = pytest.mark.e2e
 
 SECRET = 'mlpipeline-minio-artifact'
 _STATE = metadata_store_pb2.Execution
-
-
-@pytest.fixture(scope='module')
-def store(seaweedfs):
-    """This process configured for the test server, as the `s3` fixture does, for the module:
-    the compile lists the landing bucket, and the checks read the bucket."""
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in seaweedfs.env().items():
-            patch.setenv(key, value)
-        for key, value in storage.tensorflow_variables(os.environ).items():
-            patch.setenv(key, value)
-        storage.enable()
-        yield seaweedfs
 
 
 def _secrets():
@@ -264,19 +251,7 @@ def test_a_run_on_a_minio_root(store, tmp_path):
     with pytest.raises(kfp_launcher.TaskFailed, match='failed to execute component: failed to '
                        'upload output artifact "executor-logs" .* lookup seaweedfs.kubeflow: '
                        'no such host'):
-        stranded.run_job(_only(job, 'ImportSchemaGen'), 'run-2', platform)
-
-
-def _only(job, *tasks):
-    """The job with only these tasks of its DAG (each as compiled)."""
-    spec = json_format.MessageToDict(job.pipeline_spec)
-    spec['root']['dag']['tasks'] = {name: task for name, task in
-                                    spec['root']['dag']['tasks'].items() if name in tasks}
-    pruned = type(job)()
-    pruned.CopyFrom(job)
-    pruned.pipeline_spec.Clear()
-    pruned.pipeline_spec.update(spec)
-    return pruned
+        stranded.run_job(only_tasks(job, 'ImportSchemaGen'), 'run-2', platform)
 
 
 def test_a_task_failing_on_s3_exits_non_zero_and_one_succeeding_exits_zero(
@@ -288,12 +263,12 @@ def test_a_task_failing_on_s3_exits_non_zero_and_one_succeeding_exits_zero(
     cfg, job, platform = _compile(store, tmp_path, f's3://{bucket}/kfp',
                                   f's3://{bucket}/no-such-landing')
     launcher = kfp_launcher.Launcher(workdir=str(tmp_path / 'pods'), secrets=_secrets())
-    outputs = launcher.run_job(_only(job, 'ImportSchemaGen'), 'run-1', platform)
+    outputs = launcher.run_job(only_tasks(job, 'ImportSchemaGen'), 'run-1', platform)
     schema = _artifact(outputs, 'ImportSchemaGen', 'schema').uri
     assert _key(bucket, schema) + '/schema.pbtxt' in store.keys(bucket)
     _check_completed(launcher, 'run-1', store, bucket, tasks_at_least=1)
     with pytest.raises(kfp_launcher.TaskFailed) as failure:
-        launcher.run_job(_only(job, 'ImageExampleGen'), 'run-2', platform)
+        launcher.run_job(only_tasks(job, 'ImageExampleGen'), 'run-2', platform)
     message = str(failure.value)
     assert message.startswith('failed to execute component: exit status 1\n'), message[:300]
     assert 'no-such-landing' in message, message[-2000:]

@@ -317,3 +317,42 @@ def test_the_driver_runs_as_a_script():
     run = subprocess.run([sys.executable, kfp_driver_cli.__file__, '-h'], capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0 and run.stderr.startswith('Usage of ')
+
+
+def test_the_fingerprint_and_arguments_are_the_real_drivers(cluster, capsys):
+    """KFP 2.17.0's driver, given these flags, recorded cache_fingerprint 1ed5817b... and wrote
+    these arguments (run by hand against the same servers): Go's float64 JSON in the cache key
+    (7, 0.00001, HTML characters escaped), %g for an argument's placeholder."""
+    component = {'executorLabel': 'exec-a', 'inputDefinitions': {'parameters': {
+        'n': {'parameterType': 'NUMBER_INTEGER'}, 'x': {'parameterType': 'NUMBER_DOUBLE'},
+        'l': {'parameterType': 'LIST'}, 'd': {'parameterType': 'STRUCT'},
+        's': {'parameterType': 'STRING'}}}, 'outputDefinitions': {
+        'artifacts': {'model': {'artifactType': {'schemaTitle': 'system.Model'}}},
+        'parameters': {'count': {'parameterType': 'NUMBER_INTEGER'}}}}
+    task = {'taskInfo': {'name': 'A'}, 'componentRef': {'name': 'A'},
+            'cachingOptions': {'enableCache': True}, 'inputs': {'parameters': {
+                'n': {'runtimeValue': {'constant': 7}},
+                'x': {'runtimeValue': {'constant': 0.00001}},
+                'l': {'runtimeValue': {'constant': [1, 'a<b', 2.5]}},
+                'd': {'runtimeValue': {'constant': {'z': 1.5, 'a': True}}},
+                's': {'runtimeValue': {'constant': 'q&r'}}}}}
+    container = {'image': 'example.com/x:1', 'command': ['python3', '-m', 'task'],
+                 'args': ['{{$}}', "{{$.inputs.parameters['x']}}"]}
+    _root_driver(cluster, 'run-1', capsys)
+    out = cluster['out'] / 'A'
+    code, err = _run(kfp_driver_cli, [
+        '--type', 'CONTAINER', '--pipeline_name', 'p', '--run_id', 'run-1',
+        '--dag_execution_id', '1', '--component', json.dumps(component), '--task',
+        json.dumps(task), '--task_name', 'A', '--container', json.dumps(container),
+        '--cached_decision_path', str(out / 'cd'), '--pod_spec_patch_path', str(out / 'p'),
+        '--condition_path', str(out / 'c')] + PROXIES + cluster['servers'], capsys)
+    assert code == 0, err
+    record = _store(cluster).get_executions_by_id([2])[0]
+    assert record.custom_properties['cache_fingerprint'].string_value == (
+        '1ed5817b4ceb3786e79e82be4730f8599e1e8077296cc622f5f8f35a6676eeda')
+    [main] = json.loads((out / 'p').read_text())['containers']
+    assert main['args'] == ['python3', '-m', 'task', '{{$}}', '1e-05']
+    executor_input = main['command'][main['command'].index('--executor_input') + 1]
+    assert executor_input.startswith(
+        '{"inputs":{"parameterValues":{"d":{"a":true,"z":1.5},"l":[1,"a<b",2.5],"n":7,'
+        '"s":"q&r","x":0.00001}},"outputs":{"parameters":{"count":{"outputFile":')

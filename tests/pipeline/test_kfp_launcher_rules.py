@@ -262,3 +262,27 @@ def test_a_cached_task_needs_no_secret(dirs):
     launcher.secrets.clear()  # the Secret is deleted: a cache hit starts no pod
     launcher.run_job(job, 'run-2', _platform(['A_executor']))
     assert launcher.tasks[('run-2', 'A')].cached
+
+
+def test_the_pods_name_uid_and_namespace_come_from_the_launcher_never_the_image(dirs):
+    """As KFP 2.17.0's binaries record them (compared by hand): the driver creates the execution
+    with image, namespace, pod name and uid all "" (container.go sets none of them), the
+    launcher's prePublish fills the pod's three; a cache hit starts no pod and keeps them "".
+    The run's DAG execution is named run/<run id>."""
+    root, records, _ = dirs
+    launcher = _launcher(dirs)
+    job = build(root, {'A': probe(records, outputs={'out': EXAMPLES})})
+    launcher.run_job(job, 'run-1')
+    launcher.run_job(job, 'run-2')
+    executions = launcher.store.executions
+
+    def props(run):
+        record = executions[launcher.tasks[(run, 'A')].execution_id]
+        return {key: record.custom_properties[key].string_value
+                for key in ('image', 'namespace', 'pod_name', 'pod_uid')}
+    ran, cached = props('run-1'), props('run-2')
+    assert ran['image'] == '' and ran['namespace'] == 'kubeflow'
+    assert ran['pod_name'] == 'run-1-A' and ran['pod_uid']
+    assert cached == {'image': '', 'namespace': '', 'pod_name': '', 'pod_uid': ''}
+    assert sorted(e.name for e in executions.values() if e.type == 'system.DAGExecution') == [
+        'run/run-1', 'run/run-2']

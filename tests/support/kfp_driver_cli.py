@@ -84,8 +84,11 @@ CREATE_TIME_PLACEHOLDER = '{{$.pipeline_job_create_time_utc}}'
 SCHEDULE_TIME_PLACEHOLDER = '{{$.pipeline_job_schedule_time_utc}}'
 
 
-class Failure(RuntimeError):
+class Failure(kfp_goflag.ProgramError):
     """drive() returned an error: the text glog.Exitf prints."""
+
+
+GoPanic = kfp_goflag.GoPanic
 
 
 class NotTranscribed(Failure):
@@ -476,10 +479,6 @@ def _reuse_cached_outputs(mlmd, created, executor_input, cached_id: str) -> None
         raise kfp_driver.DriverError(f'failed to publish cached execution: {error}')
 
 
-class GoPanic(Exception):
-    """A Go runtime panic: exit 2 with "panic: ..." on stderr."""
-
-
 # --- main.go -----------------------------------------------------------------------------------
 def _write(path: str, data: str, what: str) -> None:
     """main.go: writeFile(): MkdirAll of the folder, then WriteFile."""
@@ -662,24 +661,7 @@ def drive(values: dict) -> None:
 
 
 def main(argv=None) -> int:
-    flags = kfp_goflag.FlagSet(sys.argv[0], FLAGS)
-    try:
-        flags.parse(sys.argv[1:] if argv is None else argv)
-    except kfp_goflag.FlagExit as exit_:
-        return exit_.code
-    glog('I', f"Setting log level to: '{flags['log_level']}'")
-    try:
-        drive(flags.values)
-    except GoPanic as panic:
-        sys.stderr.write(f'panic: {panic}\n[signal SIGSEGV: segmentation violation]\n')
-        return 2
-    except Failure as error:
-        glog('F', f'KFP driver: {error}')
-        return 1
-    except NotImplementedError as error:
-        glog('F', f'KFP driver: not transcribed: {error}')
-        return 1
-    return 0
+    return kfp_goflag.run_program(FLAGS, argv, lambda values, _: drive(values), 'KFP driver: ')
 
 
 if __name__ == '__main__':

@@ -86,6 +86,37 @@ def glog(severity: str, message: str) -> None:
     sys.stderr.write(f'{severity}{stamp} {os.getpid():7d} main.go] {message}\n')
 
 
+class ProgramError(RuntimeError):
+    """The error a KFP main returns: glog.Exit prints it as an "F" line, exit status 1."""
+
+
+class GoPanic(Exception):
+    """A Go runtime panic: "panic: ..." on stderr, exit status 2."""
+
+
+def run_program(flags: List['Flag'], argv: Optional[List[str]], body, prefix: str = '') -> int:
+    """A KFP main: flag.Parse(), the log level line, then body(values, args); its
+    ProgramError (or NotImplementedError: not transcribed) ends as glog.Exit, prefixed."""
+    flag_set = FlagSet(sys.argv[0], flags)
+    try:
+        flag_set.parse(sys.argv[1:] if argv is None else argv)
+    except FlagExit as exit_:
+        return exit_.code
+    glog('I', f"Setting log level to: '{flag_set['log_level']}'")
+    try:
+        body(flag_set.values, flag_set.args)
+    except GoPanic as panic:
+        sys.stderr.write(f'panic: {panic}\n[signal SIGSEGV: segmentation violation]\n')
+        return 2
+    except ProgramError as error:
+        glog('F', f'{prefix}{error}')
+        return 1
+    except NotImplementedError as error:
+        glog('F', f'{prefix}not transcribed: {error}')
+        return 1
+    return 0
+
+
 class _ValueError(Exception):
     pass
 

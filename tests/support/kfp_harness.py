@@ -183,7 +183,27 @@ class Harness:
                   'outcomes': outcomes, 'seconds': round(time.time() - started, 1)}
         self.runs.append(record)
         self.log(f'run {run_id}: {phase} in {record["seconds"]} s: {outcomes}')
+        if phase != kfp_workflow.SUCCEEDED:
+            self.log(failures(run, pods))
         return outcomes
+
+
+def failures(run: kfp_workflow.Workflow, pods: kfp_pods.PodRunner, lines=30) -> str:
+    """Each failed pod's node, message and the end of its containers' logs (for a test's
+    assertion message and harness.log)."""
+    parts = []
+    for node in run.nodes.values():
+        if node.phase not in kfp_workflow._FAILED or not node.pod:
+            continue
+        parts.append(f'{node.name}: {node.message}')
+        for container in pods.records_for(node.pod):
+            log = pods.log_path(node.pod, container)
+            if not os.path.exists(log):
+                continue
+            with open(log, errors='replace') as handle:
+                tail = handle.read().splitlines()[-lines:]
+            parts.append(f'--- {container} ({log}):\n' + '\n'.join(tail))
+    return '\n'.join(parts) or 'no pod failed'
 
 
 def task_outcomes(run: kfp_workflow.Workflow) -> Dict[str, str]:

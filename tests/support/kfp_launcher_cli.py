@@ -59,7 +59,7 @@ FLAGS = kfp_goflag.GLOG_FLAGS + kfp_goflag.KFP_COMMON_FLAGS + [
 ]
 
 
-class Failure(RuntimeError):
+class Failure(kfp_goflag.ProgramError):
     """run() returned an error: what glog.Exit prints."""
 
 
@@ -197,10 +197,16 @@ def _log_path(executor_input, pod):
         return None
 
 
-def _refuse_newer_field(error, what: str) -> None:
-    """A field of KFP 2.17.0's protos the installed ones lack: KFP reads it, this cannot."""
-    import kfp_argo_compiler  # pylint: disable=import-outside-toplevel
-    kfp_argo_compiler.refuse_newer_field(error, what)
+def _parse(text: str, message, what: str, context: str):
+    """NewLauncherV2(): protojson.Unmarshal (unknown fields refused). A field of KFP 2.17.0's
+    protos the installed ones lack is refused as not transcribed: KFP reads it."""
+    try:
+        return json_format.Parse(text, message)
+    except json_format.ParseError as error:
+        import kfp_argo_compiler  # pylint: disable=import-outside-toplevel
+        kfp_argo_compiler.refuse_newer_field(error, message.DESCRIPTOR.name)
+        raise Failure(f'failed to create component launcher v2: failed to unmarshal {what}: '
+                      f'{error}{context}')
 
 
 class Launcher:
@@ -209,20 +215,11 @@ class Launcher:
     def __init__(self, values: dict, namespace: str, k8s, mlmd, cache, command_args: list):
         if values['execution_id'] == 0:
             raise Failure('failed to create component launcher v2: must specify execution ID')
-        self.executor_input = pipeline_spec_pb2.ExecutorInput()
-        try:
-            json_format.Parse(values['executor_input'], self.executor_input)
-        except json_format.ParseError as error:
-            _refuse_newer_field(error, 'ExecutorInput')
-            raise Failure('failed to create component launcher v2: failed to unmarshal '
-                          f'executor input: {error}')
-        self.component = pipeline_spec_pb2.ComponentSpec()
-        try:
-            json_format.Parse(values['component_spec'], self.component)
-        except json_format.ParseError as error:
-            _refuse_newer_field(error, 'ComponentSpec')
-            raise Failure('failed to create component launcher v2: failed to unmarshal '
-                          f"component spec: {error}\ncomponentSpec: {values['component_spec']}")
+        self.executor_input = _parse(values['executor_input'],
+                                     pipeline_spec_pb2.ExecutorInput(), 'executor input', '')
+        self.component = _parse(values['component_spec'], pipeline_spec_pb2.ComponentSpec(),
+                                'component spec',
+                                f"\ncomponentSpec: {values['component_spec']}")
         if not command_args:
             raise Failure('failed to create component launcher v2: command and arguments are '
                           'empty')
@@ -370,21 +367,7 @@ def run(values: dict, command_args: list) -> None:
 
 
 def main(argv=None) -> int:
-    flags = kfp_goflag.FlagSet(sys.argv[0], FLAGS)
-    try:
-        flags.parse(sys.argv[1:] if argv is None else argv)
-    except kfp_goflag.FlagExit as exit_:
-        return exit_.code
-    glog('I', f"Setting log level to: '{flags['log_level']}'")
-    try:
-        run(flags.values, flags.args)
-    except Failure as error:
-        glog('F', str(error))
-        return 1
-    except NotImplementedError as error:
-        glog('F', f'not transcribed: {error}')
-        return 1
-    return 0
+    return kfp_goflag.run_program(FLAGS, argv, run)
 
 
 if __name__ == '__main__':

@@ -223,6 +223,11 @@ class PodRunner:
         pod['status'] = {'phase': 'Succeeded' if code == 0 else 'Failed'}
         return code, message
 
+    def records_for(self, pod_name) -> List[str]:
+        """The containers of a pod that ran (or tried to), in order."""
+        return [c['name'] for r in self.records if r['pod'] == pod_name
+                for c in r['containers']]
+
     def log_path(self, pod_name, container_name):
         return os.path.join(self.pod_folder(pod_name, 'containers', container_name), 'log')
 
