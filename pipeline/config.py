@@ -1,20 +1,26 @@
-"""The pipeline's typed configuration: small frozen dataclasses, validated at construction.
+"""The pipeline's typed configuration: one settings class per stage, validated at construction.
 
+Each stage keeps its settings beside its code (components/common/settings.py): [ingest] is
+components/ingest/params.py, [train] training/params.py, [eval] components/evaluate/params.py,
+[push] components/push/params.py, [drift] components/drift/params.py, [retention] and [notify]
+pipeline/config_retraining.py, [kubeflow] pipeline/config_kubeflow.py. PipelineConfig holds them
+and the top-level settings; ScoreConfig is runner.py --score's.
 `default_config()` is what `python runner.py --local` runs; `smoke_config()` is a tiny variant for
-tests. Only runner.py turns command-line flags into a config, via `dataclasses.replace`.
+tests. Only runner.py turns command-line flags into a config (pipeline/presets.py).
 """
 import dataclasses
 import os
 import re
-from typing import Optional, Tuple
+from typing import ClassVar, Optional, Tuple
 
-from components.common import serving_labels, storage
-from components.ingest import csv_records, image_formats, registry
-# Re-exported: the [kubeflow] settings and the retraining tables live in modules of their own.
-from pipeline.config_kubeflow import (  # noqa: F401
-    SCORE_SPEC_FILE, KubeflowConfig, check_kubeflow_root, spec_file)
-from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig, _check
-from training.params import NAMED_MODELS, TrainParams  # noqa: F401 (NAMED_MODELS: re-exported)
+from components.common import storage
+from components.common.settings import Settings, setting
+from components.evaluate.params import EvalParams
+from components.ingest.params import IngestParams
+from components.push.params import PushParams
+from pipeline.config_kubeflow import KubeflowConfig
+from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig
+from training.params import TrainParams
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, 'data', 'digits')
@@ -22,7 +28,6 @@ DEFAULT_CSV_DATA = os.path.join(REPO_ROOT, 'data', 'wine')
 # Curated schemas for the embedded data (docs/data.md, "Schema"); other data infers one.
 DIGITS_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'digits.pbtxt')
 WINE_SCHEMA = os.path.join(REPO_ROOT, 'data', 'schema', 'wine.pbtxt')
-SOURCES = registry.NAMES   # --source choices (components/ingest/registry.py)
 # Per source: the embedded data, its curated schema (None: none, --data is needed), and the
 # default model builder.
 SOURCE_DEFAULTS = {
@@ -43,161 +48,110 @@ def is_uri(path: str) -> bool:
     return '://' in path
 
 
-def _absolute(path: str) -> str:
+def absolute(path: str) -> str:
     return path if is_uri(path) else os.path.abspath(path)
 
 
-@dataclasses.dataclass(frozen=True)
-class IngestConfig:
-    """The source and how it becomes Examples. The input base may hold span-<N>/ folders; the
-    latest span is ingested, and the model trains on the last `window` spans (docs/data.md,
-    Spans and the training window)."""
-    data_dir: str = DEFAULT_DATA
-    source: str = 'images'           # images: <data>/<class>/<file>; csv: <data>/*.csv; parquet
-    train_percent: int = 80
-    num_shards: int = 2              # per split; 0 = automatic, ~128 MB per shard
-    compress: bool = True            # GZIP'd TFRecords
-    split_key: str = 'source'        # 'source' (path; CSV file + row), 'content', or a CSV column
-    max_rejected_fraction: float = 0.01
-    image_size: Optional[Tuple[int, int]] = None   # (height, width) to resize to at ingestion
-    image_storage: str = 'encoded'   # 'encoded' keeps the file's bytes; 'raw' stores uint8 pixels
-    label_column: str = 'label'      # csv, parquet: the column holding the class
-    # csv: (column, 'numeric' | 'categorical') pairs; columns not given are inferred
-    feature_types: Tuple[Tuple[str, str], ...] = ()
-    drop_columns: Tuple[str, ...] = ()   # csv: columns that are neither features nor label
-    # Spans trained and evaluated on: the newest and up to window - 1 before it (span-<N>/).
-    window: int = 3
-    # Hostile input (docs/data.md): limits that quarantine instead of crashing.
-    max_image_pixels: int = image_formats.DEFAULT_MAX_IMAGE_PIXELS   # larger: too_large
-    convert_formats: Tuple[str, ...] = ()  # e.g. ('TIFF',): convert to PNG even with loss
-    encoding: str = csv_records.DEFAULT_ENCODING   # csv: of files without a BOM
-    max_csv_record_bytes: int = csv_records.DEFAULT_MAX_RECORD_BYTES  # larger: too_large
-
-    def __post_init__(self):
-        _check(self.source in SOURCES, f'source must be one of {SOURCES}, got {self.source!r}')
-        _check(0 < self.train_percent < 100,
-               f'train_percent must be in 1..99, got {self.train_percent}')
-        _check(self.num_shards >= 0,
-               f'num_shards must be >= 0 (0 = automatic), got {self.num_shards}')
-        _check(0.0 <= self.max_rejected_fraction < 1.0,
-               f'max_rejected_fraction must be in [0, 1), got {self.max_rejected_fraction}')
-        _check(self.image_size is None or (len(self.image_size) == 2 and min(self.image_size) >= 1),
-               f'image_size must be None or (height, width) >= 1, got {self.image_size}')
-        _check(self.image_storage in ('encoded', 'raw'),
-               f'image_storage must be "encoded" or "raw", got {self.image_storage!r}')
-        _check(all(t in ('numeric', 'categorical') for _, t in self.feature_types),
-               f'feature_types must map columns to numeric|categorical, got {self.feature_types}')
-        _check(bool(self.split_key), 'split_key must not be empty')
-        _check(isinstance(self.window, int) and self.window >= 1,
-               f'window must be >= 1 (the spans trained on), got {self.window}')
-        _check(self.label_column not in self.drop_columns,
-               f'label_column {self.label_column!r} cannot be in drop_columns')
-        _check(self.max_image_pixels >= 1 and self.max_csv_record_bytes >= 1,
-               'max_image_pixels and max_csv_record_bytes must be >= 1')
-        unknown = set(self.convert_formats) - image_formats.CONVERTED_FORMATS
-        _check(not unknown, f'convert_formats {sorted(unknown)} are not among the formats '
-               f'converted to PNG: {sorted(image_formats.CONVERTED_FORMATS)}')
-        _check(csv_records.known_encoding(self.encoding),
-               f'encoding {self.encoding!r} is not a known codec; use a Python codec name such '
-               'as utf-8, latin-1, cp1252, utf-16')
+def _storage_uri(value: str) -> bool:
+    return not is_uri(value) or value.startswith(STORAGE_SCHEMES)
 
 
-# The [train] table: every training hyper-parameter, with its flag and help (training/params.py).
+_STORAGE_RULE = f"must be a folder or a {', '.join(STORAGE_SCHEMES)} URI"
+
+
+# The tables of the config file, by the stage's settings class.
+IngestConfig = IngestParams
 TrainConfig = TrainParams
+EvalConfig = EvalParams
+PushConfig = PushParams
 
 
 @dataclasses.dataclass(frozen=True)
-class EvalConfig:
-    min_accuracy: float = 0.90      # absolute bar a model must clear to be blessed
-    max_regression: float = 0.0     # how much accuracy may drop against the served model
-    # Opt-in bar for every class's accuracy (the label_name slices); None = no per-class bar.
-    min_class_accuracy: Optional[float] = None
-
-    def __post_init__(self):
-        _check(0.0 <= self.min_accuracy <= 1.0,
-               f'min_accuracy must be in [0, 1], got {self.min_accuracy}')
-        _check(0.0 <= self.max_regression <= 1.0,
-               f'max_regression must be in [0, 1], got {self.max_regression}')
-        _check(self.min_class_accuracy is None or 0.0 <= self.min_class_accuracy <= 1.0,
-               f'min_class_accuracy must be in [0, 1], got {self.min_class_accuracy}')
-
-
-@dataclasses.dataclass(frozen=True)
-class PushConfig:
-    keep_versions: int = 5   # serving/ keeps this many newest versions; labelled ones always
-    # auto: every blessed model becomes stable; candidate: it becomes the canary, and a person
-    # promotes or rejects it (components/common/serving_labels.py, docs/serving.md "Labels").
-    mode: str = 'auto'
-
-    def __post_init__(self):
-        _check(self.keep_versions >= 1, f'keep_versions must be >= 1, got {self.keep_versions}')
-        _check(self.mode in serving_labels.MODES,
-               f'mode must be one of {", ".join(serving_labels.MODES)}, got {self.mode!r}')
-
-
-@dataclasses.dataclass(frozen=True)
-class ScoreConfig:
+class ScoreConfig(Settings):
     """runner.py --score: what to score, with which version, where the result goes
-    (pipeline/scoring.py)."""
-    input_dir: str                 # a folder of images or CSV files (a URI on Kubeflow)
-    version: int = 0               # 0 = the served version, resolved when the scoring runs
-    top_k: int = 3
-    output_dir: str = ''           # the result folder; '' = ScoreWriter's artifact only
-
-    def __post_init__(self):
-        if self.version < 0:
-            raise ValueError(f'--version must be >= 1 (0 = the served one), got {self.version}')
-        if self.top_k < 1:
-            raise ValueError(f'top_k must be >= 1, got {self.top_k}')
+    (pipeline/scoring.py). Flags only: no table of the config file."""
+    GROUP: ClassVar[str] = 'scoring'
+    input_dir: str = setting(
+        help='score the images directly in DIR, or its CSV or Parquet files (no label column '
+        'needed), with a served model of <--output>/serving; predictions as JSON lines and CSV in '
+        '<--output>/scores/, bad files quarantined with reasons. With --kubeflow: compile the '
+        'scoring pipeline for DIR (a URI) instead', flag='--score', metavar='DIR')
+    version: int = setting(  # resolved when the scoring runs
+        0, 'the serving/ version that scores', '--version', metavar='N',
+        default_text='the served one, the highest',
+        check=(lambda version: version >= 0, 'must be >= 1 (0 = the served one)'))
+    top_k: int = setting(3, 'classes listed per prediction', '--top-k', metavar='K',
+                         check=(lambda k: k >= 1, 'must be >= 1'))
+    output_dir: str = setting('', "the result folder; '' = ScoreWriter's artifact only")
 
 
 @dataclasses.dataclass(frozen=True)
-class PipelineConfig:
-    # The pipeline's name (--name, or `name` at the top of the config file): its ML Metadata
-    # context locally; on Kubeflow the pipeline, its versions and its recurring run, so a second
-    # --schedule under the same name (and experiment) replaces that run, and another name adds
-    # one beside it (pipeline/kubeflow_schedule.py).
-    name: str = 'image-pipeline'
-    output_dir: str = os.path.join('runs', 'default')
+class PipelineConfig(Settings):
+    GROUP: ClassVar[str] = 'execution'
+    output_dir: str = setting(
+        os.path.join('runs', 'default'), '--local: the run folder; --kubeflow: the compiled '
+        'file', '--output', path=True, check=(bool, 'must not be empty'),
+        default_text=f"{os.path.join('runs', 'default')}; with --kubeflow: "
+        f"{KubeflowConfig.__dataclass_fields__['output_file'].default}")
+    # The pipeline's name: its ML Metadata context locally; on Kubeflow the pipeline, its
+    # versions and its recurring run, so a second --schedule under the same name (and
+    # experiment) replaces that run, and another name adds one beside it
+    # (pipeline/kubeflow_schedule.py). Kubeflow Pipelines' API server refuses any other
+    # pipeline name (common/utils.go ValidatePipelineName); the same name serves locally.
+    name: str = setting(
+        'image-pipeline', 'pipeline name: its ML Metadata context; on Kubeflow the pipeline '
+        'and its recurring run, which a second --schedule of the same name replaces', '--name',
+        check=(lambda name: re.fullmatch(PIPELINE_NAME, name) is not None,
+               'must be 1-128 lowercase letters, digits or -, starting with a letter or digit '
+               "(Kubeflow Pipelines' API server refuses other pipeline names)"))
     # None infers the schema from the data (SchemaGen); a path imports a curated one.
-    schema_path: Optional[str] = DIGITS_SCHEMA
-    ingest: IngestConfig = IngestConfig()
+    schema_path: Optional[str] = setting(
+        DIGITS_SCHEMA, 'curated schema file, or "infer"', '--schema', group='data', path=True,
+        default_text='curated for embedded data, else infer')
+    ingest: IngestParams = IngestParams(data_dir=DEFAULT_DATA)
     train: TrainParams = TrainParams()
-    eval: EvalConfig = EvalConfig()
-    push: PushConfig = PushConfig()
-    drift: DriftConfig = DriftConfig()
-    retention: RetentionConfig = RetentionConfig()   # what a run keeps of older runs
+    eval: EvalParams = EvalParams()
+    push: PushParams = PushParams()
     notify: NotifyConfig = NotifyConfig()   # who is told how a run ended
+    retention: RetentionConfig = RetentionConfig()   # what a run keeps of older runs
+    drift: DriftConfig = DriftConfig()
     # Empty: chosen by the input's size at run time (pipeline/beam_mode.py), in-process for
     # small inputs, one DirectRunner worker per core for large ones; given args win.
-    beam_args: Tuple[str, ...] = ()
-    enable_cache: bool = True
+    beam_args: Tuple[str, ...] = setting(
+        (), 'Beam pipeline args as one quoted string, e.g. --beam-args="--direct_num_workers=1"',
+        '--beam-args', parse='words',
+        default_text='in-process for small inputs, one DirectRunner worker per core for large '
+        'ones')
+    enable_cache: bool = setting(True, 're-run every component (enable_cache = false)',
+                                 '--no-cache', default_text=None)
     # False when paths name files inside the container image (pipeline/kubeflow.py): they do not
     # exist on the machine that compiles the pipeline, so they are not checked there.
-    check_paths: bool = True
+    check_paths: bool = setting(True, 'check that local files exist', key=False)
     # A local run's TFX artifacts and pushed versions, when not under output_dir: a folder, or a
     # bucket (s3://, minio://, gs://; docs/storage.md). ML Metadata, the logs and the report stay
     # under output_dir. On Kubeflow both follow the run root, so these stay ''.
-    pipeline_root_uri: str = ''
-    serving_uri: str = ''
+    pipeline_root_uri: str = setting(
+        '', "--local: where TFX's artifacts go, a folder or an s3://, minio:// or gs:// bucket "
+        'path (default: <output>/pipeline_root); --kubeflow: the run root the cluster writes, '
+        'pipeline_root/ and serving/ under it (required); buckets: docs/storage.md',
+        '--pipeline-root', metavar='URI', path=True, check=(_storage_uri, _STORAGE_RULE))
+    serving_uri: str = setting(
+        '', '--local: where pushed versions go, a folder or a bucket path as above',
+        '--serving-dir', metavar='URI', path=True, default_text='<output>/serving',
+        check=(_storage_uri, _STORAGE_RULE))
 
-    def __post_init__(self):
-        # Kubeflow Pipelines' API server refuses any other pipeline name (common/utils.go
-        # ValidatePipelineName); the same name serves locally, so it holds everywhere.
-        _check(re.fullmatch(PIPELINE_NAME, self.name) is not None,
-               'name must be 1-128 lowercase letters, digits or -, starting with a letter or '
-               "digit (Kubeflow Pipelines' API server refuses other pipeline names), got "
-               f'{self.name!r}')
-        _check(bool(self.output_dir), 'output_dir must not be empty')
+    def _checks(self):
         if self.schema_path is not None and self.check_paths and not is_uri(self.schema_path):
-            _check(os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}')
-        for key in ('pipeline_root_uri', 'serving_uri'):
-            value = getattr(self, key)
-            _check(not is_uri(value) or value.startswith(STORAGE_SCHEMES),
-                   f"{key} must be a folder or a {', '.join(STORAGE_SCHEMES)} URI, got {value!r}")
+            yield os.path.isfile(self.schema_path), f'schema file not found: {self.schema_path}'
         weights = self.train.model_weights
         if weights and self.check_paths:  # a local file (TrainParams refuses URIs)
-            _check(os.path.isfile(weights), f'model weights file not found: {weights}')
+            yield os.path.isfile(weights), f'model weights file not found: {weights}'
+
+    @classmethod
+    def sections(cls):
+        """{table: settings class} of the fields that are a stage's settings."""
+        return {field.name: field.type for field in dataclasses.fields(cls)
+                if isinstance(field.type, type) and issubclass(field.type, Settings)}
 
     @property
     def model_builder(self) -> str:
@@ -206,8 +160,8 @@ class PipelineConfig:
     @property
     def pipeline_root(self) -> str:
         if self.pipeline_root_uri:
-            return storage.to_s3(_absolute(self.pipeline_root_uri))
-        return os.path.join(_absolute(self.output_dir), 'pipeline_root')
+            return storage.to_s3(absolute(self.pipeline_root_uri))
+        return os.path.join(absolute(self.output_dir), 'pipeline_root')
 
     @property
     def metadata_path(self) -> Optional[str]:
@@ -219,8 +173,8 @@ class PipelineConfig:
     @property
     def serving_dir(self) -> str:
         if self.serving_uri:
-            return storage.to_s3(_absolute(self.serving_uri))
-        return os.path.join(_absolute(self.output_dir), 'serving')
+            return storage.to_s3(absolute(self.serving_uri))
+        return os.path.join(absolute(self.output_dir), 'serving')
 
 
 def default_config(**overrides) -> PipelineConfig:
@@ -232,8 +186,8 @@ def smoke_config(data_dir: str, output_dir: str, source: str = 'images',
     """A few training steps, a low bar: for tests on tiny samples (whose Beam runs in-process)."""
     base = PipelineConfig(
         name='smoke', output_dir=output_dir,
-        ingest=IngestConfig(data_dir=data_dir, num_shards=2, source=source),
+        ingest=IngestParams(data_dir=data_dir, num_shards=2, source=source),
         train=TrainParams(train_steps=30, global_batch_size=16, warmup_steps=0,
                           checkpoint_interval=10),
-        eval=EvalConfig(min_accuracy=0.0, max_regression=1.0))
+        eval=EvalParams(min_accuracy=0.0, max_regression=1.0))
     return dataclasses.replace(base, **overrides)

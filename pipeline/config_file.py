@@ -1,16 +1,17 @@
 """Settings as data: a TOML config file, and overrides applied to a PipelineConfig by field path.
 
 A config file's tables mirror the typed config (pipeline/config.py): top-level keys are
-PipelineConfig fields, and `[ingest]`, `[train]`, `[eval]`, `[push]`, `[retention]`,
-`[notify]`, `[drift]` hold the fields of those dataclasses, under the same names. Values are
+PipelineConfig fields, and each table (`[ingest]`, `[train]`, `[eval]`, ...) holds the fields of
+the stage's settings class under the same names (components/common/settings.py; a field with
+`key=False` is the pipeline's, not a key). Values are
 checked against the fields' types here, so a typo in a key or a string where a number belongs
 is an error naming the key, before anything runs. Relative paths in a file are relative to the
 file's folder, so a file and its data can move together and a scheduled run does not depend
 on the current directory.
 
-A `[kubeflow]` table holds the KubeflowConfig fields (image, resources, endpoint, schedule,
-namespace, credentials...) and `pipeline_root`, so a cluster's settings can live in version
-control too; runner.py builds the KubeflowConfig from it (`kubeflow_table`, `make`).
+A `[kubeflow]` table holds the KubeflowConfig fields (image, the run root, resources, endpoint,
+schedule, namespace, credentials...), so a cluster's settings can live in version control too;
+runner.py builds the KubeflowConfig from it (`kubeflow_table`, `make`).
 
 Overrides are flat: {'train.train_steps': 800, 'output_dir': 'runs/x'}. `apply` replaces those
 fields and re-validates; a validation message names what the user wrote (`--steps`, or
@@ -23,25 +24,17 @@ import tomllib
 import typing
 from typing import Any, Dict, Mapping
 
-from pipeline.config import (EvalConfig, IngestConfig, KubeflowConfig, PipelineConfig,
-                             PushConfig, TrainConfig, is_uri)
-from pipeline.config_retraining import DriftConfig, NotifyConfig, RetentionConfig
+from pipeline.config import KubeflowConfig, PipelineConfig, is_uri
 
-SECTIONS = {'ingest': IngestConfig, 'train': TrainConfig, 'eval': EvalConfig,
-            'push': PushConfig}
-SECTIONS['notify'] = NotifyConfig   # pipeline/config_retraining.py (scheduled retraining)
-SECTIONS['retention'] = RetentionConfig   # pipeline/retention.py (--keep-runs)
-SECTIONS['drift'] = DriftConfig   # components/drift/ (drift thresholds)
-# PipelineConfig fields a file may set; check_paths is internal (Kubeflow compilation).
-TOP_LEVEL = ('name', 'output_dir', 'schema_path', 'beam_args', 'enable_cache',
-             'pipeline_root_uri', 'serving_uri')
-# [kubeflow]: KubeflowConfig's fields but the compiled file's name (--output), and the run root.
+# The tables: a stage's settings each (PipelineConfig's fields), and [kubeflow].
+SECTIONS = PipelineConfig.sections()
 KUBEFLOW = 'kubeflow'
-KUBEFLOW_EXTRA = {'pipeline_root': str}
-PATH_KEYS = ('output_dir', 'schema_path', 'ingest.data_dir', 'train.model_weights',
-             'pipeline_root_uri', 'serving_uri',
-             'kubeflow.token_file')
-TABLES = (*SECTIONS, KUBEFLOW)
+TABLES = dict(SECTIONS, **{KUBEFLOW: KubeflowConfig})
+# Keys whose relative paths are relative to the file's folder (the fields' `path`).
+PATH_KEYS = tuple(path for path, field in (
+    [(field.name, field) for field in dataclasses.fields(PipelineConfig)]
+    + [(f'{table}.{field.name}', field) for table, cls in TABLES.items()
+       for field in dataclasses.fields(cls)]) if field.metadata.get('path'))
 _TYPE_NAMES = {int: 'an integer', float: 'a number', str: 'a string', bool: 'true or false'}
 
 
@@ -52,13 +45,12 @@ def display_name(path: str) -> str:
 
 
 def _field_types() -> Dict[str, Any]:
-    types = {f'{section}.{name}': hint for section, cls in SECTIONS.items()
-             for name, hint in typing.get_type_hints(cls).items()}
-    hints = typing.get_type_hints(PipelineConfig)
-    types.update({name: hints[name] for name in TOP_LEVEL})
-    kubeflow = dict(typing.get_type_hints(KubeflowConfig), **KUBEFLOW_EXTRA)
-    types.update({f'{KUBEFLOW}.{name}': hint for name, hint in kubeflow.items()
-                  if name != 'output_file'})
+    """Key path -> its type, for every key a file may set: the tables', then the top level's."""
+    types = {f'{table}.{name}': hint for table, cls in SECTIONS.items()
+             for name, hint in cls.file_keys().items()}
+    types.update(PipelineConfig.file_keys())
+    types.update({f'{KUBEFLOW}.{name}': hint
+                  for name, hint in KubeflowConfig.file_keys().items()})
     return types
 
 

@@ -1,16 +1,16 @@
-"""Settings of the Kubeflow compile and schedule, kept out of pipeline/config.py (over size).
+"""Settings of the Kubeflow compile and schedule.
 
 KubeflowConfig: how the pipeline is compiled for, and scheduled on, Kubeflow Pipelines
 (pipeline/kubeflow.py, pipeline/kubeflow_schedule.py): `runner.py --kubeflow` flags over the
 config file's [kubeflow] table (config.example.toml). check_kubeflow_root: the pipeline roots
-the tasks can write (gs://, s3://, minio://). pipeline/config.py re-exports both; uses_s3 and
-SECRET_KEYS (the object store's credentials on Kubeflow, pipeline/kubeflow.py) live here only.
+the tasks can write (gs://, s3://, minio://). uses_s3 and SECRET_KEYS: the object store's
+credentials on Kubeflow (pipeline/kubeflow.py).
 """
 import dataclasses
 import re
-from typing import Optional
+from typing import ClassVar, Optional
 
-from pipeline.config_retraining import _check
+from components.common.settings import Settings, require, setting
 
 # A Kubernetes namespace (RFC 1123 label), as a Kubeflow profile names one.
 NAMESPACE = r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?'
@@ -28,34 +28,58 @@ SECRET_KEYS = (('accesskey', 'AWS_ACCESS_KEY_ID'), ('secretkey', 'AWS_SECRET_ACC
 _SUBDOMAIN = r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'
 
 
+def _name(pattern: str, limit: int = 253):
+    """A predicate: '' or a name matching pattern, at most limit characters."""
+    return lambda name: not name or (len(name) <= limit and re.fullmatch(pattern, name))
+
+
 @dataclasses.dataclass(frozen=True)
-class KubeflowConfig:
+class KubeflowConfig(Settings):
     """How the pipeline is compiled for, and scheduled on, Kubeflow Pipelines
-    (pipeline/kubeflow.py).
+    (pipeline/kubeflow.py): the config file's [kubeflow] table, under `runner.py --kubeflow`'s
+    flags (components/common/settings.py). Every flag of it but --pipeline-root (a local run's
+    too) is refused without --kubeflow.
 
     The pipeline itself is the same PipelineConfig; its output_dir is then the run root on storage
     the cluster reads (gs://...): TFX artifacts go under <output_dir>/pipeline_root, pushed models
     under <output_dir>/serving, as locally.
     """
-    image: str
-    output_file: str = 'pipeline.json'
+    GROUP: ClassVar[str] = 'Kubeflow'
+    image: str = setting(help='container image of every task (see Dockerfile)', flag='--image',
+                         check=(lambda image: bool(image) and ' ' not in image, 'must be set'))
+    # runner.py's --output with --kubeflow: not a key of the file.
+    output_file: str = setting('pipeline.json', 'the compiled file', key=False)
     # Where the Dockerfile puts this checkout in the image: paths inside the checkout (the
     # embedded data and schema, setup.py in the Beam args) are rewritten to this folder.
-    image_workdir: str = '/pipeline'
-    trainer_cpu: float = 4.0           # cores requested and limited for the trainer's task
-    trainer_memory_gb: float = 16.0
-    trainer_gpus: int = 0
-    gpu_type: str = 'nvidia.com/gpu'   # Kubernetes resource name (Vertex AI: e.g. NVIDIA_TESLA_T4)
+    image_workdir: str = setting(
+        '/pipeline', 'where the Dockerfile puts this checkout in the image',
+        check=(lambda folder: folder.startswith('/'), 'must be absolute'))
+    trainer_cpu: float = setting(4.0, "the trainer's cores", '--trainer-cpu',
+                                 check=(lambda cores: cores > 0, 'must be > 0'))
+    trainer_memory_gb: float = setting(16.0, "the trainer's memory in GB", '--trainer-memory',
+                                       check=(lambda gb: gb > 0, 'must be > 0'))
+    trainer_gpus: int = setting(0, "the trainer's GPUs", '--trainer-gpus',
+                                check=(lambda gpus: gpus >= 0, 'must be >= 0'))
+    gpu_type: str = setting(  # Kubernetes resource name (Vertex AI: e.g. NVIDIA_TESLA_T4)
+        'nvidia.com/gpu', "the GPUs' Kubernetes resource (Vertex AI: NVIDIA_TESLA_T4)")
     # > 1: the trainer's task creates a Kubeflow Trainer v2 TrainJob of this many workers, or a
     # TFJob (Training Operator v1, deprecated) where the cluster serves only that, each with the
     # trainer's cpu/memory/gpus, and waits for it (launch/cluster.py).
-    trainer_workers: int = 1
+    trainer_workers: int = setting(
+        1, 'N > 1: train in a TFJob of N pods, each with the resources above (needs the '
+        'Training Operator)', '--trainer-workers', metavar='N',
+        check=(lambda workers: workers >= 1, 'must be >= 1'))
     # The Kubernetes service account of those worker pods (e.g. one bound to a cloud identity
-    # that can write the gs:// pipeline root); '' = the namespace's default.
-    trainer_service_account: str = ''
+    # that can write the gs:// pipeline root). Kubernetes ValidateServiceAccountName: a DNS-1123
+    # subdomain.
+    trainer_service_account: str = setting(
+        '', "the TFJob pods' Kubernetes service account", '--trainer-service-account',
+        metavar='NAME', default_text="the namespace's default",
+        check=(_name(_SUBDOMAIN), 'must be a Kubernetes name (lower case, digits, "-", ".")'))
     # Open-source KFP does not run TFX's pre-cache-check hook that fingerprints the input files,
     # so a cached ingestion task would never see new images there: it is compiled uncached.
-    cache_ingestion: bool = False
+    cache_ingestion: bool = setting(
+        False, 'cache ingestion (open-source KFP would miss new files)')
     # An s3:// or minio:// pipeline root (docs/kubeflow.md, "Object stores"): every task writes
     # its artifacts itself, so every task container gets the store's endpoint and region as
     # plain variables (AWS_ENDPOINT_URL, AWS_REGION) and the keys `accesskey` and `secretkey` of
@@ -64,71 +88,77 @@ class KubeflowConfig:
     # open-source KFP 2.17's own store: SeaweedFS at seaweedfs.kubeflow:9000 and its Secret
     # (backend/src/v2/objectstore/config.go DefaultEndpointInMultiUserMode, config/env.go).
     # s3_secret '' = no Secret (e.g. IAM roles for service accounts on EKS); s3_endpoint '' =
-    # AWS's own endpoint for the region. A gs:// root gets none of these.
-    s3_secret: str = 'mlpipeline-minio-artifact'
-    s3_endpoint: str = 'http://seaweedfs.kubeflow:9000'
-    s3_region: str = 'us-east-1'
+    # AWS's own endpoint for the region. A gs:// root gets none of these. A Secret's name is a
+    # DNS-1123 subdomain (ValidateSecretName).
+    s3_secret: str = setting(
+        'mlpipeline-minio-artifact', 's3:// and minio:// roots: the Kubernetes Secret whose keys '
+        'accesskey and secretkey every task gets as AWS_ACCESS_KEY_ID and '
+        'AWS_SECRET_ACCESS_KEY; "" = none, e.g. IAM roles for service accounts', '--s3-secret',
+        metavar='NAME', check=(_name(_SUBDOMAIN), 'must name a Kubernetes Secret (lower case, '
+                               'digits, "-", "."), or be empty for none'))
+    s3_endpoint: str = setting(
+        'http://seaweedfs.kubeflow:9000', 's3:// and minio:// roots: the S3 API every task '
+        'writes to, as AWS_ENDPOINT_URL; "" = AWS S3 itself', '--s3-endpoint', metavar='URL',
+        default_text='http://seaweedfs.kubeflow:9000, the SeaweedFS of KFP 2.17')
+    s3_region: str = setting(
+        'us-east-1', 's3:// and minio:// roots: AWS_REGION of every task', '--s3-region',
+        metavar='REGION', check=(lambda region: re.fullmatch(r'[a-z0-9]+(-[a-z0-9]+)*', region)
+                                 is not None, 'must be a region name such as us-east-1'))
     # Scheduling (only with an endpoint): KFP API URL, cron expression, experiment name.
-    endpoint: Optional[str] = None
-    schedule: Optional[str] = None
-    experiment: str = 'Default'
+    endpoint: Optional[str] = setting(None, 'KFP API URL: upload the pipeline and schedule it',
+                                      '--endpoint', group='scheduling')
+    # KFP parses cron with robfig/cron v1: seconds first. It takes five fields too, as "sec min
+    # hour day month", so a usual five-field cron would run at the wrong times.
+    schedule: Optional[str] = setting(
+        None, 'six-field cron, seconds first, e.g. "0 0 3 * * *" (03:00 daily), or @daily, '
+        '"@every 6h"', '--schedule', group='scheduling',
+        check=(lambda cron: cron is None or len(cron.split()) == 6 or cron.startswith('@'),
+               'must be a six-field cron expression "sec min hour day month weekday" or a '
+               'descriptor such as @daily or "@every 6h"'))
+    experiment: str = setting('Default', 'KFP experiment', '--experiment', group='scheduling',
+                              check=(bool, 'must not be empty'))
     # A full Kubeflow install runs KFP in multi-user mode: the pipeline, experiment and recurring
     # run belong to a profile namespace, and every call needs a user identity. At most one of:
     # a token file (re-read for every call, as projected tokens rotate), the name of an
     # environment variable holding a token, or the pod's projected service-account token.
-    namespace: Optional[str] = None
-    token_file: Optional[str] = None
-    token_env: Optional[str] = None
-    service_account_token: bool = False
+    namespace: Optional[str] = setting(
+        None, 'Kubeflow profile namespace, needed when KFP runs multi-user (a full Kubeflow '
+        'install)', '--namespace', group='scheduling',
+        default_text='none; in a pod, its own namespace',
+        check=(lambda name: name is None or re.fullmatch(NAMESPACE, name) is not None,
+               'must be a Kubernetes namespace name'))
+    token_file: Optional[str] = setting(
+        None, 'file holding a bearer token for the KFP API, re-read for every call (e.g. a '
+        'projected service-account token)', '--token-file', metavar='FILE', group='scheduling',
+        path=True)
+    token_env: Optional[str] = setting(
+        None, 'environment variable holding a bearer token for the KFP API', '--token-env',
+        metavar='VAR', group='scheduling',
+        check=(lambda name: name is None or re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', name)
+               is not None, 'must name an environment variable (the token itself stays out '
+               'of flags and files)'))
+    service_account_token: bool = setting(
+        False, 'in a pod: the projected token kfp reads ($KF_PIPELINES_SA_TOKEN_PATH, else '
+        '/var/run/secrets/kubeflow/pipelines/token)', '--service-account-token',
+        group='scheduling', default_text=None)
+    # The run root the cluster writes (runner.py checks it: check_kubeflow_root); '' here, so
+    # that a compiled spec can also run on local folders in the tests.
+    pipeline_root: str = setting('', 'run root the cluster writes', '--pipeline-root')
 
-    def __post_init__(self):
-        _check(bool(self.image) and ' ' not in self.image, f'image must be set, got {self.image!r}')
-        _check(self.image_workdir.startswith('/'),
-               f'image_workdir must be absolute, got {self.image_workdir!r}')
-        _check(self.trainer_cpu > 0, f'trainer_cpu must be > 0, got {self.trainer_cpu}')
-        _check(self.trainer_memory_gb > 0,
-               f'trainer_memory_gb must be > 0, got {self.trainer_memory_gb}')
-        _check(self.trainer_gpus >= 0, f'trainer_gpus must be >= 0, got {self.trainer_gpus}')
-        _check(self.trainer_workers >= 1,
-               f'trainer_workers must be >= 1, got {self.trainer_workers}')
-        # Kubernetes ValidateServiceAccountName: a DNS-1123 subdomain.
-        _check(not self.trainer_service_account or (
-            len(self.trainer_service_account) <= 253 and re.fullmatch(
-                _SUBDOMAIN, self.trainer_service_account)), 'trainer_service_account must be a '
-               f'Kubernetes name (lower case, digits, "-", "."), got '
-               f'{self.trainer_service_account!r}')
-        # A Secret's name is a DNS-1123 subdomain too (ValidateSecretName).
-        _check(not self.s3_secret or (len(self.s3_secret) <= 253 and re.fullmatch(
-            _SUBDOMAIN, self.s3_secret)), 's3_secret must name a Kubernetes Secret (lower case, '
-               f'digits, "-", "."), or be empty for none, got {self.s3_secret!r}')
+    def _checks(self):
         # A URL without user info: credentials come from the Secret, never from a flag or file.
-        _check(not self.s3_endpoint or re.fullmatch(
+        yield (not self.s3_endpoint or re.fullmatch(
             r'https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?', self.s3_endpoint) is not None,
                's3_endpoint must be http://HOST[:PORT] or https://HOST[:PORT] (no user, path '
                "or query), or empty for AWS's own endpoint, got "
                + (repr(self.s3_endpoint) if '@' not in self.s3_endpoint else 'a URL with user '
                   'info (credentials belong in the Secret, s3_secret)'))
-        _check(re.fullmatch(r'[a-z0-9]+(-[a-z0-9]+)*', self.s3_region) is not None,
-               f's3_region must be a region name such as us-east-1, got {self.s3_region!r}')
-        _check((self.endpoint is None) == (self.schedule is None),
-               'endpoint and schedule go together')
-        if self.schedule is not None:
-            # KFP parses cron with robfig/cron v1: seconds first. It takes five fields too, as
-            # "sec min hour day month", so a usual five-field cron would run at the wrong times.
-            _check(len(self.schedule.split()) == 6 or self.schedule.startswith('@'),
-                   'schedule must be a six-field cron expression "sec min hour day month '
-                   f'weekday" or a descriptor such as @daily or "@every 6h", got {self.schedule!r}')
-        _check(bool(self.experiment), 'experiment must not be empty')
-        _check(self.namespace is None or re.fullmatch(NAMESPACE, self.namespace) is not None,
-               f'namespace must be a Kubernetes namespace name, got {self.namespace!r}')
-        _check(self.token_env is None
-               or re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', self.token_env) is not None,
-               'token_env must name an environment variable (the token itself stays out of '
-               f'flags and files), got {self.token_env!r}')
-        _check(sum((bool(self.token_file), bool(self.token_env),
+        yield (self.endpoint is None) == (self.schedule is None), \
+            'endpoint and schedule go together'
+        yield (sum((bool(self.token_file), bool(self.token_env),
                     self.service_account_token)) <= 1,
                'token_file, token_env and service_account_token are alternatives: give one')
-        _check(self.endpoint is not None or not (
+        yield (self.endpoint is not None or not (
             self.namespace or self.token_file or self.token_env or self.service_account_token),
                'namespace and credentials are for scheduling: they need an endpoint')
 
@@ -151,7 +181,7 @@ def check_kubeflow_root(root: str, name: str = '--pipeline-root') -> None:
     the flags and the config file; name says where it came from); kubeflow.compile_pipeline does
     not, so that the tests can run a compiled spec on local folders (no bucket is reachable here).
     """
-    _check(re.fullmatch(r'(gs|s3|minio)://[^/?#]+(/[^?#]*)?', root) is not None,
+    require(re.fullmatch(r'(gs|s3|minio)://[^/?#]+(/[^?#]*)?', root) is not None,
            f'{name} must be gs://BUCKET[/PATH], s3://BUCKET[/PATH] or minio://BUCKET[/PATH], '
            f'got {root!r}: every task writes its artifacts there itself, with TensorFlow and '
            'Beam (mem:// is KFP\'s own store, a local path is not on the cluster; the endpoint '

@@ -25,6 +25,7 @@ the Pusher's record as `run_summary.json`; its `log` and `report` are null (the 
 KFP's, there is no report page on Kubeflow). --on-finish runs in the Pusher's container, with a
 local copy of the summary file.
 """
+import dataclasses
 import json
 import logging
 import os
@@ -37,7 +38,7 @@ from components.common import storage
 from pipeline import kfp_task_record as records_lib
 from pipeline import notify
 from pipeline import retention_kfp
-from pipeline.config_retraining import NotifyConfig
+from pipeline.config_retraining import NotifyConfig, RetentionConfig
 from pipeline.summary import RunSummary
 
 RUN_END_KEY = 'run_end'            # in the Pusher's custom_config
@@ -50,9 +51,8 @@ def settings(config) -> Optional[dict]:
     if not (config.retention.keep_runs or config.notify.url or config.notify.on_finish):
         return None
     return {'pipeline_name': config.name, 'pipeline_root': config.pipeline_root,
-            'serving_dir': config.serving_dir, 'keep_runs': config.retention.keep_runs,
-            'url': config.notify.url, 'on_finish': config.notify.on_finish,
-            'timeout_seconds': config.notify.timeout_seconds}
+            'serving_dir': config.serving_dir, **dataclasses.asdict(config.retention),
+            **dataclasses.asdict(config.notify)}
 
 
 def from_parameters(parameter_values) -> Optional[dict]:
@@ -150,7 +150,8 @@ def _after_push(run_end: dict, task_folder: str, custom_config: str) -> Optional
         logging.warning('No retention or notification: %s is not in open-source KFP\'s layout '
                         '<pipeline_root>/<pipeline>/<run id>/<task>/<uuid>', task_folder)
         return None
-    outcome = retention_kfp.apply(root, name, run_id, run_end['keep_runs'],
+    outcome = retention_kfp.apply(root, name, run_id,
+                                  RetentionConfig.from_properties(run_end).keep_runs,
                                   run_end['serving_dir'])
     logging.info('Retention: %s', outcome.text())
     folder = os.path.join(storage.to_s3(root), name, run_id)
@@ -162,9 +163,7 @@ def _after_push(run_end: dict, task_folder: str, custom_config: str) -> Optional
     data = notify.payload(summary, name, 0, None, None, target)
     with tempfile.TemporaryDirectory(prefix='run-summary-') as local:
         path = os.path.join(local, SUMMARY_NAME)
-        notify.finish(NotifyConfig(url=run_end.get('url'), on_finish=run_end.get('on_finish'),
-                                   timeout_seconds=run_end.get('timeout_seconds', 10.0)),
-                      data, _say, path=path)
+        notify.finish(NotifyConfig.from_properties(run_end), data, _say, path=path)
         if os.path.exists(path):
             storage.copy_file(path, target)
     return data

@@ -55,9 +55,9 @@ the Kubernetes platform spec: one KubernetesExecutorConfig per executor label wi
 Only the Secret's name and key names are compiled, never a value. A gs:// root gets none of this:
 on GKE the pods reach GCS through Workload Identity (docs/kubeflow.md).
 
-The pipeline root must be gs://, s3:// or minio:// (config.check_kubeflow_root, from runner.py
---kubeflow); this module compiles any root, so the tests can run the compiled spec on local
-folders.
+The pipeline root must be gs://, s3:// or minio:// (config_kubeflow.check_kubeflow_root, from
+runner.py --kubeflow); this module compiles any root, so the tests can run the compiled spec on
+local folders.
 """
 import dataclasses
 import json
@@ -71,6 +71,7 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from components.common import storage
 from components.ingest.component import ImageExampleGen
+from components.ingest.params import IngestParams
 from launch import tfjob
 from components.push.component import Pusher
 from components.trainer.component import ImageTrainer
@@ -147,9 +148,10 @@ def build_job(config: config_lib.PipelineConfig,
         if isinstance(component, ImageExampleGen) and workers > 1:
             # Room for every pod of the TFJob to read train shards of its own (FILE sharding),
             # as create_components leaves for TrainConfig.workers.
-            props = component.exec_properties
-            props['num_shards'] = props['num_shards'] and max(props['num_shards'], workers)
-            props['min_train_shards'] = max(props.get('min_train_shards') or 1, workers)
+            params = IngestParams.from_properties(component.exec_properties)
+            component.exec_properties.update(dataclasses.replace(
+                params, num_shards=params.num_shards and max(params.num_shards, workers),
+                min_train_shards=max(params.min_train_shards, workers)).to_properties())
         if isinstance(component, ImageTrainer):
             component.with_platform_config(trainer_resources(kubeflow))
             if kubeflow.trainer_workers > 1:  # each worker pod gets the trainer's resources

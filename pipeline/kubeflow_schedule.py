@@ -17,6 +17,7 @@ from typing import Tuple
 import urllib3
 
 from pipeline import config as config_lib
+from pipeline import config_kubeflow
 from pipeline import logs
 
 
@@ -159,7 +160,7 @@ def run(config, kubeflow, score=None, output=None) -> int:
     # TFX's INFO lines and TensorFlow's start-up lines (on import and compile) go to a log
     # beside the spec, one per compile, so the pipeline modules are imported in here; the console
     # keeps what this says.
-    spec = config_lib.spec_file(kubeflow, bool(score), output)
+    spec = config_kubeflow.spec_file(kubeflow, bool(score), output)
     log_file = os.path.splitext(os.path.abspath(spec))[0] + '.log'
     os.makedirs(os.path.dirname(log_file), exist_ok=True)
     open(log_file, 'w').close()

@@ -22,10 +22,11 @@ from typing import Any, Dict, Optional, Tuple
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from pipeline import config as config_lib
+from pipeline import config_kubeflow
 from pipeline import kubeflow
 from pipeline import scoring
 
-DEFAULT_FILE = config_lib.SCORE_SPEC_FILE
+DEFAULT_FILE = config_kubeflow.SCORE_SPEC_FILE
 
 
 def build_job(config: config_lib.PipelineConfig, kubeflow_config: config_lib.KubeflowConfig,
@@ -67,6 +68,6 @@ def compile_for(config: config_lib.PipelineConfig, kubeflow_config: config_lib.K
     file defaults to DEFAULT_FILE, not the training pipeline's; the config is named
     `<name>-score`, so scheduling it never replaces the training pipeline's recurring run."""
     kubeflow_config = dataclasses.replace(
-        kubeflow_config, output_file=config_lib.spec_file(kubeflow_config, True, output))
+        kubeflow_config, output_file=config_kubeflow.spec_file(kubeflow_config, True, output))
     return (compile_pipeline(config, kubeflow_config, score),
             dataclasses.replace(config, name=config.name + scoring.SUFFIX))

@@ -32,11 +32,12 @@ from components.push.component import Pusher
 from components.schema import kept as kept_schema
 from components.schema.component import SchemaGen
 from components.trainer.component import ImageTrainer
-from pipeline.config import EvalConfig, PipelineConfig
+from components.evaluate.params import EvalParams
+from pipeline.config import PipelineConfig
 from components.common import features
 
 
-def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
+def make_eval_config(config: EvalParams) -> tfma.EvalConfig:
     """The blessing rule's absolute bars, as TFMA thresholds that the stock Evaluator checks,
     and the confidence intervals the no-regression rule needs.
 
@@ -80,22 +81,17 @@ def make_eval_config(config: EvalConfig) -> tfma.EvalConfig:
 
 def create_components(config: PipelineConfig) -> List:
     ingest = config.ingest
-    example_gen = ImageExampleGen(
-        input_base=ingest.data_dir, source=ingest.source, train_percent=ingest.train_percent,
+    example_gen = ImageExampleGen(dataclasses.replace(
+        ingest,
         # Room for every training worker to read shards of its own (FILE sharding).
         num_shards=ingest.num_shards and max(ingest.num_shards, config.train.workers),
-        min_train_shards=config.train.workers, compress=ingest.compress, split_key=ingest.split_key,
-        max_rejected_fraction=ingest.max_rejected_fraction, image_size=ingest.image_size,
+        min_train_shards=config.train.workers,
         # Converts channels at ingestion (resize, raw) only when configured; 0 keeps each
         # image's own, so the trainer's channels are inferred from the data as it is.
-        image_storage=ingest.image_storage, channels=config.train.channels or 0,
-        label_column=ingest.label_column, feature_types=dict(ingest.feature_types),
-        drop_columns=ingest.drop_columns,
+        channels=config.train.channels or 0),
         # Where what outlives an execution goes (the kept quarantine, the trainer's checkpoints):
         # computed from the root, not from artifact URIs, whose layout is the orchestrator's.
-        pipeline_root=config.pipeline_root, window=ingest.window,
-        limits={name: getattr(ingest, name) for name in (
-            'max_image_pixels', 'convert_formats', 'encoding', 'max_csv_record_bytes')})
+        pipeline_root=config.pipeline_root)
     statistics_gen = tfx_components.StatisticsGen(examples=example_gen.outputs['examples'])
     if config.schema_path:
         schema_gen = ImportSchemaGen(schema_file=config.schema_path)
@@ -118,21 +114,16 @@ def create_components(config: PipelineConfig) -> List:
     # The model in production, chosen once per candidate (see components/baseline/component.py).
     baseline = ServedModelBaseline(candidate=trainer.outputs['model'],
                                    serving_dir=config.serving_dir)
-    drift = config.drift
     drift_check = DriftCheck(
         statistics=statistics_gen.outputs['statistics'], examples=example_gen.outputs['examples'],
-        baseline=baseline.outputs['baseline'], max_label_drift=drift.max_label_drift,
-        max_categorical_drift=drift.max_categorical_drift,
-        max_numeric_drift=drift.max_numeric_drift, max_image_drift=drift.max_image_drift,
+        baseline=baseline.outputs['baseline'], params=config.drift,
         pipeline_root=config.pipeline_root)
     evaluator = Evaluator(
         examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
         baseline_model=baseline.outputs['baseline'], eval_config=make_eval_config(config.eval),
-        example_splits=['eval'], drift=drift_check.outputs['drift'],
-        max_regression=config.eval.max_regression)
+        example_splits=['eval'], params=config.eval, drift=drift_check.outputs['drift'])
     pusher = Pusher(model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
-                    serving_dir=config.serving_dir, keep_versions=config.push.keep_versions,
-                    mode=config.push.mode, model_name=config.name)
+                    serving_dir=config.serving_dir, params=config.push, model_name=config.name)
     return [example_gen, statistics_gen, schema_gen, example_validator, gate, trainer,
             baseline, drift_check, evaluator, pusher]
 

@@ -1,62 +1,49 @@
 """From runner.py's flags to a PipelineConfig: a named preset, the config file, then the flags.
 
+Which flag sets which field is read from the settings classes (components/common/settings.py):
+FLAG_FIELDS and KUBEFLOW_FLAGS are made from the flags their fields declare.
+
 runner.py only defines flags; this module decides what they mean (which data and schema are the
 defaults for a source, how a shorter run shortens its warm-up, what wins over what), so the rules
 are tested without a command line.
 """
 import argparse
-import dataclasses
 import os
 import re
+import shlex
 from typing import Any, Dict, Optional, Tuple
 
 from components.common import storage
 from pipeline import config_file as config_file_lib
-from pipeline.config import (SOURCE_DEFAULTS, IngestConfig, KubeflowConfig, PipelineConfig,
-                             ScoreConfig, _absolute, _check, check_kubeflow_root, default_config,
-                             is_uri, smoke_config)
-from training.params import TrainParams
+from components.common import settings
+from components.common.settings import require
+from components.ingest.params import IngestParams
+from pipeline.config import (SOURCE_DEFAULTS, KubeflowConfig, PipelineConfig, ScoreConfig,
+                             absolute, default_config, is_uri, smoke_config)
+from pipeline.config_kubeflow import check_kubeflow_root
 
 CONFIG_NAMES = ('default', 'smoke')
-# runner.py's flags that set one config field each: flag dest -> field path (config_file.py).
-FLAG_FIELDS = {
-    'source': 'ingest.source', 'data': 'ingest.data_dir', 'output': 'output_dir',
-    'name': 'name', 'schema': 'schema_path', 'label_column': 'ingest.label_column',
-    'max_rejected_fraction': 'ingest.max_rejected_fraction',
-    'min_accuracy': 'eval.min_accuracy', 'beam_args': 'beam_args'}
-# The training flags: one per TrainParams field that has one (training/params.py).
-FLAG_FIELDS.update({field.metadata['flag'][2:].replace('-', '_'): 'train.' + field.name
-                    for field in dataclasses.fields(TrainParams) if field.metadata['flag']})
-# Scheduled retraining: who is told how a run ended (pipeline/notify.py).
-FLAG_FIELDS.update({'notify': 'notify.url', 'on_finish': 'notify.on_finish'})
-FLAG_FIELDS['keep_runs'] = 'retention.keep_runs'   # pipeline/retention.py
-FLAG_FIELDS['window'] = 'ingest.window'   # the training window (components/common/window.py)
-FLAG_FIELDS['max_label_drift'] = 'drift.max_label_drift'   # components/drift/
-FLAG_FIELDS['push_mode'] = 'push.mode'   # components/common/serving_labels.py
-# A local run's roots (docs/storage.md); with --kubeflow, --pipeline-root is the run root.
-FLAG_FIELDS.update({'pipeline_root': 'pipeline_root_uri', 'serving_dir': 'serving_uri'})
+# The settings classes whose fields' flags runner.py defines, in --help's order within a group.
+SETTINGS = (PipelineConfig, *PipelineConfig.sections().values(), KubeflowConfig, ScoreConfig)
 
-# runner.py's Kubeflow flags: flag dest -> [kubeflow] key (a KubeflowConfig field, or the root).
-KUBEFLOW_FLAGS = {
-    'image': 'image', 'pipeline_root': 'pipeline_root', 'trainer_cpu': 'trainer_cpu',
-    'trainer_memory': 'trainer_memory_gb', 'trainer_gpus': 'trainer_gpus',
-    'trainer_workers': 'trainer_workers',
-    'trainer_service_account': 'trainer_service_account', 'endpoint': 'endpoint',
-    'schedule': 'schedule',
-    'experiment': 'experiment', 'namespace': 'namespace', 'token_file': 'token_file',
-    'token_env': 'token_env', 'service_account_token': 'service_account_token'}
-# An s3:// or minio:// root: the object store's Secret, endpoint and region for every task.
-KUBEFLOW_FLAGS.update({'s3_secret': 's3_secret', 's3_endpoint': 's3_endpoint',
-                       's3_region': 's3_region'})
 
-# Flags of both modes, with a meaning each (runner.py's help): not refused without --kubeflow.
-BOTH_MODES = ('pipeline_root',)
+def _flag_fields() -> Dict[str, str]:
+    """runner.py's flags that set one config field each: flag dest -> field path
+    (config_file.py), from the flags the settings classes declare."""
+    found = {settings.dest(field.metadata['flag']): field.name
+             for field in PipelineConfig.flagged()}
+    for section, cls in PipelineConfig.sections().items():
+        found.update({settings.dest(field.metadata['flag']): f'{section}.{field.name}'
+                      for field in cls.flagged()})
+    return found
 
-# Hostile input (docs/data.md, landing folders): limits and encodings of ingestion.
-FLAG_FIELDS.update({
-    'encoding': 'ingest.encoding', 'max_image_pixels': 'ingest.max_image_pixels',
-    'convert_formats': 'ingest.convert_formats',
-    'max_csv_record_bytes': 'ingest.max_csv_record_bytes'})
+
+FLAG_FIELDS = _flag_fields()
+# runner.py's Kubeflow flags: flag dest -> [kubeflow] key; refused without --kubeflow but those
+# a local run has too (BOTH_MODES: --pipeline-root, the run root there).
+KUBEFLOW_FLAGS = {settings.dest(field.metadata['flag']): field.name
+                  for field in KubeflowConfig.flagged()}
+BOTH_MODES = tuple(dest for dest in KUBEFLOW_FLAGS if dest in FLAG_FIELDS)
 
 
 def default_schema(source: str, data_dir: str) -> Optional[str]:
@@ -68,11 +55,11 @@ def default_schema(source: str, data_dir: str) -> Optional[str]:
 def named_config(name: str, data_dir: str, output_dir: str,
                  source: str = 'images') -> PipelineConfig:
     """The config that `runner.py --config NAME` starts from, for the given data and output."""
-    _check(name in CONFIG_NAMES, f'config must be one of {CONFIG_NAMES}, got {name!r}')
+    require(name in CONFIG_NAMES, f'config must be one of {CONFIG_NAMES}, got {name!r}')
     if name == 'smoke':
         return smoke_config(data_dir, output_dir, source=source)
     return default_config(output_dir=output_dir,
-                          ingest=IngestConfig(data_dir=data_dir, source=source))
+                          ingest=IngestParams(data_dir=data_dir, source=source))
 
 
 def parse_size(text: str) -> Tuple[int, int]:
@@ -95,6 +82,11 @@ def parse_minutes(text: str) -> float:
         raise argparse.ArgumentTypeError(f'expected minutes, e.g. 10, 10m, 90s or 1.5h, got '
                                          f'{text!r}')
     return float(match.group(1)) * {'s': 1 / 60, 'h': 60.0}.get(match.group(2), 1.0)
+
+
+# Fields whose flag parses with one of these (their `parse`) instead of their type.
+PARSERS = {'size': parse_size, 'minutes': parse_minutes, 'names': parse_names,
+           'words': shlex.split}
 
 
 def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, Any],
@@ -123,14 +115,14 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
             'train.train_epochs' in in_file and 'train.train_steps' not in in_file)):
         overrides['train.train_steps'] = 0
     source = overrides.pop('ingest.source', 'images')
-    _check(source in SOURCE_DEFAULTS, f'source must be one of {tuple(SOURCE_DEFAULTS)}')
+    require(source in SOURCE_DEFAULTS, f'source must be one of {tuple(SOURCE_DEFAULTS)}')
     # minio:// is the same objects as s3:// at the configured endpoint (components/common/
     # storage.py); TensorFlow and Beam read the latter.
     data = overrides.pop('ingest.data_dir', None) or SOURCE_DEFAULTS[source][0] or score_dir
     if data is None:
         raise ValueError(f'--source {source} has no embedded sample data: name the input '
                          'folder with --data')
-    data = storage.to_s3(_absolute(data))
+    data = storage.to_s3(absolute(data))
     if not is_uri(data) and not os.path.isdir(data):
         raise ValueError(f'--data folder does not exist: {data}')
     output = overrides.pop('output_dir', None) or os.path.join('runs', 'default')
@@ -139,9 +131,9 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
     schema = overrides.pop('schema_path', None)
     if schema is None:
         schema = None if is_uri(data) else default_schema(source, data)
-    overrides['schema_path'] = None if schema == 'infer' else schema and _absolute(schema)
+    overrides['schema_path'] = None if schema == 'infer' else schema and absolute(schema)
     if overrides.get('train.model_weights'):
-        overrides['train.model_weights'] = _absolute(overrides['train.model_weights'])
+        overrides['train.model_weights'] = absolute(overrides['train.model_weights'])
     base = named_config(name, data, output, source)
     if overrides.get('train.train_steps'):
         overrides.setdefault('train.warmup_steps', max(0, min(
@@ -150,13 +142,61 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
 
 
 def from_flags(name: str, config_file: Optional[str], given: Dict[str, Any],
-               no_cache: bool = False, score_dir: Optional[str] = None) -> PipelineConfig:
+               score_dir: Optional[str] = None) -> PipelineConfig:
     """from_command_line for runner.py's given flags (dest -> value, FLAG_FIELDS' dests)."""
     flags = {FLAG_FIELDS[dest]: value for dest, value in given.items()}
-    if no_cache:
-        flags['enable_cache'] = False
     names = {FLAG_FIELDS[dest]: '--' + dest.replace('_', '-') for dest in given}
     return from_command_line(name, config_file, flags, names, score_dir)
+
+
+def mode_error(args: argparse.Namespace) -> Optional[str]:
+    """What is wrong with runner.py's mode flags, or None: one mode is needed, --local,
+    --kubeflow, --rollback, --promote, --reject or --score (which --kubeflow compiles)."""
+    if not (args.local or args.kubeflow or args.score or any(
+            getattr(args, name) is not None for name in ('rollback', 'promote', 'reject'))):
+        return ('one of the arguments --local --kubeflow --rollback --promote --reject --score '
+                'is required')
+    if args.reason is not None and args.reject is None:
+        return '--reason goes with --reject'
+    if args.score and (args.local or args.rollback is not None):
+        return '--score runs on its own, or with --kubeflow to compile the scoring pipeline'
+    if args.version is not None and not args.score:
+        return '--version goes with --score'
+    return None
+
+
+def check_mode(args: argparse.Namespace) -> None:
+    """ValueError naming a Kubeflow-only flag given without --kubeflow (it would do nothing)."""
+    if args.kubeflow:
+        return
+    given = [dest for dest in KUBEFLOW_FLAGS
+             if getattr(args, dest) is not None and dest not in BOTH_MODES]
+    if given:
+        mode = next(f'--{name}' for name in ('local', 'score', 'promote', 'reject', 'rollback')
+                    if getattr(args, name) not in (None, False))
+        flag = '--' + given[0].replace('_', '-')
+        raise ValueError(f'{flag} is a Kubeflow setting (Kubeflow and scheduling flags need '
+                         f'--kubeflow); it does nothing with {mode}')
+
+
+def _given(args: argparse.Namespace, dests) -> Dict[str, Any]:
+    return {dest: getattr(args, dest) for dest in dests if getattr(args, dest) is not None}
+
+
+def from_args(args: argparse.Namespace) -> Tuple[PipelineConfig, Optional[KubeflowConfig]]:
+    """(PipelineConfig, KubeflowConfig or None) of runner.py's parsed flags; ValueError with a
+    message on bad values."""
+    check_mode(args)
+    kubeflow, given = None, _given(args, FLAG_FIELDS)
+    if args.kubeflow:  # --output names the compiled file; the run root is the cluster's
+        root, kubeflow = kubeflow_from_flags(args.config_file, _given(args, KUBEFLOW_FLAGS),
+                                             args.output)
+        given.pop('pipeline_root', None)
+        given['output'] = root   # pipeline_root/ and serving/ under it
+    config = from_flags(args.config, args.config_file, given, args.score)
+    if kubeflow is not None:
+        refuse_local_roots(config)
+    return config, kubeflow
 
 
 def refuse_local_roots(config: PipelineConfig) -> None:
@@ -179,18 +219,20 @@ def kubeflow_from_flags(config_file: Optional[str], given: Dict[str, Any],
     for dest, value in given.items():
         fields[KUBEFLOW_FLAGS[dest]] = value
         names[KUBEFLOW_FLAGS[dest]] = '--' + dest.replace('_', '-')
-    root = fields.pop('pipeline_root', None)
+    root = fields.get('pipeline_root')
     if not (fields.get('image') and root):
         raise ValueError('--kubeflow needs --image and --pipeline-root (or image and '
                          'pipeline_root in the config file\'s [kubeflow] table)')
     check_kubeflow_root(root, names['pipeline_root'])
-    fields['output_file'] = output_file or 'pipeline.json'
+    if output_file:
+        fields['output_file'] = output_file
     return root, config_file_lib.make(KubeflowConfig, fields, names)
 
 
 def score_config(input_dir: str, version: Optional[int], top_k: Optional[int]):
     """The ScoreConfig of runner.py --score DIR, --version and --top-k (pipeline/scoring.py):
     a local folder made absolute, a URI as given, flags not given left to the defaults."""
-    given = {'version': version, 'top_k': top_k}
-    return ScoreConfig(input_dir=input_dir if is_uri(input_dir) else os.path.abspath(input_dir),
-                       **{name: value for name, value in given.items() if value is not None})
+    given = {name: value for name, value in (('version', version), ('top_k', top_k))
+             if value is not None}
+    return config_file_lib.make(ScoreConfig, dict(given, input_dir=absolute(input_dir)),
+                                {name: '--' + name.replace('_', '-') for name in given})

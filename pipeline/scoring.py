@@ -21,6 +21,7 @@ The scoring pipeline has its own name (`<name>-score`), pipeline root and ML Met
 cached: each run scores again (ingestion still reuses an identical earlier conversion through
 its span index).
 """
+import dataclasses
 import os
 from typing import List, Optional
 
@@ -50,11 +51,10 @@ def metadata_path(config: config_lib.PipelineConfig) -> Optional[str]:
 
 def _ingest_settings(config: config_lib.PipelineConfig,
                      model_spec: Optional[inputs.InputSpec]) -> dict:
-    ingest = config.ingest
-    settings = {'image_storage': ingest.image_storage, 'channels': config.train.channels or 0,
-                'feature_types': dict(ingest.feature_types)}
+    """How the input to score is stored: as the model parses it when its spec is known."""
+    settings = {'channels': config.train.channels or 0}
     if model_spec is not None and model_spec.kind == 'tabular':
-        settings['feature_types'] = dict(
+        settings['feature_types'] = tuple(
             [(name, 'numeric') for name, _, _ in model_spec.numeric]
             + [(name, 'categorical') for name in model_spec.categorical])
     elif model_spec is not None:
@@ -64,19 +64,11 @@ def _ingest_settings(config: config_lib.PipelineConfig,
 
 def create_components(config: config_lib.PipelineConfig, score: ScoreConfig,
                       model_spec: Optional[inputs.InputSpec] = None) -> List:
-    ingest = config.ingest
-    settings = _ingest_settings(config, model_spec)
-    example_gen = ImageExampleGen(
-        input_base=score.input_dir, source=ingest.source, train_percent=ingest.train_percent,
-        num_shards=ingest.num_shards, compress=True, split_key='source',
+    example_gen = ImageExampleGen(dataclasses.replace(
+        config.ingest, data_dir=score.input_dir, compress=True, split_key='source',
         max_rejected_fraction=1.0,   # quarantine, never stop: only "nothing valid" fails
-        image_storage=settings['image_storage'], channels=settings['channels'],
-        label_column=ingest.label_column, feature_types=settings['feature_types'],
-        drop_columns=ingest.drop_columns, pipeline_root=os.path.join(root(config),
-                                                                      'pipeline_root'),
-        window=1, unlabelled=True,
-        limits={name: getattr(ingest, name) for name in (
-            'max_image_pixels', 'convert_formats', 'encoding', 'max_csv_record_bytes')})
+        window=1, unlabelled=True, image_size=None, **_ingest_settings(config, model_spec)),
+        pipeline_root=os.path.join(root(config), 'pipeline_root'))
     model = ScoringModel(serving_dir=config.serving_dir, version=score.version)
     inferrer = tfx_components.BulkInferrer(
         examples=example_gen.outputs['examples'], model=model.outputs['model'],

@@ -1,23 +1,20 @@
 """TrainParams: every training hyper-parameter, spelled once and validated once.
 
-Each field is one parameter. Its name is the key of the config file's [train] table; its
-metadata says how it reaches the user and the pipeline:
-- `help` (every field): one line for --help and docs/cli.md; the "(default: ...)" after it is
-  written from the field's default, or from `default_text` where that is a sentence;
-- `flag` (optional): runner.py's command-line flag, with argparse's `metavar` and `choices`;
-  `parse` names a parser of runner.py's ('size', 'minutes'); else the field's type parses;
-- `property`: the ImageTrainer execution property recording it in ML Metadata, when that is not
-  the field's name (kept as they were, for the skip-unchanged digests of models already served).
-components/trainer/component.py builds its spec from `property_types()`, the executor reads
-the parameters back with `from_properties`, and the trainer's TrainJob and the loop's
-LoopOptions carry this object. So a new parameter is one field here and the code that uses it.
+Each field is one parameter, declared with components/common/settings.py's `setting`: its
+help, flag and parser reach runner.py's --help and docs/cli.md, its name is the key of the config
+file's [train] table, and `property` names the ImageTrainer execution property recording it in
+ML Metadata when that is not the field's name (kept as they were, for the skip-unchanged digests
+of models already served). components/trainer/component.py builds its spec from
+`property_types()`, the executor reads the parameters back with `from_properties`, and the
+trainer's TrainJob and the loop's LoopOptions carry this object. So a new parameter is one field
+here and the code that uses it.
 No TFX, TensorFlow or pipeline imports: the config and the command line import this at once.
 """
 import dataclasses
-import json
-import typing
-from typing import Any, Dict, Optional, Tuple
+from typing import ClassVar, Optional, Tuple
 
+# default_text: what --help says of a default, read from here too (tests/test_cli_docs.py).
+from components.common.settings import Settings, default_text, setting  # noqa: F401
 from training.choices import AUGMENTS, OPTIMIZERS, POLICIES, XLA_CHOICES
 
 # Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as
@@ -40,94 +37,89 @@ NAMED_MODELS = {name: 'models.applications.' + name
                 for name in ('resnet50', 'efficientnet_b0', 'mobilenet_v3_small')}
 
 
-def _param(default, help, flag=None, **options):
-    """A field with its metadata; `options`: metavar, choices, parse, default_text, property,
-    properties (a (height, width) pair spread over two integer properties, 0 = None)."""
-    kind = 'default_factory' if isinstance(default, (list, dict)) else 'default'
-    return dataclasses.field(**{kind: default}, metadata=dict(help=help, flag=flag, **options))
-
-
 @dataclasses.dataclass(frozen=True)
-class TrainParams:
+class TrainParams(Settings):
     """How a model is trained. Defaults are what `runner.py --local` trains with."""
-    model_builder: Optional[str] = _param(
+    GROUP: ClassVar[str] = 'training'   # runner.py's --help group of the flags
+    model_builder: Optional[str] = setting(
         None, f'{"|".join(NAMED_MODELS)} (keras.applications), or a builder (input_shape, '
         'num_classes) -> keras.Model, as an import path', '--model',
         metavar='NAME|IMPORT.PATH', default_text='by --source')
-    model_weights: Optional[str] = _param(
+    model_weights: Optional[str] = setting(
         None, 'local weights file the model builder loads, e.g. a backbone .weights.h5 for '
-        '--model resnet50', '--weights', metavar='FILE', default_text='none, random init')
+        '--model resnet50', '--weights', metavar='FILE', default_text='none, random init',
+        path=True)
     # The model's input; None = from the data: the most common (height, width) of the valid
     # train images, and 3 channels when any valid image is colour, else 1.
-    image_size: Optional[Tuple[int, int]] = _param(
+    image_size: Optional[Tuple[int, int]] = setting(
         None, 'model input size', '--image-size', metavar='HxW', parse='size',
         default_text='the most common size among the train images',
         properties=('image_height', 'image_width'))
-    channels: Optional[int] = _param(
+    channels: Optional[int] = setting(
         None, 'model input channels', '--channels', choices=(1, 3),
         default_text='3 when any image is colour, else 1')
     # The length: train_steps > 0 is exactly that many optimizer updates (no early stopping,
     # and train_epochs does not apply); 0 = up to train_epochs passes over the train split,
     # stopping early when the held-out slice's accuracy stops improving; train_epochs 0 = from
     # the data (AUTO_* above, training/plan.py auto_epochs).
-    train_epochs: float = _param(
+    train_epochs: float = setting(
         0.0, 'most passes over the train split; early stopping still applies', '--epochs',
         metavar='N',
         default_text=f'from the data: ~{AUTO_EXAMPLES:,} examples seen as '
         f'{AUTO_MIN_EPOCHS}-{AUTO_MAX_EPOCHS} passes, >= {AUTO_MIN_UPDATES} updates, cut after '
         f'the first epoch to fit {AUTO_TRAIN_MINUTES:g} min (>= {AUTO_MIN_TIMED_EPOCHS})')
-    train_steps: int = _param(
+    train_steps: int = setting(
         0, 'exactly N optimizer updates instead: no epochs, no early stopping', '--steps',
         metavar='N',
         default_text='0, by epochs')
-    patience: int = _param(
+    patience: int = setting(
         3, 'stop after N epochs without held-out improvement; 0 = run every epoch', '--patience',
         metavar='N')
-    validation_percent: int = _param(
+    validation_percent: int = setting(
         10, 'share of the train split held out for early stopping; 0 = none',
         '--validation-percent', metavar='P')
-    time_budget_minutes: float = _param(
+    time_budget_minutes: float = setting(
         0.0, 'stop training once this much time is spent, keeping the best epoch: 30, 30m, '
         '1.5h', '--time-budget', metavar='MIN', parse='minutes', default_text='none')
-    freeze_epochs: int = _param(
+    freeze_epochs: int = setting(
         0, "first N epochs train only the head of a model with a 'backbone' layer (--model "
         'resnet50 ...; with --weights), then all layers', '--freeze-epochs', metavar='N')
-    global_batch_size: int = _param(64, 'global batch over all replicas', '--batch-size',
+    global_batch_size: int = setting(64, 'global batch over all replicas', '--batch-size',
                                     metavar='N')
-    workers: int = _param(
+    workers: int = setting(
         1, 'training processes on this machine, one MultiWorkerMirroredStrategy worker each; '
         '1 = in-process', '--workers', metavar='N', property='num_workers')
-    accumulation_steps: int = _param(1, 'micro-batches per optimizer update',
+    accumulation_steps: int = setting(1, 'micro-batches per optimizer update',
                                      '--accumulation-steps', metavar='N')
-    learning_rate: float = _param(3e-3, 'peak learning rate', '--learning-rate',
+    learning_rate: float = setting(3e-3, 'peak learning rate', '--learning-rate',
                                   metavar='LR')
-    weight_decay: float = _param(
+    weight_decay: float = setting(
         0.004, 'adamw: decoupled weight decay, each update shrinks the weights by this x the '
         'learning rate', '--weight-decay', metavar='WD')
-    mixed_precision: str = _param(
+    mixed_precision: str = setting(
         'auto', 'auto = mixed_float16 on GPU; on a CPU with bfloat16 instructions, whichever of '
         'float32 and mixed_bfloat16 trains faster in a timed trial of the train step; else '
         'float32', '--mixed-precision', choices=POLICIES)
-    xla: str = _param(
+    xla: str = setting(
         'auto', 'XLA-compile the forward and backward pass: auto = when it trains faster in '
         'the same timed trial', '--xla', choices=XLA_CHOICES)
-    warm_start: bool = _param(False, "start from the served model's weights (when the shapes "
+    warm_start: bool = setting(False, "start from the served model's weights (when the shapes "
                               'match)', '--warm-start')
-    augment: str = _param(
+    augment: str = setting(
         'light', 'random changes to train images: light = small shifts; standard = shifts, '
         'crops and contrast', '--augment', choices=AUGMENTS)
-    flip: bool = _param(False, 'random horizontal flips of train images too (not for digits '
+    flip: bool = setting(False, 'random horizontal flips of train images too (not for digits '
                         'or text)', '--flip')
     # Config file only (no flag):
-    optimizer: str = _param('adam', ' | '.join(OPTIMIZERS))
-    warmup_steps: int = _param(20, 'linear learning-rate warm-up updates (shortened to fit a '
+    optimizer: str = setting('adam', ' | '.join(OPTIMIZERS))
+    warmup_steps: int = setting(20, 'linear learning-rate warm-up updates (shortened to fit a '
                                'shorter run)')
-    checkpoint_interval: int = _param(100, 'updates between checkpoints')
-    eval_steps: int = _param(0, 'eval batches after training; 0 = the whole eval split')
-    seed: int = _param(42, 'random seed of initial weights, shuffling and augmentation')
-    devices: Tuple[str, ...] = _param((), 'MirroredStrategy devices, e.g. ["/gpu:0"]',
+    checkpoint_interval: int = setting(100, 'updates between checkpoints')
+    eval_steps: int = setting(0, 'eval batches after training; 0 = the whole eval split')
+    seed: int = setting(42, 'random seed of initial weights, shuffling and augmentation')
+    devices: Tuple[str, ...] = setting((), 'MirroredStrategy devices, e.g. ["/gpu:0"]',
                                       default_text='every visible GPU, or the CPU')
-    skip_unchanged: bool = _param(
+    skip_unchanged: bool = setting(
         True, "hand the served model on, untrained, when this run's input fingerprint, "
         'training parameters and model code equal the ones it was trained from')
 
@@ -136,9 +128,7 @@ class TrainParams:
             object.__setattr__(self, 'model_builder', NAMED_MODELS[self.model_builder])
         if self.train_steps > 0:  # a fixed length: epochs do not apply (and are not recorded)
             object.__setattr__(self, 'train_epochs', 0.0)
-        for ok, message in self._checks():
-            if not ok:
-                raise ValueError(message)
+        super().__post_init__()
 
     def _checks(self):
         size, weights = self.image_size, self.model_weights
@@ -200,60 +190,3 @@ class TrainParams:
         return cls(**dict(dict(warmup_steps=0, augment='none', validation_percent=0,
                                patience=0, mixed_precision='float32', xla='off', seed=0),
                           **changes))
-
-    # -- As ImageTrainer execution properties (ML Metadata): int, float and str only.
-
-    @classmethod
-    def property_types(cls) -> Dict[str, type]:
-        """Execution property name -> its type, for every parameter."""
-        return {name: kind for field in dataclasses.fields(cls)
-                for name, kind in _codec(field)[0].items()}
-
-    def to_properties(self) -> Dict[str, Any]:
-        return {name: value for field in dataclasses.fields(self)
-                for name, value in _codec(field)[1](getattr(self, field.name)).items()}
-
-    @classmethod
-    def from_properties(cls, properties: Dict[str, Any]) -> 'TrainParams':
-        """The parameters an execution recorded; a property absent (an execution compiled
-        before the parameter existed) keeps the field's default."""
-        values = {}
-        for field in dataclasses.fields(cls):
-            names, _, decode = _codec(field)
-            if all(properties.get(name) is not None for name in names):
-                values[field.name] = decode([properties[name] for name in names])
-        return cls(**values)
-
-
-def _codec(field):
-    """({property: type}, encode(value) -> {property: value}, decode([values]) -> value)."""
-    hint = typing.get_type_hints(TrainParams)[field.name]
-    optional = typing.get_origin(hint) is typing.Union
-    if optional:
-        hint = next(a for a in typing.get_args(hint) if a is not type(None))
-    pair = field.metadata.get('properties')
-    if pair:  # (height, width) as two ints, 0 = None
-        return (dict.fromkeys(pair, int),
-                lambda value: dict(zip(pair, value or (0, 0))),
-                lambda values: tuple(int(v) for v in values) if any(values) else None)
-    name = field.metadata.get('property', field.name)
-    if typing.get_origin(hint) is tuple:  # a list as JSON
-        return ({name: str}, lambda value: {name: json.dumps(list(value))},
-                lambda values: tuple(json.loads(values[0] or '[]')))
-    if hint is bool:
-        return {name: int}, lambda value: {name: int(value)}, lambda v: bool(int(v[0]))
-    empty = hint()  # None is recorded as 0 or ''
-    return ({name: hint}, lambda value: {name: empty if value is None else hint(value)},
-            lambda values: None if optional and values[0] == empty else hint(values[0]))
-
-
-def default_text(field: dataclasses.Field) -> str:
-    """What --help and docs/cli.md say the default is: read from the field's default."""
-    if 'default_text' in field.metadata:
-        return field.metadata['default_text']
-    value = field.default
-    if isinstance(value, bool):
-        return 'on' if value else 'off'
-    if isinstance(value, float):
-        return f'{value:g}'
-    return str(value)

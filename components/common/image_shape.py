@@ -85,7 +85,7 @@ class Recorded:
     sizes: Dict[Tuple[int, int], int]   # without the "other" tail
     total: int                          # every valid train image
     color: int                          # stored with colour
-    resized: int = 0                    # resized by ingestion (IngestConfig.image_size)
+    resized: int = 0                    # resized by ingestion (IngestParams.image_size)
     grayscaled: int = 0                 # colour files stored grey by ingestion (channels 1)
 
     @classmethod

@@ -23,16 +23,15 @@ from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
 from components.drift import executor
+from components.drift.params import DriftParams
 
 DRIFT_KEY = 'drift'
 
 
 class DriftCheckSpec(ComponentSpec):
     PARAMETERS = {
-        'max_label_drift': ExecutionParameter(type=float),
-        'max_categorical_drift': ExecutionParameter(type=float),
-        'max_numeric_drift': ExecutionParameter(type=float),
-        'max_image_drift': ExecutionParameter(type=float),
+        **{name: ExecutionParameter(type=kind)
+           for name, kind in DriftParams.property_types().items()},   # params.py
         # Where the baseline statistics of a window are kept (training_data.py).
         'pipeline_root': ExecutionParameter(type=str),
     }
@@ -49,10 +48,8 @@ class DriftCheck(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
     def __init__(self, statistics: Channel, examples: Channel, baseline: Channel,
-                 max_label_drift: float, max_categorical_drift: float, max_numeric_drift: float,
-                 max_image_drift: float, pipeline_root: str):
+                 params: DriftParams, pipeline_root: str):
         super().__init__(spec=DriftCheckSpec(
             statistics=statistics, examples=examples, baseline=baseline,
-            max_label_drift=max_label_drift, max_categorical_drift=max_categorical_drift,
-            max_numeric_drift=max_numeric_drift, max_image_drift=max_image_drift,
-            pipeline_root=pipeline_root, drift=Channel(type=standard_artifacts.ExampleAnomalies)))
+            **params.to_properties(), pipeline_root=pipeline_root,
+            drift=Channel(type=standard_artifacts.ExampleAnomalies)))

@@ -25,16 +25,16 @@ from tfx.types import artifact_utils
 
 from components.common import image_shape, properties, served_baseline
 from components.drift import compare, measures, training_data
+from components.drift.params import DriftParams
 
 RECORD_FILE = 'drift.json'
 
 
 def thresholds(exec_properties: Dict[str, Any]) -> measures.Thresholds:
+    params = DriftParams.from_properties(exec_properties)
     return measures.Thresholds(
-        label=float(exec_properties['max_label_drift']),
-        categorical=float(exec_properties['max_categorical_drift']),
-        numeric=float(exec_properties['max_numeric_drift']),
-        image=float(exec_properties['max_image_drift']))
+        label=params.max_label_drift, categorical=params.max_categorical_drift,
+        numeric=params.max_numeric_drift, image=params.max_image_drift)
 
 
 def measure(statistics: types.Artifact, examples: types.Artifact, baseline: types.Artifact,

@@ -21,14 +21,15 @@ from tfx.types import Channel, standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
 from components.evaluate import executor
+from components.evaluate.params import EvalParams
 
 DRIFT_KEY = 'drift'
-MAX_REGRESSION_KEY = 'max_regression'
 
 
 class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
     PARAMETERS = dict(standard_component_specs.EvaluatorSpec.PARAMETERS, **{
-        MAX_REGRESSION_KEY: ExecutionParameter(type=float, optional=True)})
+        name: ExecutionParameter(type=kind, optional=True)
+        for name, kind in EvalParams.property_types().items()})
     INPUTS = dict(standard_component_specs.EvaluatorSpec.INPUTS, **{
         DRIFT_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies, optional=True)})
 
@@ -41,11 +42,11 @@ class Evaluator(tfx_components.Evaluator):
 
     def __init__(self, examples: Channel, model: Channel, baseline_model: Channel,
                  eval_config: tfma.EvalConfig, example_splits: List[str],
-                 drift: Optional[Channel] = None, max_regression: float = 0.0):
+                 params: EvalParams, drift: Optional[Channel] = None):
         # The stock __init__ builds the stock spec; ours holds the same fields and two more.
         base_component.BaseComponent.__init__(self, spec=EvaluatorSpec(
             examples=examples, model=model, baseline_model=baseline_model, drift=drift,
             eval_config=eval_config, example_splits=json.dumps(example_splits),
-            max_regression=max_regression,
+            **params.to_properties(),
             evaluation=Channel(type=standard_artifacts.ModelEvaluation),
             blessing=Channel(type=standard_artifacts.ModelBlessing)))

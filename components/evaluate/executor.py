@@ -41,6 +41,7 @@ from tfx.utils import io_utils
 from components.common import properties, served_baseline, window
 from components.evaluate import checks, figures, noise
 from components.evaluate import served_model
+from components.evaluate.params import EvalParams
 
 
 
@@ -130,7 +131,7 @@ class Executor(stock_executor.Executor):
         change = noise.read_change(evaluation_uri) if version is not None else None
         if change is not None:
             passed, sentence = noise.judge(
-                change, float(exec_properties.get('max_regression') or 0.0), version)
+                change, EvalParams.from_properties(exec_properties).max_regression, version)
             blessing.set_string_custom_property(properties.REGRESSION_CHECK, sentence)
             logging.info('No regression: %s', sentence)
             if not passed:

@@ -41,6 +41,7 @@ from components.common import properties as property_names
 from components.ingest import beam_pipeline, checks, name_safe_input, registry, sources
 from components.ingest import span_index, stats, window_spans
 from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)
+from components.ingest.params import IngestParams
 
 
 def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
@@ -49,8 +50,8 @@ def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
     input_config = example_gen_pb2.Input()
     proto_utils.json_to_proto(exec_properties['input_config'], input_config)
     folder = os.path.dirname(input_config.splits[0].pattern)  # 'span-3/*' / '*', 'span-3' / ''
-    own = registry.get(exec_properties.get('source', 'images')).input_pattern(
-        bool(int(exec_properties.get('unlabelled') or 0)))
+    params = IngestParams.from_properties(exec_properties)
+    own = registry.get(params.source).input_pattern(params.unlabelled)
     for _ in range(own.count('/')):  # images: drop the class-folder part
         folder = os.path.dirname(folder)
     return storage.normpath(os.path.join(input_base, folder))
@@ -87,7 +88,7 @@ def resolve_without_driver(exec_properties: Dict[str, Any], examples: types.Arti
                                                  range_config_pb2.RangeConfig())
     if '{SPAN}' in input_config.splits[0].pattern:
         sources.check_latest_span(exec_properties['input_base'],
-                                  exec_properties.get('source', 'images'))
+                                  IngestParams.from_properties(exec_properties).source)
     processor = name_safe_input.Processor(  # input_processor's, for names not UTF-8 too
         exec_properties['input_base'], input_config.splits, range_config)
     try:
@@ -128,8 +129,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         properties: Dict[str, Any] = {f'num_{name}': value for name, value in counts.items()}
         summary = beam_pipeline.finalize(output_dir, options)
         described = registry.get(options.source).describe(options, result, summary)
-        checks.check_counts(counts, output_dir, float(exec_properties['max_rejected_fraction']),
-                            root, pipeline_root,
+        checks.check_counts(counts, output_dir, options.max_rejected_fraction, root, pipeline_root,
                             by_column=stats.read_rejected_by_column(result))
         properties[property_names.CLASS_NAMES] = json.dumps(described.pop('class_names'))
         properties[property_names.INPUT_SPEC] = described.pop('input_spec').to_json()
@@ -176,13 +176,12 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                             root, exec_properties.get(
                                 example_gen_utils.FINGERPRINT_PROPERTY_NAME) or '',
                             examples.uri, exec_properties, pipeline_root, newest=True)
-        source = registry.get(exec_properties.get('source', 'images'))
-        unlabelled = bool(int(exec_properties.get('unlabelled') or 0))
-        older = [self._span(span, folder, source.fingerprint(folder, unlabelled),
+        params = IngestParams.from_properties(exec_properties)
+        older = [self._span(span, folder, registry.get(params.source).fingerprint(
+                                folder, params.unlabelled),
                             os.path.join(examples.uri, f'Span-{span}'), exec_properties,
                             pipeline_root, newest=False)
-                 for span, folder in window_spans.older_spans(
-                     root, exec_properties, newest[0].span)]
+                 for span, folder in window_spans.older_spans(root, params, newest[0].span)]
         kept, note = window_spans.same_classes(older, newest)
         properties = dict(newest[1], **{
             property_names.QUARANTINE_URI: checks.quarantine_path(examples.uri)})

@@ -24,7 +24,6 @@ ACCEPTED_FORMATS = image_formats.STORED_FORMATS
 _SIGNATURES = ((b'\x89PNG', 'PNG'), (b'\xff\xd8\xff', 'JPEG'), (b'GIF8', 'GIF'), (b'BM', 'BMP'))
 
 
-STORAGES = ('encoded', 'raw')
 _MODES = {1: 'L', 3: 'RGB'}
 _ALPHA_BANDS = ('A', 'a')
 

@@ -7,16 +7,16 @@ with the path, and so does an empty `span-<N>/` folder (checked by the component
 before it picks a span).
 """
 import dataclasses
-import json
 import os
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict
 
 import tensorflow as tf
 
-from components.ingest import beam_pipeline, csv_records, records, registry
+from components.ingest import beam_pipeline, records, registry
 from components.ingest import files as files_
 from components.ingest.checks import IngestionError
+from components.ingest.params import IngestParams
 
 SPAN_FOLDER = re.compile(r'^span-(\d+)$')
 
@@ -52,57 +52,35 @@ def check_latest_span(input_base: str, source: str) -> None:
                              'is ingested).')
 
 
-def _image_size(text: str) -> Optional[Tuple[int, int]]:
-    return tuple(json.loads(text)) if text else None
-
-
 def estimated_output_bytes(options: beam_pipeline.IngestOptions) -> int:
     return registry.get(options.source).estimated_output_bytes(options)
 
 
-def _limits(props: Dict[str, Any]) -> Dict[str, Any]:
-    """The hostile-input settings (images.py, csv_records.py); absent ones keep their default."""
-    limits = {'encoding': props.get('encoding') or csv_records.DEFAULT_ENCODING,
-              'convert_formats': tuple(json.loads(props.get('convert_formats') or '[]'))}
-    for name in ('max_image_pixels', 'max_csv_record_bytes'):
-        if props.get(name):
-            limits[name] = int(props[name])
-    return limits
-
-
 def options_from_properties(root: str, input_base: str,
                             props: Dict[str, Any]) -> beam_pipeline.IngestOptions:
-    """The Beam options for this execution; lists the input and may raise IngestionError."""
+    """The Beam options for this execution: the settings it recorded (IngestParams, read back
+    from its properties) and what is listed before Beam starts; may raise IngestionError."""
     if not tf.io.gfile.isdir(input_base):
         raise IngestionError(f'Input base does not exist: {input_base}')
-    source = props.get('source', 'images')
-    unlabelled = bool(int(props.get('unlabelled') or 0))
-    if SPAN_FOLDER.match(os.path.basename(root)) and tf.io.gfile.isdir(root) and not holds_input(
-            root, source) and not unlabelled:
-        raise IngestionError(f'Span folder {root} is empty: expected '
-                             f'{registry.get(source).expected}.')
-    listed = registry.get(source).list_input(
-        root, props.get('label_column', 'label'),
-        json.loads(props.get('feature_types') or '{}'),
-        tuple(json.loads(props.get('drop_columns') or '[]')),
-        props.get('encoding') or csv_records.DEFAULT_ENCODING, unlabelled)
+    params = IngestParams.from_properties(props)
+    source = registry.get(params.source)
+    if SPAN_FOLDER.match(os.path.basename(root)) and tf.io.gfile.isdir(root) and not (
+            source.holds_input(root) or params.unlabelled):
+        raise IngestionError(f'Span folder {root} is empty: expected {source.expected}.')
+    listed = source.list_input(root, params.label_column, dict(params.feature_types),
+                               params.drop_columns, params.encoding, params.unlabelled)
+    settings = {field.name: getattr(params, field.name)
+                for field in dataclasses.fields(IngestParams)}
+    # 0 = automatic: ~128 MB per shard, counted once the input is listed.
     options = beam_pipeline.IngestOptions(
-        root=root, input_base=input_base, source=source,
-        train_percent=int(props['train_percent']),
-        compress=bool(int(props.get('compress', 1))),
-        split_key=props.get('split_key', 'source'),
-        image_size=_image_size(props.get('image_size', '')),
-        image_storage=props.get('image_storage', 'encoded'),
-        channels=int(props.get('channels', 0)), unlabelled=unlabelled, **_limits(props),
+        **dict(settings, num_shards=params.num_shards or 1), root=root, input_base=input_base,
         **listed)
-    num_shards = int(props['num_shards'])
-    if num_shards > 0:
-        return dataclasses.replace(options, num_shards=num_shards)
-    total = estimated_output_bytes(options)  # 0 = automatic: ~128 MB per shard
+    if params.num_shards > 0:
+        return options
+    total = estimated_output_bytes(options)
     train = options.train_percent / 100
     # At least one train shard per training worker, so each can read files of its own
     # (FILE sharding, training/data.py).
     return dataclasses.replace(
-        options, num_shards=max(records.auto_shards(total, train),
-                                int(props.get('min_train_shards') or 1)),
+        options, num_shards=max(records.auto_shards(total, train), params.min_train_shards),
         eval_shards=records.auto_shards(total, 1 - train))

@@ -29,15 +29,13 @@ from absl import logging
 import tensorflow as tf
 
 from components.common import stable_paths, storage, window
+from components.ingest import params
 
 NODE = 'ImageExampleGen'
-# What changes the records ingestion writes for the same files. max_rejected_fraction does not
-# (it only decides whether a run fails); pipeline_root and window say where and how many.
-OUTPUT_PARAMETERS = ('source', 'train_percent', 'num_shards', 'min_train_shards', 'compress',
-                     'split_key', 'image_size', 'image_storage', 'channels', 'label_column',
-                     'feature_types', 'drop_columns',
-                     # What is quarantined or converted (docs/data.md): other records.
-                     'max_image_pixels', 'convert_formats', 'encoding', 'max_csv_record_bytes')
+# What changes the records ingestion writes for the same files: every setting but those marked
+# same_records (params.py); max_rejected_fraction only decides whether a run fails, window says
+# how many spans, pipeline_root where.
+OUTPUT_PARAMETERS = params.record_parameters()
 _DATA_PREFIXES = ('Split-', 'Quarantine')  # what belongs to one span in its folder
 
 

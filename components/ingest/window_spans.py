@@ -15,6 +15,7 @@ from absl import logging
 from components.common import image_shape, window
 from components.common import properties as property_names
 from components.ingest import sources
+from components.ingest.params import IngestParams
 
 
 
@@ -29,16 +30,14 @@ def entry(span: int, uri: str, fingerprint: str, properties: Dict[str, Any]) -> 
                             color_modes=shapes[image_shape.MODES_PROPERTY])
 
 
-def older_spans(root: str, exec_properties: Dict[str, Any],
-                newest: int) -> Iterator[Tuple[int, str]]:
+def older_spans(root: str, params: IngestParams, newest: int) -> Iterator[Tuple[int, str]]:
     """(span, folder) of the window's spans before the newest, oldest first; none when the
     input has no span folders (root is then the input base itself) or the window is 1."""
-    size = int(exec_properties.get('window') or 1)
-    if size <= 1 or not sources.SPAN_FOLDER.match(os.path.basename(root.rstrip('/'))):
+    if params.window <= 1 or not sources.SPAN_FOLDER.match(os.path.basename(root.rstrip('/'))):
         return
-    folders = sources.span_folders(exec_properties['input_base'])
-    for span in sorted(s for s in folders if s < newest)[-(size - 1):]:
-        if sources.holds_input(folders[span], exec_properties.get('source', 'images')):
+    folders = sources.span_folders(params.data_dir)
+    for span in sorted(s for s in folders if s < newest)[-(params.window - 1):]:
+        if sources.holds_input(folders[span], params.source):
             yield span, folders[span]
         else:
             logging.warning('Window: span folder %s is empty, left out', folders[span])

@@ -11,6 +11,7 @@ from tfx.dsl.components.base import executor_spec
 from tfx.types import Channel
 
 from components.push import executor
+from components.push.params import PushParams
 
 
 class Pusher(tfx_components.Pusher):
@@ -19,10 +20,9 @@ class Pusher(tfx_components.Pusher):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
     def __init__(self, model: Channel, model_blessing: Channel, serving_dir: str,
-                 keep_versions: int, mode: str = 'auto', model_name: str = 'model'):
+                 params: PushParams, model_name: str = 'model'):
         super().__init__(
             model=model, model_blessing=model_blessing,
             push_destination=pusher_pb2.PushDestination(
                 filesystem=pusher_pb2.PushDestination.Filesystem(base_directory=serving_dir)),
-            custom_config={executor.KEEP_VERSIONS_KEY: keep_versions, executor.MODE_KEY: mode,
-                           executor.MODEL_NAME_KEY: model_name})
+            custom_config={**params.to_properties(), executor.MODEL_NAME_KEY: model_name})

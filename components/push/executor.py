@@ -30,9 +30,9 @@ from tfx.types import standard_component_specs as specs
 from tfx.utils import proto_utils
 
 from components.common import model_signature, properties, serving_labels, versions
+from components.push.params import PushParams
 
-KEEP_VERSIONS_KEY = 'keep_versions'   # in the stock Pusher's custom_config
-MODE_KEY = 'mode'                     # auto | candidate (components/common/serving_labels.py)
+# In the stock Pusher's custom_config, beside the PushParams fields (params.py).
 MODEL_NAME_KEY = 'model_name'         # the model's name in models.config
 
 
@@ -80,10 +80,10 @@ class Executor(stock_executor.Executor):
                                                1 if incompatible else 0)
             return
         custom_config = json.loads(exec_properties.get(specs.CUSTOM_CONFIG_KEY) or 'null') or {}
-        keep = int(custom_config.get(KEEP_VERSIONS_KEY, 5))
+        params = PushParams.from_properties(custom_config)
+        keep = params.keep_versions
 
-        result = versions.push(model_path, base_dir, keep,
-                               mode=custom_config.get(MODE_KEY, 'auto'),
+        result = versions.push(model_path, base_dir, keep, mode=params.mode,
                                name=custom_config.get(MODEL_NAME_KEY, 'model'))
         if result.created:
             logging.info('Model pushed as version %d: %s', result.version, result.path)

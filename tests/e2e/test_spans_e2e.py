@@ -12,6 +12,7 @@ from tfx import v1 as tfx
 
 from components.ingest.checks import IngestionError
 from components.ingest.component import ImageExampleGen, uses_spans
+from components.ingest.params import IngestParams
 from pipeline import summary as summary_lib
 
 from helpers import IN_PROCESS_BEAM, copy_digits
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.e2e
 def _run(data, out, window=1):
     pipeline = tfx.dsl.Pipeline(
         pipeline_name='spans', pipeline_root=os.path.join(out, 'root'),
-        components=[ImageExampleGen(input_base=data, num_shards=1, window=window,
+        components=[ImageExampleGen(IngestParams(data_dir=data, num_shards=1, window=window),
                                     pipeline_root=os.path.join(out, 'root'))], enable_cache=True,
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             os.path.join(out, 'metadata.sqlite')),

@@ -213,8 +213,8 @@ def test_weights_reach_the_builder_and_a_builder_without_them_is_named(tmp_path)
 
 
 def test_every_named_model_resolves_to_a_builder():
-    from pipeline import config
-    for name, path in config.NAMED_MODELS.items():
+    from training.params import NAMED_MODELS
+    for name, path in NAMED_MODELS.items():
         assert job_lib.import_builder(path).__name__ == name
 
 

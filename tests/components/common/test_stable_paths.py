@@ -15,6 +15,7 @@ from tfx.types import Channel, artifact_utils, standard_artifacts
 from components.common import stable_paths
 from components.ingest import checks, records
 from components.ingest.component import ImageExampleGen
+from components.ingest.params import IngestParams
 from components.trainer import executor
 from training import job as job_lib
 from components.trainer.component import ImageTrainer
@@ -117,7 +118,7 @@ def test_an_execution_compiled_without_the_pipeline_root_is_refused(
         ingest_do(str(tmp_path / 'nowhere'), str(tmp_path / 'out'), pipeline_root='')
     # And neither component is built without one.
     with pytest.raises(ValueError, match='pipeline_root is required'):
-        ImageExampleGen(input_base=str(tmp_path))
+        ImageExampleGen(IngestParams(data_dir=str(tmp_path)))
     with pytest.raises(ValueError, match='pipeline_root is required'):
         ImageTrainer(examples=Channel(type=standard_artifacts.Examples),
                      params=TrainParams(model_builder='models.resnet.build_model',

@@ -44,7 +44,7 @@ def _push(executor_class, inputs, serving_dir, out_dir, keep=5):
         filesystem=pusher_pb2.PushDestination.Filesystem(base_directory=str(serving_dir)))
     executor_class().Do(inputs, {specs.PUSHED_MODEL_KEY: [pushed]}, {
         specs.PUSH_DESTINATION_KEY: proto_utils.proto_to_json(destination),
-        specs.CUSTOM_CONFIG_KEY: json.dumps({push_executor.KEEP_VERSIONS_KEY: keep})})
+        specs.CUSTOM_CONFIG_KEY: json.dumps({'keep_versions': keep})})
     return pushed
 
 
