@@ -65,12 +65,14 @@ class Outcome:
     abandoned: int = 0              # checkpoint folders of trainings no kept run touched
     abandoned_bytes: int = 0
     old_run_files: int = 0          # runs whose logs, summaries and report pages were deleted
+    baselines: int = 0              # drift baselines of windows no serving version was trained on
+    baseline_bytes: int = 0
     note: Optional[str] = None      # why nothing was done, or the error that stopped it
 
     def text(self) -> str:
         """One line for the summary, e.g. 'kept 3 runs, deleted 5 artifacts of 2 runs (41.2 MB)'."""
         if self.note and not (self.deleted or self.leftovers or self.abandoned
-                              or self.old_run_files):
+                              or self.old_run_files or self.baselines):
             return self.note
         unfinished = f' ({self.unfinished_runs} unfinished)' if self.unfinished_runs else ''
         text = f'kept {self.kept_runs} run{"s" * (self.kept_runs != 1)}{unfinished}, '
@@ -83,6 +85,9 @@ class Outcome:
         if self.abandoned:
             text += (f'; removed {self.abandoned} abandoned checkpoint folder'
                      f'{"s" * (self.abandoned != 1)} ({megabytes(self.abandoned_bytes)})')
+        if self.baselines:
+            text += (f'; removed {self.baselines} drift baseline{"s" * (self.baselines != 1)} '
+                     f'({megabytes(self.baseline_bytes)})')
         if self.old_run_files:
             text += (f'; removed the logs and report pages of {self.old_run_files} older run'
                      f'{"s" * (self.old_run_files != 1)}')
@@ -151,13 +156,15 @@ def _apply(config, run_id: str, keep: int) -> Outcome:
     abandoned, abandoned_bytes = collect_abandoned_checkpoints(
         root, min((r.created[0] for r in kept), default=None))
     old_runs = collect_run_files(config.output_dir, set(plan.kept_runs), keep)
+    baselines, baseline_bytes = collect_drift_baselines(root, config.serving_dir)
     unfinished = sum(1 for r in kept if not r.finished)
     logging.info('Retention (keep %d runs): kept runs %s; deleted %d artifacts (%d bytes)',
                  keep, list(plan.kept_runs), len(plan.delete), size)
     return Outcome(kept_runs=len(plan.kept_runs) - unfinished, unfinished_runs=unfinished,
                    deleted=len(plan.delete), deleted_runs=len(plan.deleted_runs), bytes=size,
                    leftovers=count, leftover_bytes=leftover_bytes, abandoned=abandoned,
-                   abandoned_bytes=abandoned_bytes, old_run_files=old_runs, note=error)
+                   abandoned_bytes=abandoned_bytes, old_run_files=old_runs,
+                   baselines=baselines, baseline_bytes=baseline_bytes, note=error)
 
 
 def describe(store, pipeline_name: str) -> Tuple[List[plan_lib.Run],
@@ -370,6 +377,32 @@ def collect_abandoned_checkpoints(root: str, oldest_kept_ms: Optional[float]) ->
                 held = folder_size(folder)
                 shutil.rmtree(folder)
             count, size = count + 1, size + held
+    return count, size
+
+
+def collect_drift_baselines(root: str, serving_dir: str) -> Tuple[int, int]:
+    """Deletes the drift baselines (`<root>/_drift/<window key>`, components/drift/
+    training_data.py) of windows no version under serving/ was trained on. DriftCheck compares
+    a new span only with the served version's window, and a version the Pusher's retention
+    removed is never served again (a rollback serves a kept one, whose copy records its
+    window), so such a baseline is never read again. Returns (folders, bytes)."""
+    from components.drift import training_data   # TFDV: imported when retention runs only
+    keys = set()
+    for version in versions.list_versions(serving_dir):
+        window = training_data.read_window(os.path.join(serving_dir, str(version)))
+        if window:
+            keys.add(training_data.cache_key(window))
+    pattern = os.path.join(root, training_data.CACHE_FOLDER, '*')
+    count, size = 0, 0
+    for folder in (tf.io.gfile.glob(pattern) if _is_uri(root) else glob.glob(pattern)):
+        if os.path.basename(folder.rstrip('/')) in keys:
+            continue
+        if _is_uri(root):
+            held = _remove_uri(folder)
+        else:
+            held = folder_size(folder)
+            shutil.rmtree(folder)
+        count, size = count + 1, size + held
     return count, size
 
 

@@ -157,6 +157,7 @@ def _apply(pipeline_root: str, pipeline_name: str, run_id: str, keep: int,
     kept_ms = [r.created[0] for r in runs if r.name in plan.kept_runs]
     abandoned, abandoned_bytes = retention.collect_abandoned_checkpoints(
         pipeline_root, min(kept_ms, default=None))
+    baselines, baseline_bytes = retention.collect_drift_baselines(pipeline_root, serving_dir)
     unfinished = sum(1 for r in runs if r.name in plan.kept_runs and not r.finished)
     logging.info('Retention (keep %d runs): kept runs %s; deleted %d artifacts (%d bytes)',
                  keep, list(plan.kept_runs), len(plan.delete), size)
@@ -164,7 +165,8 @@ def _apply(pipeline_root: str, pipeline_name: str, run_id: str, keep: int,
         kept_runs=len(plan.kept_runs) - unfinished, unfinished_runs=unfinished,
         deleted=len(removed), deleted_runs=len(deleted_runs), bytes=size,
         leftovers=leftovers, leftover_bytes=leftover_bytes, abandoned=abandoned,
-        abandoned_bytes=abandoned_bytes, note=error)
+        abandoned_bytes=abandoned_bytes, baselines=baselines, baseline_bytes=baseline_bytes,
+        note=error)
 
 
 def _ends_run(data: dict) -> bool:

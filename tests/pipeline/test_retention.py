@@ -213,3 +213,29 @@ def test_errors_are_told_never_raised_and_zero_keeps_everything(tmp_path):
     text = store.apply(1, 'run-2').text()
     assert text.startswith('failed (') and text.endswith('nothing else is affected, details '
                                                          'in the log')
+
+
+def test_drift_baselines_of_windows_no_serving_version_was_trained_on_are_removed(tmp_path):
+    """DriftCheck keeps one baseline per window it compared with (<root>/_drift/<key>); once no
+    version under serving/ was trained on that window, retention removes it."""
+    from components.drift import training_data
+    root, serving = tmp_path / 'pipeline_root', tmp_path / 'serving'
+    windows = {v: [{'span': v, 'uri': f'/spans/{v}', 'fingerprint': f'f{v}'}] for v in (1, 2)}
+    for version in (2, 3):   # version 3 was pushed by hand: it records no window
+        (serving / str(version) / 'assets.extra').mkdir(parents=True)
+        (serving / str(version) / 'saved_model.pb').write_bytes(b'graph')
+        if version in windows:
+            (serving / str(version) / training_data.TRAINING_DATA_FILE).write_text(
+                json.dumps({'window': windows[version]}))
+    for window in windows.values():
+        folder = root / training_data.CACHE_FOLDER / training_data.cache_key(window)
+        folder.mkdir(parents=True)
+        (folder / training_data.STATS_FILE).write_bytes(b'x' * 1000)
+
+    assert retention.collect_drift_baselines(str(root), str(serving)) == (1, 1000)
+
+    left = sorted(os.listdir(root / training_data.CACHE_FOLDER))
+    assert left == [training_data.cache_key(windows[2])]
+    assert retention.collect_drift_baselines(str(root), str(serving)) == (0, 0)
+    text = retention.Outcome(kept_runs=3, baselines=1, baseline_bytes=1000).text()
+    assert text == 'kept 3 runs, nothing to delete; removed 1 drift baseline (0.0 MB)'
