@@ -34,9 +34,9 @@ class LoopOptions:
     examples. With epochs, the held-out slice is evaluated at every epoch end; training stops
     after params.patience epochs without improvement (0 = never), and with a time budget at
     the first step after it is spent. time_target_seconds > 0 (a length planned from the data,
-    plan.plan_epochs) cuts the planned epochs after the first one to those that fit that many
-    training seconds at the first epoch's cost (plan.fit_epochs); the schedule then decays
-    over the new length.
+    plan.plan_epochs) cuts the planned epochs after plan.REPLAN_EPOCH of them to those that fit
+    that many training seconds at the last one's cost (plan.fit_epochs); the schedule then
+    decays over the new length.
     """
     params: TrainParams
     train_steps: int
@@ -79,7 +79,7 @@ class LoopOptions:
 class WarmupCosine(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from 0 to `peak` over warmup_steps, then cosine decay to 0 at
     `total_steps`: Keras' CosineDecay with warmup_target (alpha 0), except that the end is a
-    variable, so the loop can re-plan the length after the first epoch (plan.fit_epochs)."""
+    variable, so the loop can re-plan the length after a few epochs (plan.fit_epochs)."""
 
     def __init__(self, peak: float, warmup_steps: int, total_steps: tf.Variable):
         self.peak, self.warmup_steps, self.total_steps = peak, warmup_steps, total_steps
@@ -172,8 +172,8 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     if planned is not None and options.steps_per_epoch and \
             int(planned.numpy()) != options.train_steps:  # re-planned before an interruption
         options = _with_length(options, int(planned.numpy()))
-        replan_note = (f'planned {options.max_epochs:g} epochs after the first, to fit '
-                       f'{options.time_target_seconds / 60:g} min')
+        replan_note = (f'planned {options.max_epochs:g} epochs after the first '
+                       f'{plan.REPLAN_EPOCH}, to fit {options.time_target_seconds / 60:.1f} min')
     reporter = progress.Reporter()
     reporter.update(step=start_step, total=options.train_steps, start_step=start_step,
                     checkpoint_dir=checkpoint_dir or '', running=True)
@@ -204,12 +204,13 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             stopped = stopping.after_update(state, options, step, held_out_fn, clock)
             if options.steps_per_epoch and step % options.steps_per_epoch == 0:
                 speed.epoch_end()
-                if (step == options.steps_per_epoch and options.time_target_seconds
-                        and planned is not None and not stopped):
+                if (step == plan.REPLAN_EPOCH * options.steps_per_epoch
+                        and options.time_target_seconds and planned is not None
+                        and not stopped):
                     options, replan_note = _replan(
                         options, planned, clock(), stopping.agreed_seconds(
-                            steps.strategy, speed.steady_epoch(options.steps_per_epoch,
-                                                               step - start_step)))
+                            steps.strategy, speed.last_epoch(options.steps_per_epoch,
+                                                             step - start_step)))
                     reporter.update(total=options.train_steps)
             if step % options.log_every == 0 or step == options.train_steps or stopped:
                 result = _log_window(steps, options, step, window, start_step, run_start)
@@ -254,20 +255,22 @@ def _with_length(options: LoopOptions, train_steps: int) -> LoopOptions:
 
 
 def _replan(options: LoopOptions, planned: tf.Variable, seconds: float, epoch_seconds: float):
-    """(options, note) after the first epoch took `seconds` (an epoch without tracing:
-    epoch_seconds): the epochs cut to those that fit options.time_target_seconds
-    (plan.fit_epochs), the schedule's end moved with them."""
+    """(options, note) after plan.REPLAN_EPOCH epochs took `seconds`, the last epoch_seconds:
+    the epochs cut to those that fit options.time_target_seconds (plan.fit_epochs), the
+    schedule's end moved with them."""
+    done = plan.REPLAN_EPOCH
     epochs = plan.fit_epochs(seconds, epoch_seconds, options.max_epochs,
                              options.time_target_seconds,
-                             max(plan.AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1))
+                             max(plan.AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1),
+                             done)
     if epochs >= options.max_epochs:
-        logging.info('first epoch in %.0f s (then about %.0f s each): the %g planned epochs '
-                     'fit %.1f min', seconds, epoch_seconds, options.max_epochs,
+        logging.info('%d epochs in %.0f s (the last %.0f s): the %g planned epochs fit %.1f min',
+                     done, seconds, epoch_seconds, options.max_epochs,
                      options.time_target_seconds / 60)
         return options, ''
     total = math.ceil(epochs * options.steps_per_epoch)
-    note = (f'planned {epochs:g} of {options.max_epochs:g} epochs after the first took '
-            f'{seconds:.0f} s (then about {epoch_seconds:.0f} s each), to fit '
+    note = (f'planned {epochs:g} of {options.max_epochs:g} epochs after the first {done} took '
+            f'{seconds:.0f} s (the last {epoch_seconds:.0f} s), to fit '
             f'{options.time_target_seconds / 60:.1f} min')
     logging.info('Length re-planned: %s (%d updates)', note, total)
     planned.assign(total)
@@ -291,12 +294,13 @@ class _Speed:
         else:
             self.first = seconds
 
-    def steady_epoch(self, steps_per_epoch: int, updates: int) -> float:
-        """What a later epoch should cost: the seconds of this process's part of the first
-        epoch (`updates` of it; a resumed run may have done the rest before), its first,
-        tracing update left out, scaled to a whole epoch."""
-        rest = self.epochs[0] - self.first
-        return rest * steps_per_epoch / max(1, updates - 1)
+    def last_epoch(self, steps_per_epoch: int, updates: int) -> float:
+        """What a later epoch should cost: the last epoch's seconds, or, when this process
+        started inside it (a resumed run, `updates` done here), its part without the first,
+        tracing update, scaled to a whole epoch."""
+        if updates > steps_per_epoch:
+            return self.epochs[-1]
+        return (self.epochs[-1] - self.first) * steps_per_epoch / max(1, updates - 1)
 
     def epoch_end(self) -> None:
         now = time.perf_counter()

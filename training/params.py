@@ -1,6 +1,6 @@
 """TrainParams: every training hyper-parameter, spelled once and validated once.
 
-Each field is one parameter, declared with components/common/settings.py's `setting`: its
+Each field is one parameter, declared with core/settings.py's `setting`: its
 help, flag and parser reach runner.py's --help and docs/cli.md, its name is the key of the config
 file's [train] table, and `property` names the ImageTrainer execution property recording it in
 ML Metadata when that is not the field's name (kept as they were, for the skip-unchanged digests
@@ -14,7 +14,7 @@ import dataclasses
 from typing import ClassVar, Optional, Tuple
 
 # default_text: what --help says of a default, read from here too (tests/test_cli_docs.py).
-from components.common.settings import Settings, default_text, setting  # noqa: F401
+from core.settings import Settings, default_text, setting  # noqa: F401
 from training.choices import AUGMENTS, OPTIMIZERS, POLICIES, XLA_CHOICES
 
 # Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as
@@ -23,9 +23,10 @@ from training.choices import AUGMENTS, OPTIMIZERS, POLICIES, XLA_CHOICES
 # epoch, and 20 epochs of them are 40 updates (measured on 189 photo patches: eval 0.88,
 # against 1.00 with 400 updates). Fashion-MNIST's 43k held-in images were still improving
 # after 10 epochs (train accuracy below eval: underfit), so 1M examples: 20 epochs of them.
-# Then, after the first epoch, the plan is cut to the epochs that fit AUTO_TRAIN_MINUTES of
-# training (the step trial's seconds included) at that epoch's cost, never below
-# AUTO_MIN_TIMED_EPOCHS (early stopping and the schedule's decay need a few): with ingestion,
+# Then, after two epochs (plan.REPLAN_EPOCH), the plan is cut to the epochs that fit
+# AUTO_TRAIN_MINUTES of training (the step trial's seconds included) at the second's cost,
+# never below AUTO_MIN_TIMED_EPOCHS (early stopping and the schedule's decay need a few): with
+# ingestion,
 # evaluation and export (2-3 min for Fashion-MNIST's 60k PNGs on 2 shared cores,
 # bench/bench_quality.py) the default run fits a quarter of an hour whatever the data's size
 # (docs/training.md, "Training length").
@@ -67,7 +68,7 @@ class TrainParams(Settings):
         metavar='N',
         default_text=f'from the data: ~{AUTO_EXAMPLES:,} examples seen as '
         f'{AUTO_MIN_EPOCHS}-{AUTO_MAX_EPOCHS} passes, >= {AUTO_MIN_UPDATES} updates, cut after '
-        f'the first epoch to fit {AUTO_TRAIN_MINUTES:g} min (>= {AUTO_MIN_TIMED_EPOCHS})')
+        f'2 epochs to fit {AUTO_TRAIN_MINUTES:g} min (>= {AUTO_MIN_TIMED_EPOCHS})')
     train_steps: int = setting(
         0, 'exactly N optimizer updates instead: no epochs, no early stopping', '--steps',
         metavar='N',

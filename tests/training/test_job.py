@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.common import features, inputs
+from core import features, inputs
 from training import job as job_lib, plan
 from training import loop
 
@@ -100,14 +100,14 @@ def test_training_length_from_the_data(held_in, epochs):
     assert plan.auto_epochs(held_in, 64) == epochs
 
 
-@pytest.mark.parametrize('first_epoch, epoch, planned, expected', [
-    (30.0, 30.0, 20.0, 20.0),    # 20 x 30 s = 10 min: the whole plan fits
-    (108.0, 65.0, 20.0, 8.0),    # a slow first epoch (tracing): 1 + 492 / 65 = 8.6
-    (45.0, 45.0, 20.0, 13.0),    # 1 + 555 / 45 = 13.3: whole epochs only
-    (700.0, 400.0, 10.0, 3.0),   # a large split: never below 3 epochs
-    (0.5, 0.3, 20.0, 20.0)])     # the digits: never above the plan
-def test_the_plan_is_cut_to_the_epochs_that_fit_the_time(first_epoch, epoch, planned, expected):
-    assert plan.fit_epochs(first_epoch, epoch, planned, 600.0) == expected
+@pytest.mark.parametrize('spent, epoch, planned, expected', [
+    (60.0, 30.0, 20.0, 20.0),     # 2 epochs in 60 s + 18 x 30 s = 10 min: the whole plan fits
+    (160.0, 59.0, 20.0, 9.0),     # a busy machine: 2 + 440 / 59 = 9.5
+    (80.0, 36.0, 20.0, 16.0),     # 2 + 520 / 36 = 16.4: whole epochs only
+    (900.0, 400.0, 10.0, 3.0),    # a large split: never below 3 epochs
+    (0.9, 0.3, 20.0, 20.0)])      # the digits: never above the plan
+def test_the_plan_is_cut_to_the_epochs_that_fit_the_time(spent, epoch, planned, expected):
+    assert plan.fit_epochs(spent, epoch, planned, 600.0) == expected
 
 
 def test_the_cut_applies_to_a_length_from_the_data_or_under_a_budget(tmp_path):

@@ -127,14 +127,14 @@ def test_the_plan_is_cut_after_the_first_epoch_and_a_rerun_keeps_the_cut_plan(tm
     steps = _steps(options, replannable=True)
     result = loop.run_training(steps, _stream(points, labels, 16), options, checkpoint_dir=ckpt)
     assert result['steps_run'] == 12 and result['epochs_run'] == 3
-    assert 'planned 3 of 10 epochs after the first took' in result['stop_reason']
+    assert 'planned 3 of 10 epochs after the first 2 took' in result['stop_reason']
     assert float(steps.optimizer.learning_rate) == pytest.approx(0.0, abs=1e-7)  # decayed
     assert len(json.loads(result['epoch_seconds'])) == 3 and result['examples_per_second'] > 0
     # A rerun over the same checkpoints keeps the cut plan instead of training on to 40.
     again = loop.run_training(_steps(options, replannable=True), _stream(points, labels, 16),
                               options, checkpoint_dir=ckpt)
     assert again['start_step'] == again['steps_run'] == 12
-    assert 'planned 3 epochs after the first' in again['stop_reason']
+    assert 'planned 3 epochs after the first 2, to fit' in again['stop_reason']
 
 
 def test_without_a_target_or_a_plan_variable_the_length_stays(tmp_path):
