@@ -18,8 +18,9 @@ MARGIN faster, since on a shared machine turns of the same step differ by a few 
 No trial, and the first candidate's settings with precision by the multiply-add rule of
 precision.choose_policy, when:
 - the planned training is under TRIAL_MIN_FLOP of arithmetic (speed.train_flops_per_example x
-  the examples it plans to train): the trial costs about 10-20 s (four builds and traces and 8 s
-  of timing), which such a run cannot win back (the embedded digits plan 0.4 TFLOP: about 10 s);
+  the examples it plans to train): the trial costs four builds and traces and 8 s of timing
+  (27-32 s for the default model on Fashion-MNIST at load 2-6 on 2 cores, 80-109 s at load
+  15-22), which such a run cannot win back (the embedded digits plan 0.4 TFLOP: about 10 s);
 - several worker processes train together: each would time its own process and could choose
   differently, and their collectives need the same step on every worker;
 - the input is a table: the trial's random batches are images.
@@ -36,7 +37,8 @@ ROUNDS = 2
 SECONDS = 1.0
 MARGIN = 1.05
 # ~150 s of the default model's training at the rate bench_step measured on 2 shared cores
-# (about 100 GFLOP/s): a 15 s trial is then at most a tenth of the run.
+# (about 100 GFLOP/s), where a trial costs about a fifth of the run; Fashion-MNIST's default
+# run plans 54 TFLOP.
 TRIAL_MIN_FLOP = 15e12
 
 
