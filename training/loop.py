@@ -304,7 +304,7 @@ class _Speed:
 
     def epoch_end(self) -> None:
         now = time.perf_counter()
-        self.epochs.append(round(now - self.epoch_start, 1))
+        self.epochs.append(now - self.epoch_start)
         self.epoch_start = now
 
     def result(self) -> Dict[str, float]:
@@ -312,7 +312,7 @@ class _Speed:
             return {}
         return {'examples_per_second': self.examples / self.seconds,
                 'input_wait_fraction': min(1.0, self.wait / self.seconds),
-                'epoch_seconds': json.dumps(self.epochs)}
+                'epoch_seconds': json.dumps([round(e, 1) for e in self.epochs])}
 
 
 def _freeze_for(steps, options, step) -> None:
