@@ -10,7 +10,7 @@ The one module with flags: the modes, and each settings field's (pipeline/preset
 import argparse
 import sys
 
-from components.common import settings
+from core import settings
 from pipeline import config as config_lib
 from pipeline import presets
 

@@ -13,9 +13,9 @@ setup(
     description=('A TFX pipeline that ingests image folders, validates, trains, evaluates '
                  'and pushes.'),
     python_requires='>=3.10,<3.12',
-    packages=find_packages(include=['pipeline', 'pipeline.*', 'components', 'components.*',
-                                    'training', 'training.*', 'launch', 'launch.*',
-                                    'models', 'models.*']),
+    packages=find_packages(include=['core', 'core.*', 'pipeline', 'pipeline.*',
+                                    'components', 'components.*', 'training', 'training.*',
+                                    'launch', 'launch.*', 'models', 'models.*']),
     py_modules=['runner'],
     install_requires=[
         'tfx==1.16.0',
@@ -24,7 +24,7 @@ setup(
         # aws: Beam's S3 file system (boto3) for s3:// and minio:// roots (docs/storage.md).
         'apache-beam[gcp,aws]==2.59.0',
         # TensorFlow's s3:// file system (tf.io.gfile, TFRecords, SavedModels); importing it
-        # registers the scheme (components/common/storage.py).
+        # registers the scheme (core/storage.py).
         'tensorflow-io==0.37.1',
         'tensorflow-data-validation==1.16.1',
         'tensorflow-model-analysis==0.47.1',

@@ -54,7 +54,7 @@ class PeakRss:
 
 def naive(images_dir: str, out: str) -> int:
     import tensorflow as tf
-    from components.common import features
+    from core import features
     from components.ingest import images
     classes = images.list_classes(images_dir)
     index = images.class_index(classes)

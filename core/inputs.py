@@ -25,7 +25,7 @@ from typing import Any, Dict, Mapping, Tuple
 
 import tensorflow as tf
 
-from components.common import features
+from core import features
 
 CATEGORICAL_BUCKETS = 100  # per categorical column; the MLP embeds each bucket
 

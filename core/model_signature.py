@@ -22,7 +22,7 @@ from google.protobuf import message
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from components.common import inputs
+from core import inputs
 
 SIGNATURE_FILE = os.path.join('assets.extra', 'model_signature.json')
 _IMAGES_SIGNATURE = 'predict_images'   # training/export.py; image models only

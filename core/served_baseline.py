@@ -14,7 +14,7 @@ from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts
 from tfx.utils import path_utils
 
-from components.common import properties
+from core import properties
 
 
 def has_model(baseline: types.Artifact) -> bool:

@@ -22,7 +22,7 @@ three things, once per process:
    the import, glibc's `on_exit` with `_exit` as the function, runs before them and ends the
    process with the status `exit()` was given. Python has finalised by then: its atexit
    functions ran and its streams and logs were flushed. Only C++ teardown is skipped, which
-   the operating system does anyway. tests/components/common/test_storage.py checks exit codes
+   the operating system does anyway. tests/core/test_storage.py checks exit codes
    0, 3 and an uncaught exception's 1.
 
 `minio://` is Kubeflow Pipelines' name for the S3 API at the cluster's endpoint

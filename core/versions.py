@@ -4,7 +4,7 @@ retention.
 No TFX imports, so it can be tested alone. The layout is what TF Serving's file-system source
 watches: `<base>/<version>/saved_model.pb`, where only children named by an integer count as
 versions. Which of them clients get is `<base>/models.config`, TF Serving's model config with
-`stable` and `canary` labels (components/common/serving_labels.py); a folder without it serves
+`stable` and `canary` labels (core/serving_labels.py); a folder without it serves
 the highest version (TF Serving's default "latest" policy).
 
 - **Atomic:** on a local disk a model is copied into a hidden `.tmp-push-*` folder in the same
@@ -28,7 +28,7 @@ from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
-from components.common import serving_labels, storage
+from core import serving_labels, storage
 
 TMP_PREFIX = '.tmp-push-'
 # Custom property on the PushedModel: 1 when the served version already held the model.
@@ -68,7 +68,7 @@ def complete_versions(base_dir: str) -> List[int]:
 
 def served_version(base_dir: str) -> Optional[int]:
     """The version clients get by default, or None: the one labelled stable in models.config
-    (components/common/serving_labels.py), else the newest complete one (TF Serving's default
+    (core/serving_labels.py), else the newest complete one (TF Serving's default
     "latest" policy, for a folder without the file)."""
     complete = complete_versions(base_dir)
     labels = serving_labels.read(base_dir) if complete else None

@@ -36,7 +36,7 @@ from typing import List
 
 from absl import logging
 
-from components.common import storage
+from core import storage
 
 MODULE = 'launch.worker'   # python -m MODULE job_file serving_dir log_dir checkpoint_dir
 PORT = 2222                # a TrainJob worker's gRPC port (deploy/tensorflow-runtime.yaml)
@@ -54,7 +54,7 @@ def job_to_json(job) -> str:
 
 
 def job_from_json(text: str):
-    from components.common import inputs
+    from core import inputs
     from training import job as job_lib, loop
     from training.params import TrainParams
     fields = json.loads(text)

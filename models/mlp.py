@@ -3,7 +3,7 @@
 The builder contract is the same as for images (see models/resnet.py): a function
 `(input_shape, num_classes) -> keras.Model` with float32 logits. For a table, `input_shape` is
 a dict with 'numeric': (n,) and/or 'categorical': (m,), matching the model-input dict that
-`components/common/inputs.py` builds: standardised floats (an empty value imputed with the train
+`core/inputs.py` builds: standardised floats (an empty value imputed with the train
 mean) followed by one 0/1 missing-value indicator per column that had empty values, and one hash
 bucket per categorical column. Each categorical column gets its own slice of one embedding table.
 """
@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import keras
 from keras import layers
 
-from components.common.inputs import CATEGORICAL_BUCKETS
+from core.inputs import CATEGORICAL_BUCKETS
 
 EMBEDDING_SIZE = 8
 

@@ -2,7 +2,7 @@
 candidate, written into TF Serving's model config.
 
 In `candidate` push mode a blessed model goes out as the `canary` version beside `stable`
-(components/common/serving_labels.py). Promoting makes a kept version `stable` (the canary, or
+(core/serving_labels.py). Promoting makes a kept version `stable` (the canary, or
 any other kept version); rejecting drops the canary label, so TF Serving unloads that version at
 its next poll of models.config while the files stay for inspection until retention trims them.
 Each decision takes the output folder's run lock, as a run and a rollback do (pipeline/runlock.py),
@@ -48,7 +48,7 @@ def decide(output_dir: str, serving: str, action: str, version: int,
            reason: Optional[str] = None) -> dict:
     """Applies the decision to serving's models.config and records it; returns the record.
     The caller holds the output lock. serving_labels.LabelError when it cannot be done."""
-    from components.common import serving_labels, versions  # TensorFlow: once flags are good
+    from core import serving_labels, versions  # TensorFlow: once flags are good
     kept = versions.complete_versions(serving)
     if version not in kept:
         raise serving_labels.LabelError(f'version {version} is not kept under {serving}; kept: '
@@ -76,7 +76,7 @@ def main(action: str, version: int, output: Optional[str], config_file: Optional
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
-    from components.common import serving_labels, storage
+    from core import serving_labels, storage
     storage.enable_for([serving])
     os.makedirs(folder, exist_ok=True)
     lock, code = runlock.take(folder, wait, f'{action} when it has finished, or without '

@@ -9,7 +9,7 @@ docs/scaling.md, "Beam mode"); INPUT_BYTES_THRESHOLD is where multi-processing s
 
 The input's size is the bytes of its files: what ingestion decodes and what the statistics and
 the evaluation then scale with. It is read from the folder before the run (one stat per file).
-An S3 bucket folder is listed (components/common/storage.py sizes: one request per 1,000
+An S3 bucket folder is listed (core/storage.py sizes: one request per 1,000
 objects). An input that cannot be listed here (gs://, a path that only exists in a container) keeps
 multi-processing, the mode that does not degrade with size. Given --beam-args always win; the
 project's setup file is added to them only when they name no dependency flag (resolve).
@@ -17,7 +17,7 @@ project's setup file is added to them only when they name no dependency flag (re
 import os
 from typing import Optional, Tuple
 
-from components.common import storage
+from core import storage
 
 IN_PROCESS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
 MULTI_PROCESSING = ('--direct_running_mode=multi_processing', '--direct_num_workers=0')

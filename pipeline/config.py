@@ -1,6 +1,6 @@
 """The pipeline's typed configuration: one settings class per stage, validated at construction.
 
-Each stage keeps its settings beside its code (components/common/settings.py): [ingest] is
+Each stage keeps its settings beside its code (core/settings.py): [ingest] is
 components/ingest/params.py, [train] training/params.py, [eval] components/evaluate/params.py,
 [push] components/push/params.py, [drift] components/drift/params.py, [retention] and [notify]
 pipeline/config_retraining.py, [kubeflow] pipeline/config_kubeflow.py. PipelineConfig holds them
@@ -13,8 +13,8 @@ import os
 import re
 from typing import ClassVar, Optional, Tuple
 
-from components.common import storage
-from components.common.settings import Settings, setting
+from core import storage
+from core.settings import Settings, setting
 from components.evaluate.params import EvalParams
 from components.ingest.params import IngestParams
 from components.push.params import PushParams

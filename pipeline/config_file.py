@@ -2,7 +2,7 @@
 
 A config file's tables mirror the typed config (pipeline/config.py): top-level keys are
 PipelineConfig fields, and each table (`[ingest]`, `[train]`, `[eval]`, ...) holds the fields of
-the stage's settings class under the same names (components/common/settings.py; a field with
+the stage's settings class under the same names (core/settings.py; a field with
 `key=False` is the pipeline's, not a key). Values are
 checked against the fields' types here, so a typo in a key or a string where a number belongs
 is an error naming the key, before anything runs. Relative paths in a file are relative to the

@@ -10,7 +10,7 @@ import dataclasses
 import re
 from typing import ClassVar, Optional
 
-from components.common.settings import Settings, require, setting
+from core.settings import Settings, require, setting
 
 # A Kubernetes namespace (RFC 1123 label), as a Kubeflow profile names one.
 NAMESPACE = r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?'
@@ -37,7 +37,7 @@ def _name(pattern: str, limit: int = 253):
 class KubeflowConfig(Settings):
     """How the pipeline is compiled for, and scheduled on, Kubeflow Pipelines
     (pipeline/kubeflow.py): the config file's [kubeflow] table, under `runner.py --kubeflow`'s
-    flags (components/common/settings.py). Every flag of it but --pipeline-root (a local run's
+    flags (core/settings.py). Every flag of it but --pipeline-root (a local run's
     too) is refused without --kubeflow.
 
     The pipeline itself is the same PipelineConfig; its output_dir is then the run root on storage

@@ -1,4 +1,4 @@
-"""Settings of what happens around a run (components/common/settings.py).
+"""Settings of what happens around a run (core/settings.py).
 
 NotifyConfig: who is told how a run ended (pipeline/notify.py; on Kubeflow from the Pusher's
 task, pipeline/kfp_run_end.py). `--notify URL` POSTs a JSON summary; `--on-finish CMD` runs a
@@ -15,7 +15,7 @@ import re
 import shlex
 from typing import ClassVar, Optional
 
-from components.common.settings import Settings, setting
+from core.settings import Settings, setting
 from components.drift.params import DriftParams
 
 # The [drift] table is the drift stage's settings (components/drift/params.py).

@@ -18,7 +18,7 @@ from typing import Callable, List, Optional, TextIO
 
 from tqdm import tqdm
 
-from components.common import properties
+from core import properties
 from training import progress as progress_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text

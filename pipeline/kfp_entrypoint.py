@@ -50,7 +50,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 import tensorflow as tf
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
-from components.common import stable_paths, storage
+from core import stable_paths, storage
 from pipeline import kfp_run_end, kfp_task_record
 
 # converter.go StructValueToMLMDValue: MLMD has no list value, so a list is stored as the struct
@@ -123,7 +123,7 @@ def parameter_to_s3(text: str) -> str:
 
 def to_s3(executor_input: pipeline_spec_pb2.ExecutorInput) -> Dict[str, str]:
     """minio:// artifact URIs and string parameters (parameter_to_s3) as s3:// in place, which
-    TensorFlow and Beam read (components/common/storage.py); returns {s3 URI: minio URI} of the
+    TensorFlow and Beam read (core/storage.py); returns {s3 URI: minio URI} of the
     outputs, which the task's ExecutorOutput must name as KFP handed them: the launcher takes a
     URI listed there (component/launcher_v2.go mergeRuntimeArtifacts) and then refuses one
     outside its bucket configuration (uploadOutputArtifacts, bucketConfig.KeyFromURI)."""

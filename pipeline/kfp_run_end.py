@@ -34,7 +34,7 @@ from typing import Dict, List, Optional
 
 from ml_metadata.proto import metadata_store_pb2
 
-from components.common import storage
+from core import storage
 from pipeline import kfp_task_record as records_lib
 from pipeline import notify
 from pipeline import retention_kfp

@@ -33,7 +33,7 @@ from typing import Dict, Iterable, List, Optional
 
 import tensorflow as tf
 
-from components.common import storage
+from core import storage
 
 RECORD_NAME = 'task_record.json'
 VERSION = 1

@@ -69,7 +69,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from components.common import storage
+from core import storage
 from components.ingest.component import ImageExampleGen
 from components.ingest.params import IngestParams
 from launch import tfjob

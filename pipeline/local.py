@@ -22,7 +22,7 @@ import signal
 import sys
 from typing import List
 
-from components.common import storage
+from core import storage
 from pipeline import config as config_lib
 from pipeline import logs
 from pipeline import runlock

@@ -16,7 +16,7 @@ import dataclasses
 import json
 from typing import List, Optional, Tuple
 
-from components.common import properties, serving_labels, versions
+from core import properties, serving_labels, versions
 from pipeline import summary_text
 from pipeline.summary import RunSummary, custom_property as _custom
 

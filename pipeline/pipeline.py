@@ -34,7 +34,7 @@ from components.schema.component import SchemaGen
 from components.trainer.component import ImageTrainer
 from components.evaluate.params import EvalParams
 from pipeline.config import PipelineConfig
-from components.common import features
+from core import features
 
 
 def make_eval_config(config: EvalParams) -> tfma.EvalConfig:

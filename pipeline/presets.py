@@ -1,6 +1,6 @@
 """From runner.py's flags to a PipelineConfig: a named preset, the config file, then the flags.
 
-Which flag sets which field is read from the settings classes (components/common/settings.py):
+Which flag sets which field is read from the settings classes (core/settings.py):
 FLAG_FIELDS and KUBEFLOW_FLAGS are made from the flags their fields declare.
 
 runner.py only defines flags; this module decides what they mean (which data and schema are the
@@ -13,10 +13,10 @@ import re
 import shlex
 from typing import Any, Dict, Optional, Tuple
 
-from components.common import storage
+from core import storage
 from pipeline import config_file as config_file_lib
-from components.common import settings
-from components.common.settings import require
+from core import settings
+from core.settings import require
 from components.ingest.params import IngestParams
 from pipeline.config import (SOURCE_DEFAULTS, KubeflowConfig, PipelineConfig, ScoreConfig,
                              absolute, default_config, is_uri, smoke_config)
@@ -116,7 +116,7 @@ def from_command_line(name: str, config_file: Optional[str], flags: Dict[str, An
         overrides['train.train_steps'] = 0
     source = overrides.pop('ingest.source', 'images')
     require(source in SOURCE_DEFAULTS, f'source must be one of {tuple(SOURCE_DEFAULTS)}')
-    # minio:// is the same objects as s3:// at the configured endpoint (components/common/
+    # minio:// is the same objects as s3:// at the configured endpoint (core/
     # storage.py); TensorFlow and Beam read the latter.
     data = overrides.pop('ingest.data_dir', None) or SOURCE_DEFAULTS[source][0] or score_dir
     if data is None:

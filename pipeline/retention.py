@@ -40,7 +40,7 @@ from ml_metadata import metadata_store
 import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 
-from components.common import versions
+from core import versions
 from pipeline import retention_plan as plan_lib
 from pipeline import rollback as rollback_lib
 from pipeline import runlock

@@ -44,7 +44,7 @@ from typing import Dict, List, Tuple
 
 import tensorflow as tf
 
-from components.common import storage
+from core import storage
 from pipeline import kfp_task_record as records_lib
 from pipeline import retention
 from pipeline import retention_plan as plan_lib

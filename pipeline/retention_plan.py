@@ -19,7 +19,7 @@ artifact no execution wrote, or outside pipeline_root, is never touched.
 import dataclasses
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from components.common import storage
+from core import storage
 
 LIVE = 'LIVE'
 MARKED = 'MARKED_FOR_DELETION'   # a deletion that a killed retention did not finish

@@ -3,7 +3,7 @@
 TF Serving serves the highest version under `<output>/serving/` (its default "latest" policy),
 so rolling back cannot just delete the newer versions (they may be wanted back, and a run may
 be comparing with them) nor rename an old one upward in place (the old number would vanish). A
-rollback copies the kept version into a new highest version with components/common/versions.py,
+rollback copies the kept version into a new highest version with core/versions.py,
 the Pusher's own way: staged in a hidden folder, then renamed to the next number, so TF Serving
 never sees a partial version. It holds the output folder's run lock (pipeline/runlock.py), so
 it never races a local run's push or its retention. It deletes nothing: the next push's
@@ -52,7 +52,7 @@ def rollback(output_dir: str, version: int, serving: Optional[str] = None) -> di
     bucket) to a new highest version; returns its record. The caller holds the output lock.
     RollbackError when the version is not kept or is served already."""
     # TensorFlow: only once the flags are known good.
-    from components.common import serving_labels, versions
+    from core import serving_labels, versions
     import tensorflow as tf
     serving = serving or os.path.join(os.path.abspath(output_dir), 'serving')
     kept = [v for v in versions.list_versions(serving)
@@ -112,7 +112,7 @@ def serving_folder(folder: str, serving_dir: Optional[str], config_file: Optiona
         serving_dir = config_file_lib.read(config_file).get('serving_uri')
     if not serving_dir:
         return os.path.join(folder, 'serving')
-    from components.common import storage
+    from core import storage
     return storage.to_s3(serving_dir) if '://' in serving_dir else os.path.abspath(serving_dir)
 
 
@@ -129,7 +129,7 @@ def main(version: int, output: Optional[str], config_file: Optional[str], wait: 
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
-    from components.common import storage
+    from core import storage
     storage.enable_for([serving])
     import tensorflow as tf
     if not tf.io.gfile.isdir(serving):

@@ -22,7 +22,7 @@ import shutil
 import sys
 import threading
 
-from components.common import storage
+from core import storage
 from pipeline import config as config_lib
 from pipeline import logs
 from pipeline import runlock
@@ -91,7 +91,7 @@ def run(config: config_lib.PipelineConfig, score, wait: bool = True) -> int:
 
 
 def _model_spec(model_dir: str):
-    from components.common import inputs
+    from core import inputs
     from training import export
     path = os.path.join(model_dir, export.INPUT_SPEC_FILE)
     if not os.path.isfile(path):  # a model exported before input specs: the config decides

@@ -30,7 +30,7 @@ from tfx.orchestration import metadata
 from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.proto import bulk_inferrer_pb2
 
-from components.common import inputs
+from core import inputs
 from components.ingest.component import ImageExampleGen
 from components.score.component import ScoreWriter, ScoringModel
 from training import export

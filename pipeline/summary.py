@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
-from components.common import properties
+from core import properties
 
 
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}

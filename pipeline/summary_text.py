@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 
 from ml_metadata.proto import metadata_store_pb2
 
-from components.common import properties, serving_labels, versions, window
+from core import properties, serving_labels, versions, window
 from pipeline.summary import RunSummary, custom_property as _custom
 
 

@@ -78,9 +78,9 @@ def seaweedfs():
 @pytest.fixture
 def s3(seaweedfs, monkeypatch):
     """A bucket of this test's own on the SeaweedFS server, and this process configured for it
-    as a user's would be: the standard AWS variables, then components/common/storage.py (the
+    as a user's would be: the standard AWS variables, then core/storage.py (the
     variables it derives are set here too, so they are undone after the test)."""
-    from components.common import storage
+    from core import storage
     for key, value in seaweedfs.env().items():
         monkeypatch.setenv(key, value)
     for key, value in storage.tensorflow_variables(os.environ).items():

@@ -2,11 +2,13 @@
 inside functions), so that a docstring's "no TFX imports" is a rule a change cannot break:
 
 - training/ (the library): no TFX, TFX-BSL, TFMA, TFDV, Beam, ML Metadata, Kubernetes or
-  subprocess; no stage of components/, no launch/, pipeline/ or runner; of components.common
-  only modules that themselves (and what they import of components.common) import none of that;
+  subprocess; no stage of components/, no launch/, pipeline/ or runner; of core
+  only modules that themselves (and what they import of core) import none of that;
 - launch/ (how a job runs): no TFX, no stage of components/, no pipeline/ or runner;
-- components/<stage>/: of components/, only its own stage and components.common;
-- components/common/: no stage of components/;
+- components/<stage>/: of components/, only its own stage and core;
+- core/ (what every layer shares: serving layout, property names, image shape, window,
+  features, inputs, settings, storage): none of the layers above it, so no components/,
+  training/, launch/, models/, pipeline/ or runner;
 - components/, training/, launch/: no pipeline/ or runner;
 - pipeline/: no stage's executor (what it needs of a stage is in the stage's libraries).
 """
@@ -16,7 +18,8 @@ from typing import Dict, Iterator, List, Tuple
 
 from helpers import REPO_ROOT
 
-LAYERS = ('training', 'launch', 'components', 'pipeline')
+LAYERS = ('core', 'training', 'launch', 'components', 'pipeline')
+_ABOVE_CORE = ('components', 'training', 'launch', 'models', 'pipeline', 'runner')
 _NOT_IN_TRAINING = ('tfx', 'tfx_bsl', 'tensorflow_model_analysis', 'tensorflow_data_validation',
                     'apache_beam', 'ml_metadata', 'kubernetes', 'subprocess')
 _TFX = ('tfx', 'tfx_bsl')
@@ -40,17 +43,20 @@ def imports(source: str) -> Iterator[Tuple[int, str]]:
 
 
 def _stage(name: str) -> str:
-    """'trainer' for components.trainer.executor; '' outside the stages (and for common)."""
+    """'trainer' for components.trainer.executor; '' outside the stages."""
     parts = name.split('.')
-    if parts[0] != 'components' or len(parts) < 2 or parts[1] == 'common':
+    if parts[0] != 'components' or len(parts) < 2:
         return ''
     return parts[1]
 
 
 def violation(module: str, imported: str, common_ok=lambda name: True) -> str:
     """Why `module` may not import `imported`, or ''. common_ok tells whether a
-    components.common module is fit for the training library."""
+    core module is fit for the training library."""
     layer = module.split('.')[0]
+    if layer == 'core' and _within(imported, _ABOVE_CORE):
+        return 'core/ imports none of the layers above it (components, training, launch, ' \
+            'models, pipeline, runner)'
     if layer in ('training', 'launch', 'components') and _within(imported, ('pipeline', 'runner')):
         return f'{layer}/ imports no pipeline/ or runner'
     if layer == 'training':
@@ -58,13 +64,13 @@ def violation(module: str, imported: str, common_ok=lambda name: True) -> str:
             return 'training/ imports no TFX, Beam, Kubernetes, subprocess or launch/'
         if _stage(imported):
             return 'training/ imports no stage of components/'
-        if imported.startswith('components.common.') and not common_ok(imported):
-            return f'training/ imports no components.common module that imports TFX ({imported})'
+        if imported.startswith('core.') and not common_ok(imported):
+            return f'training/ imports no core module that imports TFX ({imported})'
     if layer == 'launch' and (_within(imported, _TFX) or _stage(imported)):
         return 'launch/ imports no TFX and no stage of components/'
     if layer == 'components' and _stage(imported) and _stage(imported) != _stage(module):
-        return (f'components.{_stage(module) or "common"} imports no other stage '
-                f'(components.{_stage(imported)}): shared code goes to components/common/')
+        return (f'components.{_stage(module)} imports no other stage '
+                f'(components.{_stage(imported)}): shared code goes to core/')
     if layer == 'pipeline' and _stage(imported) and imported.split('.')[2:3] == ['executor']:
         return "pipeline/ imports no stage's executor: shared code goes to a library"
     return ''
@@ -85,10 +91,10 @@ def _modules() -> Dict[str, Tuple[str, str]]:
 
 
 def _fit_for_training(modules) -> Dict[str, bool]:
-    """components.common module -> whether it, and what it imports of components.common,
+    """core module -> whether it, and what it imports of core,
     imports nothing training/ may not."""
     common = {m: [name for _, name in imports(src)] for m, (_, src) in modules.items()
-              if m.startswith('components.common.')}
+              if m.startswith('core.')}
     fit: Dict[str, bool] = {}
 
     def check(module, seen=()):
@@ -116,18 +122,18 @@ def broken_rules(modules) -> List[str]:
 def test_every_module_keeps_to_its_layers_imports():
     modules = _modules()
     assert {'training.loop', 'launch.sequence', 'components.trainer.executor',
-            'components.common.properties', 'pipeline.console'} <= set(modules)  # all walked
+            'core.properties', 'pipeline.console'} <= set(modules)  # all walked
     assert broken_rules(modules) == []
 
 
 def test_the_rules_flag_forbidden_imports_and_only_those():
     modules = {
         'training.loop': ('t.py', 'import os\ndef f():\n    import tfx.types\n'),
-        'training.data': ('d.py', 'from components.common import served_baseline\n'),
-        'training.job': ('j.py', 'import tensorflow\nfrom components.common import props\n'),
-        'components.common.served_baseline': ('b.py', 'from tfx import types\n'),
-        'components.common.props': ('c.py', 'import json\n'),
-        'components.common.x': ('x.py', 'from components.baseline import executor\n'),
+        'training.data': ('d.py', 'from core import served_baseline\n'),
+        'training.job': ('j.py', 'import tensorflow\nfrom core import props\n'),
+        'core.served_baseline': ('b.py', 'from tfx import types\n'),
+        'core.props': ('c.py', 'import json\n'),
+        'core.x': ('x.py', 'from components.baseline import executor\n'),
         'launch.local': ('l.py', 'import subprocess\nfrom components.trainer import executor\n'),
         'components.push.executor': ('p.py', 'from components.evaluate import checks\n'),
         'components.trainer.component': ('a.py', 'from components.trainer import executor\n'
@@ -139,7 +145,7 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
     flagged = {tuple(found.split(': ')[:2]) for found in broken_rules(modules)}
     assert flagged == {
         ('t.py:3', 'tfx.types'),                              # inside a function too
-        ('d.py:1', 'components.common.served_baseline'),      # a common module with TFX
+        ('d.py:1', 'core.served_baseline'),                   # a core module with TFX
         ('x.py:1', 'components.baseline'), ('x.py:1', 'components.baseline.executor'),
         ('l.py:2', 'components.trainer'), ('l.py:2', 'components.trainer.executor'),
         ('p.py:1', 'components.evaluate'), ('p.py:1', 'components.evaluate.checks'),

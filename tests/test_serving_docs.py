@@ -17,7 +17,7 @@ import tensorflow as tf
 
 import saved_models
 import tf_serving_json as rest
-from components.common import features, inputs
+from core import features, inputs
 from training import export
 from helpers import REPO_ROOT
 from models import mlp

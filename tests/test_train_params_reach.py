@@ -1,4 +1,4 @@
-"""A setting is one field of its stage's settings class (components/common/settings.py): its
+"""A setting is one field of its stage's settings class (core/settings.py): its
 flag, its config-file key, its stage's component and what the executor reads back all see it,
 with nothing else to write. Every field of every table is tried here, so a new one is covered
 the day it is added (a value that the generic sample below does not suit goes in SAMPLES)."""
@@ -10,8 +10,8 @@ import pytest
 import tensorflow_model_analysis as tfma
 
 import runner
-from components.common import settings
-from components.common.features import LABEL_NAME_KEY
+from core import settings
+from core.features import LABEL_NAME_KEY
 from components.drift.params import DriftParams
 from components.evaluate.params import EvalParams
 from components.ingest.params import IngestParams

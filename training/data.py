@@ -1,7 +1,7 @@
 """tf.data input pipelines over the ingested TFRecord shards (no TFX imports).
 
 A `file_pattern` is one pattern or several (a training window: one per span,
-components/common/window.py); the files they match are read as one sorted list, so FILE
+core/window.py); the files they match are read as one sorted list, so FILE
 sharding deals each worker files of every span, and counts and epochs cover the whole window.
 
 Images are parsed and decoded one example at a time, then batched; table rows are batched
@@ -14,7 +14,7 @@ the eval split, which blesses the model, is never part of it.
 """
 import tensorflow as tf
 
-from components.common import features, inputs
+from core import features, inputs
 from training import augment as augment_lib
 
 _LABEL_SPEC = {features.LABEL_KEY: features.PARSE_SPEC[features.LABEL_KEY]}

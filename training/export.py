@@ -12,7 +12,7 @@ What the model predicts and takes (class names, input) is written beside it as
 TF Serving's warm-up requests (training/warmup.py) are written inside it too.
 
 Both turn their input into model inputs inside the graph with the same functions as training
-(`components/common/inputs.py`: image decoding, or a table's standardisation and hashing), so
+(`core/inputs.py`: image decoding, or a table's standardisation and hashing), so
 there is no train/serve skew, and the predict signatures return `probabilities` [batch,
 num_classes], `class_ids` [batch] and `class_names` [batch, 1]. The name is a one-column matrix
 because tfx_bsl's predict post-processing splits every output row by row and needs a numpy
@@ -32,7 +32,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.saved_model import fingerprinting_utils
 
-from components.common import features, inputs, model_signature
+from core import features, inputs, model_signature
 from training import warmup
 
 SIGNATURE_INPUT = 'examples'
@@ -117,7 +117,7 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
     with tf.io.gfile.GFile(os.path.join(tmp_dir, INPUT_SPEC_FILE), 'w') as handle:
         handle.write(spec.to_json())
     tf.io.gfile.makedirs(os.path.dirname(export_dir.rstrip('/')))
-    # What it predicts and takes, for the serving guard (components/common/model_signature.py).
+    # What it predicts and takes, for the serving guard (core/model_signature.py).
     model_signature.write(tmp_dir, model_signature.describe(class_names, image_shape, spec))
     tf.io.gfile.rename(tmp_dir, export_dir, overwrite=False)
     return export_dir

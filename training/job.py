@@ -19,7 +19,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from components.common import inputs, model_signature
+from core import inputs, model_signature
 from training import data, distribute, export, loop, precision, steps as steps_lib
 from training import augment as augment_lib, warm_start, warmup
 from training import plan, speed, trial

@@ -17,7 +17,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from components.common import model_signature
+from core import model_signature
 
 
 def warm_start(model: keras.Model, path: str,

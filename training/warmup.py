@@ -4,7 +4,7 @@ TF Serving replays `assets.extra/tf_serving_warmup_requests` (a TFRecord file of
 `PredictionLog`s, at most 1,000 records) when it loads a version, so the graph is initialised
 before the first real request instead of during it. The export writes this file into its
 temporary folder before the rename (training/export.py), and the Pusher copies the
-whole folder into a staged version that it renames into place (components/common/versions.py):
+whole folder into a staged version that it renames into place (core/versions.py):
 a half-written warm-up file is never visible.
 
 The requests are the first `WARMUP_EXAMPLES` eval examples in sorted file order (the same
@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence, Tuple
 import tensorflow as tf
 from tensorflow_serving.apis import classification_pb2, predict_pb2, prediction_log_pb2
 
-from components.common import features, inputs
+from core import features, inputs
 
 WARMUP_FILE = os.path.join('assets.extra', 'tf_serving_warmup_requests')
 WARMUP_EXAMPLES = 8   # requests per signature; TF Serving reads at most 1,000 records

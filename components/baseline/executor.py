@@ -7,11 +7,11 @@ more model per run (about 100 MB for a ResNet-50) for a stage that only reads it
 gives TFMA the served folder directly (`model_path`, components/evaluate/served_model.py).
 
 A served model whose class names or input differ from the candidate's (read from both
-SavedModels, components/common/model_signature.py) is not a baseline: comparing a 4-class model
+SavedModels, core/model_signature.py) is not a baseline: comparing a 4-class model
 with a 10-class one measures nothing, and TFMA would even feed the candidate's examples to a
 model that cannot parse them. It is then recorded, not copied: `served_version` says what is
 served and `incompatible_reason` why it was not compared, and the Evaluator skips it.
-What the readers need of the artifact is components/common/served_baseline.py.
+What the readers need of the artifact is core/served_baseline.py.
 """
 import os
 from typing import Any, Dict, List
@@ -22,7 +22,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import model_signature, properties, versions
+from core import model_signature, properties, versions
 
 
 class Executor(base_executor.BaseExecutor):

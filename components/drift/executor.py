@@ -23,7 +23,7 @@ from tfx.components.statistics_gen import stats_artifact_utils
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
-from components.common import image_shape, properties, served_baseline
+from core import image_shape, properties, served_baseline
 from components.drift import compare, measures, training_data
 from components.drift.params import DriftParams
 

@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2
 
-from components.common import features
+from core import features
 
 L_INFINITY = 'L-infinity'
 JENSEN_SHANNON = 'Jensen-Shannon'

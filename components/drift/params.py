@@ -1,6 +1,6 @@
 """DriftParams: how far the new span's data may move from the data the served model was trained
 on before the run refuses to push; the config file's [drift] table and DriftCheck's execution
-properties (components/common/settings.py). 1.0 switches a check off: no L-infinity distance or
+properties (core/settings.py). 1.0 switches a check off: no L-infinity distance or
 Jensen-Shannon divergence (base 2) exceeds it.
 
 Defaults: a class-mix shift of 30 points (L∞ 0.30: e.g. one class from 25% to 55%) is far
@@ -14,7 +14,7 @@ the same distribution measure up to about 0.07. No TFX imports.
 import dataclasses
 from typing import ClassVar
 
-from components.common.settings import Settings, setting
+from core.settings import Settings, setting
 
 _BAR = (lambda value: 0.0 <= value <= 1.0, 'must be in [0, 1]')
 

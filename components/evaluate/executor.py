@@ -1,7 +1,7 @@
 """Executor of our Evaluator: picks the baseline, runs the stock TFMA executor, applies the
 noise-aware no-regression rule and the drift check, says why.
 
-The data: the eval splits of the whole training window (components/common/window.py), so a
+The data: the eval splits of the whole training window (core/window.py), so a
 model is judged, and compared with the served one, on the data it will serve. The stock
 executor reads every Examples artifact it is given (artifact_utils.get_split_uris over the
 list), so each window entry is handed to it as an in-memory Examples artifact of its folder.
@@ -38,7 +38,7 @@ from tfx.types import standard_component_specs as specs
 from tfx.dsl.io import fileio
 from tfx.utils import io_utils
 
-from components.common import properties, served_baseline, window
+from core import properties, served_baseline, window
 from components.evaluate import checks, figures, noise
 from components.evaluate import served_model
 from components.evaluate.params import EvalParams

@@ -1,4 +1,4 @@
-"""EvalParams: the blessing rule's bars, the config file's [eval] table (components/common/
+"""EvalParams: the blessing rule's bars, the config file's [eval] table (core/
 settings.py). `min_accuracy` and `min_class_accuracy` reach the Evaluator as TFMA thresholds in
 its eval_config (pipeline/pipeline.py make_eval_config), `max_regression` as an execution
 property of its own (component.py), which the executor reads back with `from_properties`.
@@ -7,7 +7,7 @@ No TFX imports.
 import dataclasses
 from typing import ClassVar, Optional
 
-from components.common.settings import Settings, setting
+from core.settings import Settings, setting
 
 
 def _fraction(value) -> bool:

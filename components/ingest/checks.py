@@ -5,7 +5,7 @@ counts do not reconcile, when nothing was found or nothing was valid, and when m
 allowed fraction was rejected. A rejection failure reports the counts per reason (and per CSV
 column), then a few differing examples, and names the quarantine file holding every rejected
 record. That file is first copied out of the Examples artifact, to a path computed from the
-pipeline root (components/common/stable_paths.py): the orchestrator deletes a failed
+pipeline root (core/stable_paths.py): the orchestrator deletes a failed
 execution's output folders, and with them the records that explain the failure.
 """
 import itertools
@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
-from components.common import features, stable_paths, storage
+from core import features, stable_paths, storage
 from components.ingest import records
 
 SHOWN_REJECTIONS = 5  # examples in a message; every rejected record is in the quarantine file

@@ -26,7 +26,7 @@ components that read Examples ignore folders other than `Split-*`. When ingestio
 deletes the Examples folder, so the executor first copies the quarantine to
 `<pipeline_root>/_quarantine/ImageExampleGen/<hash of the Examples URI>.jsonl` and the error
 names it. The `pipeline_root` execution property says where that is: the Examples URI's layout
-is the orchestrator's (components/common/stable_paths.py).
+is the orchestrator's (core/stable_paths.py).
 """
 from typing import Optional
 

@@ -15,7 +15,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms import window
 import tensorflow as tf
 
-from components.common import features
+from core import features
 from components.ingest import files, images, records, stats, tabular, writer
 
 QUARANTINE_TAG = 'quarantine'

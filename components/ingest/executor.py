@@ -4,14 +4,14 @@ The Examples artifact it fills is the standard one (split names, payload and fil
 the stock StatisticsGen, Evaluator and our trainer read it without special cases. Custom
 properties add what the trainer needs (`class_names`, `input_spec`; for images the train
 split's sizes and colour modes, from which the trainer infers its input shape: see
-components/common/image_shape.py) and the counts. The counts
+core/image_shape.py) and the counts. The counts
 (found, written, rejected, rejected by reason) are also set as execution properties and logged,
 and checked: anything not written is in the quarantine with a reason. For tables (CSV, Parquet),
 `missing_values` (JSON, column -> empty numeric values over all splits) says what was imputed;
 the imputed means are in `input_spec`. What each source records comes from its `describe`
 (source.py). A failed run keeps its quarantine outside the artifact (checks.py).
 
-The training window (components/common/window.py): the artifact's own Split-* folders hold the
+The training window (core/window.py): the artifact's own Split-* folders hold the
 newest span; the `window` property lists it with up to `window - 1` older spans
 (window_spans.py). Each span is looked up in the span index (span_index.py): one ingested before
 with the same files and parameters, whose data still exists, is not converted again. An older
@@ -36,8 +36,8 @@ from tfx.types import artifact_utils
 from tfx.components.util import examples_utils
 from tfx.utils import proto_utils
 
-from components.common import features, stable_paths, storage, window
-from components.common import properties as property_names
+from core import features, stable_paths, storage, window
+from core import properties as property_names
 from components.ingest import beam_pipeline, checks, name_safe_input, registry, sources
 from components.ingest import span_index, stats, window_spans
 from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)

@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional, Tuple
 from absl import logging
 import apache_beam as beam
 
-from components.common import inputs
+from core import inputs
 from components.ingest import convert, images, stats
 from components.ingest import files as files_
 from components.ingest import source

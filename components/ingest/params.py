@@ -1,4 +1,4 @@
-"""IngestParams: every setting of ingestion, spelled once (components/common/settings.py).
+"""IngestParams: every setting of ingestion, spelled once (core/settings.py).
 
 The config file's [ingest] table, the data flags of runner.py, the ImageExampleGen's execution
 properties (component.py builds its spec from `property_types()`) and what the executor reads
@@ -11,7 +11,7 @@ ingestion writes for the same files: every other one is part of the span index's
 import dataclasses
 from typing import ClassVar, Optional, Tuple
 
-from components.common.settings import Settings, setting
+from core.settings import Settings, setting
 from components.ingest import csv_records, image_formats, registry
 
 SOURCES = registry.NAMES   # --source choices (registry.py)
@@ -94,7 +94,7 @@ class IngestParams(Settings):
         (), 'csv: columns that are neither features nor label')
     # The pipeline's (key=False): channels of resized or raw images, 1, 3 or 0 = each image its
     # own; 0 unless training asks for a number (the trainer infers its input from the data as
-    # stored, components/common/image_shape.py), so that the component alone converts nothing.
+    # stored, core/image_shape.py), so that the component alone converts nothing.
     channels: int = setting(
         0, 'channels of resized or raw images; 0 = each its own', key=False,
         check=(lambda n: n in (0, 1, 3), 'must be 1, 3 or 0 (each image its own)'))

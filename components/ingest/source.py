@@ -105,5 +105,5 @@ class Source(abc.ABC):
     @abc.abstractmethod
     def describe(self, options, result, summary: Optional[dict]) -> Dict[str, Any]:
         """What a finished run recorded, from the Beam result and finalize's summary:
-        'class_names' (a list), 'input_spec' (components/common/inputs.InputSpec), and other
+        'class_names' (a list), 'input_spec' (core/inputs.InputSpec), and other
         Examples properties by name."""

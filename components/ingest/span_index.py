@@ -1,7 +1,7 @@
 """The span index: which spans were ingested, with which parameters, and where their data is.
 
 Each run of ImageExampleGen ingests only what is new. For every span of its window it looks up
-`<pipeline_root>/_spans/ImageExampleGen/<key>.json` (components/common/stable_paths.py), the key
+`<pipeline_root>/_spans/ImageExampleGen/<key>.json` (core/stable_paths.py), the key
 hashing the span's identity: the input base, the span number, the span's input fingerprint (file
 names' count, sizes and modification times, as TFX's FileBasedDriver computes it) and the
 execution properties that change what ingestion writes (`OUTPUT_PARAMETERS`). A hit names a
@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional
 from absl import logging
 import tensorflow as tf
 
-from components.common import stable_paths, storage, window
+from core import stable_paths, storage, window
 from components.ingest import params
 
 NODE = 'ImageExampleGen'

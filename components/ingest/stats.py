@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 
-from components.common import features, image_shape
+from core import features, image_shape
 from components.ingest import records
 
 METRICS_NAMESPACE = 'ingest'

@@ -15,8 +15,8 @@ from absl import logging
 import apache_beam as beam
 import tensorflow as tf
 
-from components.common import inputs
-from components.common import properties as property_names
+from core import inputs
+from core import properties as property_names
 from components.ingest import convert, csv_records, records, source, stats, tabular
 from components.ingest import files as files_
 from components.ingest.checks import IngestionError

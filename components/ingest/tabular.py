@@ -11,7 +11,7 @@ Only structural faults reject a row: a wrong number of fields, an empty label, o
 value that is not a number in a numeric column (never coerced, so a typo cannot silently
 become a zero). An empty numeric value is *missing*, not wrong: the feature is left out of the
 Example (TFDV counts it as missing), and the trainer and serving graph impute the train split's
-mean and show the model a missing-value indicator (components/common/inputs.py). An empty
+mean and show the model a missing-value indicator (core/inputs.py). An empty
 categorical value is the category ''.
 """
 import csv
@@ -20,7 +20,7 @@ import itertools
 import math
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
-from components.common import features
+from core import features
 from components.ingest import csv_records, records
 from components.ingest.checks import IngestionError
 

@@ -12,8 +12,8 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 from absl import logging
 
-from components.common import image_shape, window
-from components.common import properties as property_names
+from core import image_shape, window
+from core import properties as property_names
 from components.ingest import sources
 from components.ingest.params import IngestParams
 

@@ -20,7 +20,7 @@ import apache_beam as beam
 from apache_beam.transforms import window
 import tensorflow as tf
 
-from components.common import features
+from core import features
 
 
 def shard_path(output_dir: str, split: str, shard: int, num_shards: int, compress: bool) -> str:

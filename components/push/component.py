@@ -16,7 +16,7 @@ from components.push.params import PushParams
 
 class Pusher(tfx_components.Pusher):
     """Pushes blessed models to `<serving_dir>/<integer version>/`
-    (see components/common/versions.py)."""
+    (see core/versions.py)."""
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
     def __init__(self, model: Channel, model_blessing: Channel, serving_dir: str,

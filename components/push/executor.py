@@ -1,4 +1,4 @@
-"""Executor of our Pusher: the stock TFX Pusher executor with `components.common.versions`.
+"""Executor of our Pusher: the stock TFX Pusher executor with `core.versions`.
 
 The stock executor names versions by Unix timestamp and copies files straight into the version
 folder, so a killed push leaves a partial version that TF Serving may try to load, and a rerun
@@ -13,7 +13,7 @@ served copy. So the PushedModel's folder stays empty, and a push stores the mode
 serving/ (pipeline/retention.py keeps a served version's Model while the version is kept).
 
 Serving guard: a model whose class names or input differ from the served model's (read from
-both SavedModels at push time, components/common/model_signature.py) is never pushed over it,
+both SavedModels at push time, core/model_signature.py) is never pushed over it,
 blessed or not: its clients would get answers about other classes, or send inputs it cannot
 read. A model that is not pushed records why (`not_pushed_reason`).
 """
@@ -29,7 +29,7 @@ from tfx.types import artifact_utils
 from tfx.types import standard_component_specs as specs
 from tfx.utils import proto_utils
 
-from components.common import model_signature, properties, serving_labels, versions
+from core import model_signature, properties, serving_labels, versions
 from components.push.params import PushParams
 
 # In the stock Pusher's custom_config, beside the PushParams fields (params.py).

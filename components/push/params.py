@@ -1,12 +1,12 @@
-"""PushParams: how a blessed model is served, the config file's [push] table (components/common/
+"""PushParams: how a blessed model is served, the config file's [push] table (core/
 settings.py). They reach the Pusher's executor in the stock Pusher's custom_config (component.py)
 under their field names, read back with `from_properties`. No TFX imports.
 """
 import dataclasses
 from typing import ClassVar
 
-from components.common import serving_labels
-from components.common.settings import Settings, setting
+from core import serving_labels
+from core.settings import Settings, setting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,7 +15,7 @@ class PushParams(Settings):
     # Labelled versions (stable, canary) are always kept besides these.
     keep_versions: int = setting(5, 'serving/ keeps this many newest versions',
                                  check=(lambda n: n >= 1, 'must be >= 1'))
-    # components/common/serving_labels.py, docs/serving.md "Labels".
+    # core/serving_labels.py, docs/serving.md "Labels".
     mode: str = setting(
         'auto', 'auto: a blessed model becomes the stable version clients get; candidate: it '
         'goes out as the canary beside stable until --promote or --reject (the first one '

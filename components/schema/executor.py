@@ -14,7 +14,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils
 
-from components.common import features
+from core import features
 from components.schema import kept
 
 SCHEMA_FILE = 'schema.pbtxt'   # the stock SchemaGen's file name, which ExampleValidator reads

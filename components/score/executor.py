@@ -11,7 +11,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import properties
+from core import properties
 from components.score import predictions, results, served
 
 _LOGS = 'prediction_logs-*.gz'   # what the stock BulkInferrer writes into its InferenceResult

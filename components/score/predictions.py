@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
-from components.common import features
+from core import features
 
 JSONL_FILE = 'predictions.jsonl'
 CSV_FILE = 'predictions.csv'

@@ -1,7 +1,7 @@
 """Which served version scores, and its SavedModel placed where TFX's BulkInferrer reads one.
 
 No TFX imports. The version is the one TF Serving serves (the highest complete version under
-the serving folder, components/common/versions.py) unless one is asked for; either way it is
+the serving folder, core/versions.py) unless one is asked for; either way it is
 resolved when the scoring runs, so the output states the version that really scored.
 
 The stock BulkInferrer loads `<Model artifact>/Format-Serving` and has no hook for another
@@ -15,7 +15,7 @@ from typing import Tuple
 
 import tensorflow as tf
 
-from components.common import versions
+from core import versions
 
 _SAVED_MODEL = 'saved_model.pb'
 

@@ -33,7 +33,7 @@ class ImageTrainerSpec(ComponentSpec):
         # trains in the Worker pods of a TFJob (launch/tfjob.py). '' = in the task's own pod.
         'tfjob': ExecutionParameter(type=str, optional=True),
         # Where checkpoints outlive a failed attempt: <pipeline_root>/_checkpoints/ImageTrainer/
-        # (components/common/stable_paths.py).
+        # (core/stable_paths.py).
         'pipeline_root': ExecutionParameter(type=str),
     }
     INPUTS = {'examples': ChannelParameter(type=standard_artifacts.Examples)}

@@ -3,7 +3,7 @@
 The training parameters are read back from the execution properties in one call,
 `TrainParams.from_properties` (training/params.py), and travel in the job's LoopOptions.
 The image input shape is resolved here: configured values, or 0 = from what ingestion recorded
-on the Examples (components/common/image_shape.py). The Model records the result as
+on the Examples (core/image_shape.py). The Model records the result as
 `input_height`, `input_width`, `input_channels` and a sentence, `input_statement`. It also
 records how long training ran and why it stopped (the loop's metrics): `steps_run`,
 `stop_reason`, and with epochs `epochs_run`, `best_epoch`, `held_out_accuracy`,
@@ -12,14 +12,14 @@ them on this machine through launch/local.py; with the `tfjob` property, set by 
 compile, they are the pods of a Kubeflow Trainer v2 TrainJob, or of a TFJob where the cluster
 serves only that: launch/cluster.py, which `training_api` records) and `num_replicas`.
 
-The data is the training window recorded on the Examples (components/common/window.py): the
+The data is the training window recorded on the Examples (core/window.py): the
 train and eval splits of every span in it, read from their folders, and the step arithmetic
 counts them all. The Model records the window (`window`, and `spans`, e.g. "2,3,4") and the
 export carries it as `assets.extra/training_data.json`.
 
 Crash safety: TFX gives every execution a fresh output folder, so checkpoints cannot live
 there. They go to `<pipeline_root>/_checkpoints/ImageTrainer/<key>/`, computed from the
-`pipeline_root` execution property (components/common/stable_paths.py, never climbed to from
+`pipeline_root` execution property (core/stable_paths.py, never climbed to from
 the Model's URI, whose layout each orchestrator chooses), where the key hashes the window's
 span fingerprints (with the ingestion parameters) and every other execution property: a retry
 of the same training (same data, same settings) finds and resumes them; a different training
@@ -37,7 +37,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from components.common import image_shape, inputs, properties, stable_paths, versions, window
+from core import image_shape, inputs, properties, stable_paths, versions, window
 from components.trainer import unchanged
 from launch import cluster, local, tfjob
 from training import job as job_lib, plan

@@ -3,7 +3,7 @@
 Every exported model carries `assets.extra/training_record.json` (TF Serving ignores
 assets.extra; it travels with the model into serving/<version>/): the input fingerprint of its
 training window (per span, what ingestion recorded: file names, sizes and modification times,
-as TFX's FileBasedDriver computes it; components/common/window.py), a digest of the ingestion
+as TFX's FileBasedDriver computes it; core/window.py), a digest of the ingestion
 parameters that shaped the records (another train/eval split is other data), a digest of the
 trainer's parameters, and a digest of the model builder's source file, so an edited
 architecture retrains even under the same import path. A new span changes the window, hence
@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from components.common import storage
+from core import storage
 
 RECORD_PATH = os.path.join('assets.extra', 'training_record.json')
 # Properties that say where things are, not how the model is trained: a moved output folder

@@ -18,7 +18,7 @@ eval accuracy alone.
 
 The picture: per version that was made (pushed, or a rollback's copy, which keeps the pair of the
 version it copies), the candidate's bar beside the served model's on the same examples; the
-stable version darker, the canary marked (components/common/serving_labels.py).
+stable version darker, the canary marked (core/serving_labels.py).
 """
 import dataclasses
 import datetime
@@ -27,7 +27,7 @@ import json
 import os
 from typing import List, Optional
 
-from components.common import serving_labels, versions
+from core import serving_labels, versions
 from pipeline import notify_facts as facts
 from pipeline import rollback as rollback_lib
 from pipeline import summary as summary_lib

@@ -16,7 +16,7 @@ import os
 import re
 from typing import List, Optional, Tuple
 
-from components.common import properties, serving_labels
+from core import properties, serving_labels
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import history as history_lib, readers

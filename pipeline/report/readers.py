@@ -25,8 +25,8 @@ from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 import tensorflow as tf
 
-from components.common import features, inputs, window as window_lib
-from components.common import properties as property_names
+from core import features, inputs, window as window_lib
+from core import properties as property_names
 from components.evaluate import checks
 from components.gate import anomalies as anomalies_lib
 from pipeline import summary_text

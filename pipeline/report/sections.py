@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from components.common import properties, versions, window as window_lib
+from core import properties, versions, window as window_lib
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import plots, readers

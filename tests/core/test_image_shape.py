@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from components.common import image_shape as shape_lib
+from core import image_shape as shape_lib
 
 
 def _recorded(sizes, color=0, **extra):

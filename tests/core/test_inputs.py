@@ -7,7 +7,7 @@ from PIL import Image
 import tensorflow as tf
 from sklearn.datasets import load_sample_images
 
-from components.common import features, inputs
+from core import features, inputs
 from training import data, export
 from models import resnet
 

@@ -2,7 +2,7 @@
 import json
 import os
 
-from components.common import inputs, model_signature
+from core import inputs, model_signature
 from training import export
 from models import mlp
 

@@ -1,4 +1,4 @@
-"""components/common/serving_labels.py: push modes, promotion and rejection, and models.config
+"""core/serving_labels.py: push modes, promotion and rejection, and models.config
 as TF Serving parses it (model_server_config_pb2); with versions.py, retention keeps every
 labelled version."""
 import os
@@ -7,9 +7,9 @@ from google.protobuf import text_format
 import pytest
 from tensorflow_serving.config import model_server_config_pb2
 
-from components.common import serving_labels as labels_lib
-from components.common import versions
-from components.common.serving_labels import Labels
+from core import serving_labels as labels_lib
+from core import versions
+from core.serving_labels import Labels
 
 
 def test_auto_makes_every_push_stable_and_candidate_makes_a_canary():

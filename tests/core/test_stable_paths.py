@@ -12,7 +12,7 @@ import re
 import pytest
 from tfx.types import Channel, artifact_utils, standard_artifacts
 
-from components.common import stable_paths
+from core import stable_paths
 from components.ingest import checks, records
 from components.ingest.component import ImageExampleGen
 from components.ingest.params import IngestParams

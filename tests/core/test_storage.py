@@ -1,11 +1,11 @@
-"""components/common/storage.py: minio:// as s3://, tensorflow-io's variables from the standard
+"""core/storage.py: minio:// as s3://, tensorflow-io's variables from the standard
 AWS ones, and the exit code of a process that used S3 (against SeaweedFS, tests/support)."""
 import os
 import subprocess
 import sys
 import textwrap
 
-from components.common import storage
+from core import storage
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))
@@ -83,7 +83,7 @@ def test_a_process_that_used_s3_exits_with_its_own_code(s3, tmp_path):
     child that only inherited the configuration and imported a stage (as Beam's workers); without
     storage.enable (tensorflow-io imported as it is), the same process aborts with 134
     (tensorflow/io #2039), which is what enable() prevents."""
-    enabled = 'from components.common import storage; storage.enable()'
+    enabled = 'from core import storage; storage.enable()'
     runs = {outcome: _run_touching_s3(s3, tmp_path, f'enabled-{outcome}', outcome, enabled)
             for outcome in ('0', '3', 'raise')}
     # A child of such a process (a Beam worker) inherits its S3_* variables and only imports

@@ -1,10 +1,10 @@
-"""The training window recorded on Examples (components/common/window.py): reading it, the
+"""The training window recorded on Examples (core/window.py): reading it, the
 patterns and fingerprint the trainer uses, the summary's words, and training_data.json."""
 import os
 
 from tfx.types import standard_artifacts
 
-from components.common import window
+from core import window
 
 
 def _entry(span, train=10, evaluation=2, fingerprint='f', uri=None):

@@ -88,7 +88,7 @@ def store(seaweedfs):
     module's scheduled runs on an s3:// root (test_kubeflow_s3_retrain.py,
     test_kubeflow_retention.py): the compile lists the landing bucket, the checks read the
     bucket."""
-    from components.common import storage
+    from core import storage
     with pytest.MonkeyPatch.context() as patch:
         for key, value in seaweedfs.env().items():
             patch.setenv(key, value)

@@ -257,7 +257,7 @@ def test_a_run_on_a_minio_root(store, tmp_path):
 def test_a_task_failing_on_s3_exits_non_zero_and_one_succeeding_exits_zero(
         store, tmp_path, monkeypatch):
     """Each task in a fresh interpreter (WARM_PYTHON=0): tensorflow-io's abort at exit (code
-    134) would show here (components/common/storage.py keeps the process's own code)."""
+    134) would show here (core/storage.py keeps the process's own code)."""
     monkeypatch.setenv('WARM_PYTHON', '0')
     bucket = store.new_bucket()
     cfg, job, platform = _compile(store, tmp_path, f's3://{bucket}/kfp',

@@ -22,7 +22,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 import tensorflow as tf
 
-from components.common import inputs
+from core import inputs
 from components.ingest.checks import IngestionError
 from training import export
 from pipeline import config as config_lib

@@ -108,7 +108,7 @@ def test_a_version_not_kept_is_one_line_and_nothing_scored(scored, capfd):
 
 
 def test_a_csv_is_scored_with_the_table_models_column_types(tmp_path, capfd):
-    from components.common import inputs
+    from core import inputs
     from training import export
     from models import mlp
     spec = inputs.InputSpec(kind='tabular', numeric=(('size', 2.0, 1.0),),

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.common import versions
+from core import versions
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 from pipeline.report import page

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from components.common import inputs
+from core import inputs
 from launch import local, sequence
 from training import job as job_lib, loop, progress
 

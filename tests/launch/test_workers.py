@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from components.common import inputs
+from core import inputs
 from launch import local, worker
 from training import job as job_lib, loop
 

@@ -70,7 +70,7 @@ def test_the_training_window_reaches_ingestion(tmp_path):
 
 
 def test_ingestion_and_the_trainer_learn_the_pipeline_root(tmp_path):
-    # They keep what outlives an execution under it (components/common/stable_paths.py).
+    # They keep what outlives an execution under it (core/stable_paths.py).
     _, built = _ids(tmp_path)
     got = {c.id: c.exec_properties.get('pipeline_root') for c in built.components}
     assert got['ImageExampleGen'] == got['ImageTrainer'] == built.pipeline_info.pipeline_root

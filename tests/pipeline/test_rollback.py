@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import runner
-from components.common import versions
+from core import versions
 from pipeline import rollback, runlock
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

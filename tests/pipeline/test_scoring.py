@@ -5,7 +5,7 @@ import os
 from tfx.proto import bulk_inferrer_pb2
 from tfx.utils import proto_utils
 
-from components.common import inputs
+from core import inputs
 from pipeline import config as config_lib
 from pipeline import scoring
 

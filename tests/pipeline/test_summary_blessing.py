@@ -2,7 +2,7 @@
 Evaluator and Pusher record them."""
 import json
 
-from components.common import properties, versions
+from core import properties, versions
 from pipeline import summary as summary_lib
 from pipeline import summary_text
 

@@ -160,7 +160,7 @@ def test_the_train_step_and_speed_lines_say_xla_the_trial_and_the_cost():
 
 
 def test_the_window_line_names_the_spans_and_the_examples_after_the_examples_line():
-    from components.common import window
+    from core import window
     entries = [window.SpanEntry(span=s, uri=f'/e/{s}', fingerprint='f', num_train=t, num_eval=e)
                for s, t, e in ((2, 797, 199), (3, 800, 200), (4, 794, 198))]
     examples = mlmd_artifact(window=window.to_json(entries), num_written_train=794,

@@ -138,7 +138,7 @@ def write_digit_examples(path, classes, per_class, offset=0, size=8):
     """Writes GZIP TFRecords of real digit PNGs (size x size, see digit_png), as ingestion does;
     returns the Examples."""
     import tensorflow as tf  # heavy: only the tests that write records import it
-    from components.common import features
+    from core import features
     examples = []
     for label, name in enumerate(classes):
         folder = os.path.join(DIGITS, name)
@@ -177,6 +177,6 @@ def runner_configs(*flags):
 
 
 def version_folders(serving_dir: str) -> list:
-    """The names in a serving folder but models.config (components/common/serving_labels.py),
+    """The names in a serving folder but models.config (core/serving_labels.py),
     which the Pusher writes beside the version folders; sorted as listed."""
     return sorted(name for name in os.listdir(serving_dir) if name != 'models.config')

@@ -276,7 +276,7 @@ def run_command(command: List[str], args: List[str], pod: Pod,
     """launcher_v2.go: execute(): the command, its stdout and stderr to the pod's log; a non-zero
     exit fails the task ("exit status N"). `python`, the image's interpreter, is this one; the
     container's environment (make_environment) over this process's, less this process's
-    object-store variables (AWS_*, and S3_* that components/common/storage.py derives): a pod
+    object-store variables (AWS_*, and S3_* that core/storage.py derives): a pod
     has only what the compiled spec and its Secrets give it."""
     assert command[0] == 'python', command
     argv = [sys.executable] + command[1:] + args

@@ -54,9 +54,9 @@ def write_anomalies(uri, anomalous_split):
 
 def write_span_records(uri, counts_by_split, compress=True):
     """A span folder as ingestion writes it: Split-<split>/ of TFRecords (gzip'd by default),
-    one Example per counted image with its label and label_name (components/common/features)."""
+    one Example per counted image with its label and label_name (core/features)."""
     import tensorflow as tf
-    from components.common import features
+    from core import features
     for split, counts in counts_by_split.items():
         os.makedirs(os.path.join(uri, f'Split-{split}'))
         path = os.path.join(uri, f'Split-{split}', 'data_tfrecord-00000-of-00001'

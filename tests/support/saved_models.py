@@ -25,7 +25,7 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.types import standard_component_specs as specs
 from tfx.utils import path_utils, proto_utils
 
-from components.common import features
+from core import features
 from components.evaluate import executor as evaluate_executor
 from training import export
 from pipeline import pipeline as pipeline_lib

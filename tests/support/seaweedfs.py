@@ -5,7 +5,7 @@ docs/testing.md "S3"). `Server` starts `weed server -s3` on the loopback with a 
 (`-s3.config`): a master, a volume server, a filer and the S3 gateway, in a temporary folder,
 each on a free port P whose P+10000 (SeaweedFS's gRPC port for it) is free too. One server per
 test process (the session fixture in tests/conftest.py); each test takes a bucket of its own.
-`env()` is what a client needs: the standard AWS variables, which components/common/storage.py
+`env()` is what a client needs: the standard AWS variables, which core/storage.py
 turns into tensorflow-io's.
 """
 import json

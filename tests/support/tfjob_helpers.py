@@ -1,6 +1,6 @@
 """Shared by the TFJob tests (tests/launch/test_tfjob*.py): the fake cluster with a
 kubeconfig naming it, a job whose workers fail at once, and the request log's shape."""
-from components.common import inputs as inputs_lib
+from core import inputs as inputs_lib
 from training import job as job_lib, loop
 import fake_k8s_server
 

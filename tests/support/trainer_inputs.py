@@ -6,7 +6,7 @@ import os
 import tensorflow as tf
 from tfx.types import artifact_utils, standard_artifacts
 
-from components.common import features
+from core import features
 from components.trainer import executor
 from training.params import TrainParams
 from helpers import DIGITS
@@ -66,7 +66,7 @@ def do(tmp_path, examples, run, **overrides):
 def window_examples(tmp_path, spans):
     """An Examples artifact of the last span whose window holds `spans` ({span: folder}, each
     folder holding a span made by examples(), made when missing)."""
-    from components.common import window
+    from core import window
     entries = []
     for span, folder in spans.items():
         if not (tmp_path / folder).exists():

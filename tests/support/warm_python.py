@@ -184,7 +184,7 @@ def _start() -> subprocess.Popen:
     global _server
     if _server is None or _server.poll() is not None:
         # Without this process's object-store variables (AWS_*, S3_*): with them, importing
-        # `components` would configure S3 in the server (components/common/storage.py
+        # `components` would configure S3 in the server (core/storage.py
         # enable_from_env) and every child would inherit "already enabled" with the server's
         # settings instead of configuring S3 from its own environment, as a fresh `python` does.
         env = {k: v for k, v in os.environ.items() if not k.startswith(('AWS_', 'S3_'))}

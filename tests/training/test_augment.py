@@ -8,7 +8,7 @@ import tensorflow as tf
 from PIL import Image
 from sklearn.datasets import load_sample_images
 
-from components.common import features
+from core import features
 from training import augment, data
 
 from helpers import DIGITS, run_command

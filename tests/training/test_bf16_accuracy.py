@@ -5,7 +5,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from components.common import features
+from core import features
 from components.ingest import images
 from training import job as job_lib, loop
 from helpers import DIGITS

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.tools import saved_model_utils
 
-from components.common import features
+from core import features
 from training import export
 from models import resnet
 

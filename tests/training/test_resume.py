@@ -17,7 +17,7 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'resume_worker
 
 
 def _write_split(path, per_class, offset):
-    from components.common import features
+    from core import features
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path, options='GZIP') as writer:
         for label, name in enumerate(('0', '1', '2')):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.common import features
+from core import features
 from training import data, loop, stopping, steps as steps_lib
 from helpers import DIGITS
 

@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
-from components.common import features, inputs
+from core import features, inputs
 from training import data, export
 from models import mlp, resnet
 

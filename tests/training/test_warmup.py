@@ -10,7 +10,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 import saved_models
-from components.common import features, inputs
+from core import features, inputs
 from training import export, warmup
 from models import mlp
 

@@ -9,7 +9,7 @@ import os
 from tfx.types import standard_artifacts
 
 from components.baseline import executor
-from components.common import model_signature, served_baseline
+from core import model_signature, served_baseline
 
 import saved_models
 

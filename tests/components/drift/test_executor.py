@@ -8,7 +8,7 @@ import tensorflow_data_validation as tfdv
 from tfx import version as tfx_version
 from tfx.types import artifact_utils, standard_artifacts
 
-from components.common import features, properties
+from core import features, properties
 from components.drift import executor, training_data
 
 import saved_models

@@ -10,7 +10,7 @@ import re
 
 import tensorflow_model_analysis as tfma
 
-from components.common import properties
+from core import properties
 from components.evaluate import checks
 from components.evaluate import executor
 from pipeline.config import EvalConfig
@@ -154,7 +154,7 @@ def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(t
 
 
 def test_the_eval_splits_of_every_span_in_the_window_are_evaluated(tmp_path):
-    from components.common import window
+    from core import window
     older = saved_models.eval_examples(tmp_path / 'span1', {n: [c] * 10 for n, c in zip(
         CLASSES, CENTERS)})  # span 1: all 30 right
     newest = saved_models.eval_examples(tmp_path / 'span2', BRIGHTNESS)  # span 2: 28 of 30

@@ -19,7 +19,7 @@ from PIL import Image
 import pytest
 import tensorflow as tf
 
-from components.common import features
+from core import features
 from components.ingest import beam_pipeline, checks, records, tabular
 
 from helpers import REPO_ROOT, copy_digits

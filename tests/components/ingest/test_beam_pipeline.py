@@ -7,7 +7,7 @@ import apache_beam as beam
 import pytest
 import tensorflow as tf
 
-from components.common import features
+from core import features
 from components.ingest import beam_pipeline, images, tabular
 
 

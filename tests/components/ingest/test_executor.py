@@ -8,7 +8,7 @@ from tfx.types import artifact_utils
 
 import tensorflow as tf
 
-from components.common import features, inputs
+from core import features, inputs
 from components.ingest import executor
 import photo_folders
 from ingest_helpers import ingest_do as _do

@@ -6,7 +6,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from components.common import inputs
+from core import inputs
 from components.ingest import checks, executor
 from ingest_helpers import ingest_do as _do
 

@@ -17,7 +17,7 @@ from PIL import Image
 import pytest
 import tensorflow as tf
 
-from components.common import features
+from core import features
 from components.ingest import checks, files, image_formats, images
 from components.ingest import name_safe_input
 from tfx.components.example_gen import driver

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
 
-from components.common import features, inputs
+from core import features, inputs
 from components.ingest import beam_pipeline, checks, parquet, records, registry, sources
 from components.ingest import tabular
 from ingest_helpers import ingest_do, no_hang

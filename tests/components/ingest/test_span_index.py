@@ -4,7 +4,7 @@ import json
 import os
 import threading
 
-from components.common import window
+from core import window
 from components.ingest import span_index
 
 PROPS = {'source': 'images', 'train_percent': 80, 'num_shards': 2, 'compress': 1}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.common import features
+from core import features
 from components.ingest import beam_pipeline, checks, records, stats, tabular
 
 HEADER = ['id', 'size', 'weight', 'colour', 'notes', 'kind']

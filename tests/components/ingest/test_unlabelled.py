@@ -7,7 +7,7 @@ import os
 
 import tensorflow as tf
 
-from components.common import features
+from core import features
 from components.ingest import checks
 from ingest_helpers import ingest_do
 import saved_models

@@ -11,7 +11,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
-from components.common import window
+from core import window
 from components.ingest import executor
 
 from helpers import IN_PROCESS_BEAM, copy_digits

@@ -16,7 +16,7 @@ from tfx.types import standard_artifacts
 from tfx.types import standard_component_specs as specs
 from tfx.utils import proto_utils
 
-from components.common import properties, versions
+from core import properties, versions
 from components.push import executor as push_executor
 
 import saved_models

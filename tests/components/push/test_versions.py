@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from components.common import versions
+from core import versions
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -104,7 +104,7 @@ def test_not_a_saved_model_is_refused_without_leaving_anything(tmp_path):
 
 _PUSH_FOREVER = textwrap.dedent('''
     import sys
-    from components.common import versions
+    from core import versions
     model, base = sys.argv[1], sys.argv[2]
     print('ready', flush=True)
     while True:

@@ -1,9 +1,9 @@
 """Serving versions in a bucket (SeaweedFS, tests/support/seaweedfs.py): no rename and no empty
 folders there, so a version is copied in place with saved_model.pb last
-(components/common/versions.py push_new)."""
+(core/versions.py push_new)."""
 import os
 
-from components.common import versions
+from core import versions
 
 
 def _model(path, tag: str) -> str:

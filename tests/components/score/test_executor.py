@@ -7,7 +7,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 from tfx.types import standard_artifacts
 
-from components.common import features
+from core import features
 from components.score import executor
 from components.score.served import ScoringError
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from tensorflow_serving.apis import prediction_log_pb2
 
-from components.common import features
+from core import features
 from components.score import predictions
 
 

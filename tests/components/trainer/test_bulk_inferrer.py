@@ -18,7 +18,7 @@ from tfx.types import standard_component_specs as specs
 from tfx.utils import proto_utils
 
 import saved_models
-from components.common import features
+from core import features
 from components.score import predictions
 from training import export
 from helpers import IN_PROCESS_BEAM

@@ -10,7 +10,7 @@ import trainer_inputs as inputs
 
 
 def test_unchanged_input_settings_and_code_hand_the_served_model_on_untrained(tmp_path):
-    from components.common import versions
+    from core import versions
     examples = inputs.examples(tmp_path)
     examples.set_string_custom_property('input_fingerprint', 'split:images,num_files:75,x')
     first, _ = inputs.do(tmp_path, examples, '1')
@@ -40,7 +40,7 @@ def test_unchanged_input_settings_and_code_hand_the_served_model_on_untrained(tm
 
 
 def test_do_trains_on_every_span_of_the_window_and_records_it(tmp_path, monkeypatch):
-    from components.common import window
+    from core import window
     from training import job as job_lib
     jobs = []
     train = job_lib.train_and_export
@@ -64,8 +64,8 @@ def test_do_trains_on_every_span_of_the_window_and_records_it(tmp_path, monkeypa
 
 
 def test_the_window_keys_checkpoints_and_the_unchanged_skip(tmp_path):
-    from components.common import window
-    from components.common import versions
+    from core import window
+    from core import versions
     examples = inputs.window_examples(tmp_path, {1: 's1', 2: 's2'})
     first, _ = inputs.do(tmp_path, examples, '1')
     versions.push(os.path.join(first.uri, 'Format-Serving'), str(tmp_path / 'serving'), keep=5)

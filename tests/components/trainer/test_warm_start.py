@@ -4,7 +4,7 @@ import os
 import keras
 import numpy as np
 
-from components.common import inputs, model_signature
+from core import inputs, model_signature
 from components.trainer import executor
 from training import export, warm_start
 from models import resnet

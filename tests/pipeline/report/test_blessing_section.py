@@ -5,7 +5,7 @@ Brightness models (tests/support/saved_models.py): classes a and b all right, c 
 """
 import re
 
-from components.common import versions
+from core import versions
 from pipeline import summary as summary_lib
 from pipeline.config import EvalConfig
 from pipeline.report import sections

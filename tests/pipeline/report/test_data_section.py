@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 
-from components.common import window
+from core import window
 from pipeline import summary as summary_lib
 from pipeline.report import page, sections
 from report_inputs import artifact, write_span_records, write_statistics

@@ -9,7 +9,7 @@ import os
 
 from PIL import Image
 
-from components.common import properties, serving_labels
+from core import properties, serving_labels
 from pipeline import summary as summary_lib
 from pipeline.report import history, plots
 from pipeline.summary import RunSummary

@@ -10,7 +10,7 @@ import re
 import numpy as np
 from PIL import Image
 
-from components.common import inputs
+from core import inputs
 from pipeline import summary as summary_lib
 from pipeline.report import page, plots, readers
 from report_inputs import artifact, write_anomalies, write_statistics
