@@ -1,6 +1,6 @@
 """Landing spans for bench/bench_retraining.py: Fashion-MNIST images arriving one span a day.
 
-The scenario of issue 18, as a team would meet it: four classes, a new `span-<N>/` folder per
+Scheduled retraining as a team meets it: four classes, a new `span-<N>/` folder per
 day holding images no earlier span had, and one day whose label mix drifted (mostly bags). The
 held-out set is the official test set restricted to the same classes: balanced, never ingested,
 so it says how good each served version is on the data it will meet.

@@ -10,7 +10,8 @@ and from the served version: a model for another label set or another input is t
 compared with the served model, nor pushed over it. Both sides are read from the SavedModels
 themselves, not from ML Metadata, because the served folder is what clients actually get.
 
-Models exported before this file existed still say something: the class count (the
+A served model without this file (exported by another tool or an earlier export) still says
+something, so it is never pushed over blindly: the class count (the
 `probabilities` output's static shape) and the input kind (image models have a
 `predict_images` signature) are read from `saved_model.pb`. No TFX imports.
 """

@@ -2,8 +2,9 @@
 
 The baseline stage writes it (components/baseline/executor.py); the drift check and the
 Evaluator read it, through these functions, so that no stage imports another stage's executor.
-The artifact is a reference: `served_path` names the served version's folder, or, for an
-artifact written before baselines were references, the copy sits inside it. Imports TFX (the
+The artifact is a reference: `served_path` names the served version's folder. An artifact
+without `served_path` holds a copy of the model inside it; such artifacts stay in ML Metadata
+and cached runs hand them over, so they are still read. Imports TFX (the
 artifact types), so the training library does not use it.
 """
 import copy
@@ -41,7 +42,7 @@ def is_comparable(baseline: types.Artifact) -> bool:
 
 def model_path(baseline: types.Artifact) -> str:
     """The SavedModel folder of a baseline that has a model: the served version it names, or,
-    for an artifact written before baselines were references, the copy inside it."""
+    for an artifact without `served_path`, the copy inside it."""
     copied = path_utils.serving_model_dir(baseline.uri)
     if fileio.exists(copied):
         return copied

@@ -15,9 +15,10 @@ Push modes: `auto` makes every pushed version stable (the file then names only t
 is also what TF Serving's default "latest" policy serves); `candidate` pushes a new version as the
 canary, and only the first version ever pushed becomes stable on its own.
 
-The file is the source of truth for the labels; without one (a folder pushed before it existed)
-the newest complete version is stable. It is written whole: on a local disk through a temporary
-file and a rename, on a bucket as one object (a PUT replaces an object atomically).
+The file is the source of truth for the labels; without one (a folder filled by hand or by
+another tool) the newest complete version is stable, which is what TF Serving serves by default.
+It is written whole: on a local disk through a temporary file and a rename, on a bucket as one
+object (a PUT replaces an object atomically).
 """
 import dataclasses
 import os

@@ -134,8 +134,8 @@ class Settings:
     @classmethod
     def from_properties(cls, properties: Dict[str, Any], **values):
         """The settings an execution recorded (and `values` for fields recorded elsewhere);
-        a property absent (an execution compiled before the field existed) keeps the field's
-        default."""
+        a property absent (an execution stored by a pipeline that did not record the field) keeps
+        the field's default, so stored runs stay readable."""
         for field in _recorded(cls):
             names, _, decode = _codec(cls, field)
             if all(properties.get(name) is not None for name in names):

@@ -211,7 +211,7 @@ def push(model_dir: str, base_dir: str, keep: int, mode: str = 'auto',
     versions = list_versions(base_dir)
     newest = versions[-1] if versions else None
     current = serving_labels.read(base_dir) if versions else None
-    if current is None and versions:   # pushed before the file existed: newest is stable
+    if current is None and versions:   # no models.config: TF Serving serves the newest
         current = serving_labels.Labels(stable=served_version(base_dir))
     if newest is not None and (model_digest(os.path.join(base_dir, str(newest)))
                                == model_digest(model_dir)):

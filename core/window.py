@@ -8,9 +8,10 @@ ones are folders of earlier runs' Examples (referenced, never converted again) o
 span folders). The trainer and the Evaluator read the entries' files directly, so no TFX
 resolver is needed and every orchestrator (open-source KFP included) sees the same window.
 
-An Examples artifact without the property (ingested before windows existed, or built by hand)
-is a one-entry window of itself. The Model records the list too, and the exported SavedModel
-carries it as `assets.extra/training_data.json`, so a served version says what it learnt from.
+An Examples artifact without the property (built by hand, or stored by an ingestion that
+recorded no window) is a one-entry window of itself. The Model records the list too, and the
+exported SavedModel carries it as `assets.extra/training_data.json`, so a served version says
+what it learnt from.
 
 No TFX imports: artifacts are read through the methods every TFX Artifact has.
 """
@@ -115,8 +116,10 @@ def spans_text(window: Sequence[SpanEntry]) -> str:
 
 
 def fingerprint(window: Sequence[SpanEntry]) -> str:
-    """One fingerprint of the window's input: the span's own for a one-entry window (as before
-    windows existed), else one line per span; '' when any span has none (unknown input)."""
+    """One fingerprint of the window's input: the span's own for a one-entry window (so a
+    one-span model's skip-unchanged digest, components/trainer/executor.py, matches a served
+    model trained on that span alone), else one line per span; '' when any span has none
+    (unknown input)."""
     if any(not entry.fingerprint for entry in window):
         return ''
     if len(window) == 1:

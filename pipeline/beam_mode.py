@@ -21,9 +21,9 @@ from core import storage
 
 IN_PROCESS = ('--direct_running_mode=in_memory', '--direct_num_workers=1')
 MULTI_PROCESSING = ('--direct_running_mode=multi_processing', '--direct_num_workers=0')
-# bench/bench_beam_mode.py on 2 cores (28x28 PNG class folders, docs/benchmarks.md): in-process was
-# 1.86x faster at 96 MB and 1.22x at 192 MB; by the two modes' growth, multi-processing catches
-# up at about 250-300 MB.
+# bench/bench_beam_mode.py on 2 cores (28x28 PNG class folders, docs/benchmarks.md, "Beam
+# mode"): in-process was 1.86x faster at 96 MB and 1.22x at 192 MB; by the two modes' growth,
+# multi-processing catches up at about 250-300 MB.
 INPUT_BYTES_THRESHOLD = 256 * 2 ** 20
 _DEPENDENCY_OPTIONS = ('extra_packages', 'setup_file', 'requirements_file',
                        'worker_harness_container_image', 'sdk_container_image')

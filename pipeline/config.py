@@ -36,7 +36,8 @@ SOURCE_DEFAULTS = {
     'parquet': (None, None, 'models.mlp.build_model'),
 }
 # Naming our package for Beam's workers is what a remote runner needs, and it stops TFX from
-# building a throw-away sdist of itself (about 3 s) before every Beam stage when run locally.
+# building a throw-away sdist of itself before every Beam stage when run locally
+# (docs/scaling.md).
 SETUP_FILE_ARG = '--setup_file=' + os.path.join(REPO_ROOT, 'setup.py')
 PIPELINE_NAME = r'[a-z0-9][a-z0-9-]{0,127}'   # Kubeflow Pipelines' pipelineNamePattern
 # The stores a run root or serving folder may be on besides a local disk (docs/storage.md).

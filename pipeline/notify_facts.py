@@ -1,9 +1,9 @@
 """The facts of one run that a notification and the report's history both state, from ML Metadata.
 
 Each reads a RunSummary (pipeline/summary.py), that is what the run recorded, and reads the
-properties other stages add defensively: a run recorded before the training window existed has
-no `spans` on its Model, and one before the drift check has no DriftCheck artifact, which is
-"not measured", never an error.
+properties other stages add defensively: a Model may carry no `spans` (trained from one
+Examples artifact) and a run may have no DriftCheck artifact (the stage did not run); a
+notification reports what is missing as "not measured", never as an error.
 
     outcome(summary)  ->  ('pushed', version, []) | ('not pushed', None, [reasons]) |
                           ('failed', None, ['<stage>: <first line>']) | ('did not finish', ...)
@@ -144,7 +144,7 @@ def labels(summary: RunSummary) -> Optional[dict]:
     if not serving_dir:
         return None
     found = serving_labels.read(serving_dir)
-    if found is None:   # pushed before models.config existed: the newest is stable
+    if found is None:   # no models.config: TF Serving serves the newest
         stable = versions.served_version(serving_dir)
         return None if stable is None else {'stable': stable, 'canary': None}
     return {'stable': found.stable, 'canary': found.canary}

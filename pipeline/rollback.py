@@ -71,7 +71,7 @@ def rollback(output_dir: str, version: int, serving: Optional[str] = None) -> di
     versions.remove_leftovers(serving)
     new = versions.push_new(source, serving)
     # The copy becomes stable (what clients get by default); a canary stays one.
-    # A folder pushed before models.config existed: the pipeline's default name.
+    # A folder without models.config names no model: the pipeline's default name.
     name, labels = serving_labels.read_config(serving) or ('', None)
     versions.label(serving, name or PipelineConfig.name, serving_labels.Labels(
         stable=new, canary=labels and labels.canary))

@@ -153,7 +153,7 @@ def speed_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
     """How fast it trained, e.g. '1,480 img/s, 93 GFLOP/s: 31% of the float32 matmul peak
     measured after training (300 GFLOP/s); epochs 31-33 s (the first 40 s, with tracing);
     input wait 2%'. An input wait of a quarter or more says the step waited on the input
-    pipeline. None for a model recorded before the trainer measured it."""
+    pipeline. None for a model that records no speed."""
     rate = _custom(model, 'examples_per_second')
     if not rate:
         return None

@@ -199,7 +199,8 @@ def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
 
 def _against_peak(model: keras.Model, policy: str, examples_per_second) -> Dict[str, float]:
     """The run's training FLOP/s (speed.train_flops_per_example) against the matmul peak of
-    its compute dtype, measured now in this process (speed.matmul_peak, ~0.15 s)."""
+    its compute dtype, measured now in this process (speed.matmul_peak; its cost in
+    docs/training.md, "Observability")."""
     flops = speed.train_flops_per_example(model)
     if not examples_per_second or not flops:
         return {}

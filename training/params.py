@@ -1,13 +1,13 @@
 """TrainParams: every training hyper-parameter, spelled once and validated once.
 
-Each field is one parameter, declared with core/settings.py's `setting`: its
-help, flag and parser reach runner.py's --help and docs/cli.md, its name is the key of the config
-file's [train] table, and `property` names the ImageTrainer execution property recording it in
-ML Metadata when that is not the field's name (kept as they were, for the skip-unchanged digests
-of models already served). components/trainer/component.py builds its spec from
-`property_types()`, the executor reads the parameters back with `from_properties`, and the
-trainer's TrainJob and the loop's LoopOptions carry this object. So a new parameter is one field
-here and the code that uses it.
+Each field is one parameter, declared with core/settings.py's `setting`: its help, flag and
+parser reach runner.py's --help and docs/cli.md, its name is the key of the config file's
+[train] table, and `property` names the ImageTrainer execution property recording it in ML
+Metadata when that is not the field's name (the stored names are part of the skip-unchanged
+digest, so renaming one would make every served model look changed and retrain it).
+components/trainer/component.py builds its spec from `property_types()`, the executor reads the
+parameters back with `from_properties`, and the trainer's TrainJob and the loop's LoopOptions
+carry this object. So a new parameter is one field here and the code that uses it.
 No TFX, TensorFlow or pipeline imports: the config and the command line import this at once.
 """
 import dataclasses
@@ -26,8 +26,7 @@ from training.choices import AUGMENTS, OPTIMIZERS, POLICIES, XLA_CHOICES
 # Then, after two epochs (plan.REPLAN_EPOCH), the plan is cut to the epochs that fit
 # AUTO_TRAIN_MINUTES of training (the step trial's seconds included) at the second's cost,
 # never below AUTO_MIN_TIMED_EPOCHS (early stopping and the schedule's decay need a few): with
-# ingestion,
-# evaluation and export (2-3 min for Fashion-MNIST's 60k PNGs on 2 shared cores,
+# ingestion, evaluation and export (2-3 min for Fashion-MNIST's 60k PNGs on 2 shared cores,
 # bench/bench_quality.py) the default run fits a quarter of an hour whatever the data's size
 # (docs/training.md, "Training length").
 AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 1_000_000, 10, 20, 400

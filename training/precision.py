@@ -24,7 +24,8 @@ from training import cost
 from training.choices import BF16_MIN_MACS, POLICIES
 
 # Depthwise convolutions have no fast bfloat16 kernel here: MobileNetV3Small (14% of its
-# multiply-adds depthwise) ran 0.69x-0.89x float32 at every size measured (128-320 px, 18M-112M).
+# multiply-adds depthwise) ran 0.69x-0.89x float32 at every size measured (128-320 px,
+# 18M-112M; bench/bench_precision.py, docs/benchmarks.md, "Precision").
 # Models with at least this share (MobileNets, EfficientNets: 7-14%) stay float32; Xception
 # (1.6%) is decided by its total like a dense model.
 DEPTHWISE_MAX_SHARE = 0.05

@@ -20,7 +20,8 @@ precision.choose_policy, when:
 - the planned training is under TRIAL_MIN_FLOP of arithmetic (speed.train_flops_per_example x
   the examples it plans to train): the trial costs four builds and traces and 8 s of timing
   (27-32 s for the default model on Fashion-MNIST at load 2-6 on 2 cores, 80-109 s at load
-  15-22), which such a run cannot win back (the embedded digits plan 0.4 TFLOP: about 10 s);
+  15-22: docs/training.md, "Mixed precision"), which such a run cannot win back (the embedded
+  digits plan 0.4 TFLOP: about 10 s);
 - several worker processes train together: each would time its own process and could choose
   differently, and their collectives need the same step on every worker;
 - the input is a table: the trial's random batches are images.

@@ -49,7 +49,8 @@ def _normal(value: Any) -> Any:
 def parameters(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
     """The execution properties that shape the records, normalised."""
     found = {name: _normal(exec_properties.get(name)) for name in OUTPUT_PARAMETERS}
-    if exec_properties.get('unlabelled'):  # only then: training runs' keys stay as they were
+    # Only when set, so the keys training runs stored (and their cache hits) still match.
+    if exec_properties.get('unlabelled'):
         found['unlabelled'] = 1
     return found
 

@@ -1,10 +1,10 @@
 """The schema kept for a pipeline root: inferred once, then reused. No TFX imports.
 
-Each run used to infer a fresh schema from its own span, so the data gate compared a span with
-itself and could never notice that a span differs from the data the served model learnt from
-(a new class, a column gone, a type changed). The schema is now inferred on the first run of a
-pipeline root and kept in `<pipeline_root>/_schema/schema.pbtxt`; later runs judge their span
-against it. It is written under a temporary name and renamed, and a schema already kept is never
+A schema inferred from each run's own span would compare the span with itself, and the data
+gate could never notice that a span differs from the data the served model learnt from (a new
+class, a column gone, a type changed). So the schema is inferred on the first run of a pipeline
+root and kept in `<pipeline_root>/_schema/schema.pbtxt`; later runs judge their span against
+it. It is written under a temporary name and renamed, and a schema already kept is never
 replaced (two first runs racing keep the first one written), so every run reads a whole file.
 To accept a change, delete the file (the next run infers it again from its span) or give a
 curated schema with --schema FILE, which always wins.

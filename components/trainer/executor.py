@@ -118,7 +118,8 @@ class Executor(base_executor.BaseExecutor):
         num_train = sum(entry.num_train for entry in spans)
         logging.info('Training window: %s', window.describe(spans))
         props = exec_properties
-        # Absent on Examples ingested before input specs existed: encoded images.
+        # Examples without an input spec (e.g. cached ones from an earlier ingestion) hold
+        # encoded images, so the empty spec's image default applies.
         spec = inputs.InputSpec.from_json(
             source.get_string_custom_property(properties.INPUT_SPEC)
             if source.has_custom_property(properties.INPUT_SPEC) else '')

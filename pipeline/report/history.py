@@ -176,7 +176,7 @@ def served_versions(rows: List[Row]) -> List[tuple]:
 
 def _served_now(serving_dir: str) -> tuple:
     """(stable, canary, sentence): the stable version, then the labels models.config gives (a
-    folder pushed before labels existed has none: its newest version is served)."""
+    folder without models.config has none: TF Serving serves its newest version)."""
     labels = serving_labels.read(serving_dir)
     stable = versions.served_version(serving_dir) if labels is None else labels.stable
     text = 'none' if stable is None else f'version {stable}'

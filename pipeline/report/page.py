@@ -75,7 +75,7 @@ def _baseline_lines(summary) -> str:
         ours = lambda v: pushed is not None and summary_lib.custom_property(  # noqa: E731
             pushed, properties.PUSHED_VERSION) == str(v)
         serving_dir = os.path.dirname(now[1])
-        labels = serving_labels.read(serving_dir)  # None: pushed before labels existed
+        labels = serving_labels.read(serving_dir)  # None: no models.config, newest served
         text = (f'{"version" if labels is None else "stable version"} {now[0]} ({now[1]})'
                 + (", this run's model" if ours(now[0]) else ''))
         if labels is not None and labels.canary is not None:

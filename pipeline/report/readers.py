@@ -248,7 +248,7 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
                          + ' (height \u00d7 width \u00d7 channels)'))
     if recorded('input_statement'):
         rows.append(('input shape chosen', str(recorded('input_statement'))))
-    # 'replicas' on Models trained before num_workers existed.
+    # 'replicas' is the property's other stored name; stored Models carry either.
     replicas = recorded('num_replicas') if recorded('num_replicas') is not None else \
         recorded('replicas')
     rows.append(('replicas', 'not recorded' if replicas is None else str(int(replicas))))

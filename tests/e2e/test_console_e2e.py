@@ -4,7 +4,7 @@ second waits for the first (or, with --no-wait, exits 2 naming it), and each sum
 own run and pushed version (the run lock, pipeline/runlock.py).
 
 The default run takes every default but --steps: TFX's INFO chatter, TensorFlow's start-up lines
-and Beam's logs are what used to flood the console.
+and Beam's logs are what would flood the console, so this is where they must stay out of it.
 """
 import os
 import re

@@ -1,6 +1,6 @@
 """End-to-end: four scheduled runs as spans land, one of them drifted, then a rollback.
 
-The scenario of issue 18 on the embedded digits (real 8x8 scans), through `runner.py --local`
+Scheduled retraining on the embedded digits (real 8x8 scans), through `runner.py --local`
 as a nightly job runs it, with only --data, --output, the smoke settings and --keep-runs 2:
   day 1: span-1 (4 classes, 30 images each)     -> trains on span 1, pushes version 1
   day 2: span-2 (the same mix, other images)    -> trains on spans 1-2, pushes version 2

@@ -155,8 +155,8 @@ def test_terminating_the_task_deletes_the_job(cluster, tmp_path):
 
 def test_the_failed_worker_log_is_reported_and_backoff_limit_would_delete_it(cluster):
     """One worker fails, the other waits in its collectives: the task reports the failed pod's
-    own log. With backoffLimit 0 (our old manifest) the operator deletes every pod before
-    marking the job Failed (kubeflow/trainer#3419): there is no log left to report."""
+    own log. With backoffLimit 0 (why launch/tfjob.py sets none) the operator deletes every pod
+    before marking the job Failed (kubeflow/trainer#3419): there is no log left to report."""
     fails = ['python', '-c', 'import json, os, sys, time\n'
              'if json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 1:\n'
              '    sys.exit("worker 1: bad record in shard 1")\n'

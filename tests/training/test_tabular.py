@@ -86,7 +86,7 @@ def test_missing_values_are_imputed_with_the_mean_and_flagged(tmp_path):
     # Columns: width, height standardised (the mean where missing, so 0), then height's flag.
     np.testing.assert_allclose(batch['numeric'].numpy(), [
         [2.0, -2.0, 0.0], [-2.0, 0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 2.0, 0.0]])
-    # A spec from before indicators existed reads as having none.
+    # A stored spec without the `missing` key (no indicators recorded) reads as having none.
     legacy = json.loads(SPEC.to_json())
     del legacy['missing']
     assert inputs.InputSpec.from_json(json.dumps(legacy)).missing == ()

@@ -13,9 +13,9 @@ from pipeline.config import EvalConfig
 
 
 def _with_change_threshold(eval_config, max_regression):
-    """The overall bar plus TFMA's own "change >= -max_regression", as the pipeline configured
-    it before the no-regression rule moved to the change's interval (components/evaluate/
-    noise.py): evaluations made then are still read back by the report."""
+    """The overall bar plus TFMA's own "change >= -max_regression": an evaluation carrying
+    TFMA's change threshold rather than the interval rule (components/evaluate/noise.py) must
+    still be read back by the report, since stored evaluations of either kind exist."""
     overall = eval_config.metrics_specs[0].metrics[0].per_slice_thresholds[0]
     overall.threshold.change_threshold.direction = tfma.MetricDirection.HIGHER_IS_BETTER
     overall.threshold.change_threshold.absolute.value = -max_regression - 1e-10

@@ -1,4 +1,4 @@
-"""CSV as Excel and pandas write it (issue 21): BOMs, CRLF, quoted fields spanning lines,
+"""CSV as Excel and pandas write it: BOMs, CRLF, quoted fields spanning lines,
 Latin-1 and UTF-16, over-long records, a FIFO named *.csv.
 
 Executor-level tests (ingest_do) on a penguin-like table the tests write, and unit tests of

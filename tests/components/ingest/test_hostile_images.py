@@ -1,4 +1,4 @@
-"""A landing folder as users have one (issue 21): one bad file never stops or hangs the run.
+"""A landing folder as users have one: one bad file never stops or hangs the run.
 
 Executor-level (tests/support/ingest_helpers.py ingest_do, no driver: the executor resolves and
 fingerprints the input itself). Real images sit next to a FIFO, a socket, a dangling link, a

@@ -41,7 +41,7 @@ def test_inspect_rejects_truncated_png(png_bytes):
 
 
 def test_inspect_accepts_tiff_for_conversion_and_rejects_formats_we_do_not_read():
-    # TIFF used to be rejected; issue 21 converts it to PNG (test_hostile_images.py).
+    # TIFF is read only to be converted to PNG (test_hostile_images.py); XBM is not read at all.
     assert images.inspect_image(_encode('TIFF')).converted
     with pytest.raises(images.BadImage, match='unsupported image format XBM'):
         images.inspect_image(_encode('XBM', mode='1'))

@@ -159,11 +159,10 @@ def test_each_run_keeps_its_report_and_report_html_is_the_newest(tmp_path):
 
 
 def test_a_failed_run_says_so_first_and_omits_stages_that_never_ran(tmp_path):
-    summary = summary_lib.RunSummary(run_id='r9', states={'ImageExampleGen': 'FAILED'},
-                                     outputs={})
-    # Set as an attribute: RunSummary gains this field in another branch of issue 9.
-    summary.failure = ('ImageExampleGen', "IngestionError: 28% of records rejected <label>\n"
-                                          "  missing_value 4275 (column 'company')")
+    summary = summary_lib.RunSummary(
+        run_id='r9', states={'ImageExampleGen': 'FAILED'}, outputs={},
+        failure=('ImageExampleGen', "IngestionError: 28% of records rejected <label>\n"
+                                    "  missing_value 4275 (column 'company')"))
     text = open(page.write_report(summary, str(tmp_path / 'out')), encoding='utf-8').read()
     assert _headings(text) == ['failed']
     body = text.split('<body>', 1)[1]
