@@ -104,7 +104,7 @@ def drift_values(summary: RunSummary) -> List[dict]:
 def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
     """How long the model trained and why it stopped, as the trainer recorded on the Model:
     e.g. '14 epochs, early stopping: ... (held-out 4,812 examples of train)'. None for a
-    model recorded before the trainer said why it stopped."""
+    model that records no stop reason."""
     reason = _custom(model, 'stop_reason')
     if not reason:
         return None
@@ -118,7 +118,7 @@ def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
 
 def precision_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
     """The policy the model trained under and why, e.g. 'float32 (auto on a CPU without bfloat16
-    instructions)'. None for a model recorded before the trainer gave its reason."""
+    instructions)'. None for a model that records no reason."""
     policy, reason = _custom(model, 'mixed_precision'), _custom(model, 'precision_reason')
     if not policy or not reason:
         return None
@@ -128,7 +128,7 @@ def precision_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
 def step_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
     """XLA and why, then the trial's figures when one ran, e.g. 'XLA off (auto: nothing beat
     float32 by 5% in a timed trial of the train step); trial: float32 1,520 img/s; ...'. None
-    for a model recorded before XLA was decided."""
+    for a model that records no XLA choice."""
     xla, reason = _custom(model, 'xla'), _custom(model, 'xla_reason')
     if xla is None:
         return None

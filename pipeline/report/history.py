@@ -13,8 +13,8 @@ Like with like: each run's window has its own eval split, so two runs' accuracie
 different data and cannot be compared. What can be compared is what each run's Evaluator
 measured on one set of examples: the candidate and the model served then (the blessing's
 figures, components/evaluate/figures.py). A row and the picture show that pair, and the number
-of examples it is from. Runs recorded before the Evaluator kept its figures show the trainer's
-eval accuracy alone.
+of examples it is from. A run whose blessing carries no figures (stored runs
+in ML Metadata may lack them) shows the trainer's eval accuracy alone.
 
 The picture: per version that was made (pushed, or a rollback's copy, which keeps the pair of the
 version it copies), the candidate's bar beside the served model's on the same examples; the
@@ -50,8 +50,8 @@ class Row:
     version: Optional[int]        # the version made (pushed, or a rollback's copy)
     reasons: List[str]
     copy_of: Optional[int] = None  # a rollback's source version
-    # The Evaluator's figures (accuracy is then the candidate's); None: recorded before them,
-    # and accuracy is the trainer's eval accuracy.
+    # The Evaluator's figures (accuracy is then the candidate's); None: the blessing records
+    # none, and accuracy is the trainer's eval accuracy.
     compared: Optional[facts.Comparison] = None
     pushed_as: str = ''           # 'canary' for a candidate push (serving_labels), else ''
 

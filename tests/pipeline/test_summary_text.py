@@ -124,7 +124,7 @@ def test_the_precision_line_says_the_policy_and_why_auto_chose_it():
     asked = summary_text.format_summary(_summary(_model(
         mixed_precision='mixed_bfloat16', precision_reason='asked'))).splitlines()
     assert '  precision: mixed_bfloat16' in asked
-    # A model recorded before the trainer gave its reason: no line rather than half of one.
+    # A model that records no reason: no line rather than half of one.
     assert 'precision:' not in summary_text.format_summary(_summary(_model(
         mixed_precision='float32')))
 
@@ -154,7 +154,7 @@ def test_the_train_step_and_speed_lines_say_xla_the_trial_and_the_cost():
     quick = summary_text.format_summary(_summary(_model(
         examples_per_second=6500.0, epoch_seconds='[1.2, 0.4, 0.4, 0.5]')))
     assert 'speed: 6,500 img/s; epochs 0.4-0.5 s (the first 1.2 s, with tracing)' in quick
-    # A model recorded before these were measured: no lines.
+    # A model that records none of these: no lines.
     older = summary_text.format_summary(_summary(_model(train_accuracy=1.0)))
     assert 'train step:' not in older and 'speed:' not in older
 

@@ -164,7 +164,7 @@ def test_do_with_zero_shape_trains_at_the_datas_shape_and_records_it(tmp_path, c
     assert f'{100 * sizes["28x28"] / total:.0f}% of images 28×28' in statement
     assert '3 channels from the data' in statement
     assert f'input {statement}' in caplog.text  # the training log line states it
-    assert 'augment none' in caplog.text  # properties recorded before augmentation: none
+    assert 'augment none' in caplog.text  # no augment property recorded: none
     assert model.get_string_custom_property('augment') == 'none'
     # The exported model takes that shape, and serves an image of any size and mode.
     loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))

@@ -26,7 +26,7 @@ def _artifact(artifact_id=1, **custom):
 def _run(run_id, created_s, accuracy, pushed, spans='1', blessed=1, reasons=(), drift=None,
          states=None, figures=None):
     """figures: the Evaluator's (candidate_accuracy, served_accuracy, compared_version, ...);
-    None for a run recorded before it kept them."""
+    None for a run whose blessing records none."""
     outputs = {'Examples': [_artifact(num_written_train=80, num_written_eval=20, span=1)],
                'Model': [_artifact(eval_accuracy=accuracy, spans=spans)],
                'ModelBlessing': [_artifact(blessed=blessed,

@@ -68,8 +68,8 @@ def test_settings_section_states_how_the_model_was_trained(tmp_path):
     assert rows['precision policy'] == 'mixed_bfloat16 (asked: auto)'
     assert rows['batch'] == '32 per micro-batch (all replicas together; 16 per replica)'
     assert rows['accumulation'] == '4 micro-batches per update, so 128 examples per update'
-    # Recorded before the trainer said what it did: the most 2 epochs could take over 1000
-    # examples at 128 per update (7 per epoch).
+    # A Model without steps_run (the trainer recorded only what was asked): the most 2 epochs
+    # could take over 1000 examples at 128 per update (7 per epoch).
     assert rows['steps'] == 'up to 14 updates (2 epochs over about 1000 train examples)'
     assert rows['learning rate'] == '0.003, cosine decay to 0 after 20 warm-up steps'
     assert rows['optimizer'] == 'adamw' and rows['model'] == 'models.resnet.build_model'
