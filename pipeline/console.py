@@ -6,10 +6,10 @@
 Everything else goes to the run's log file (pipeline/logs.py). TFX's LocalDagRunner logs
 "Component X is running." and "... is finished." around each stage; `StageLines`, a handler on
 absl's logger, times the stage between the two and then reads its state (complete or cached) and
-key figure from ML Metadata, the record the summary is made from too. Training progress comes
-as the training's events (training/progress.py; a chief worker's are relayed to this process):
-one updating tqdm line with ETA on a terminal, a line per quarter of the steps otherwise (a log
-file or CI output wants no carriage returns).
+key figure (pipeline/stages.py) from ML Metadata, the record the summary is made from too.
+Training progress comes as the training's events (training/progress.py; a chief worker's are
+relayed to this process): one updating tqdm line with ETA on a terminal, a line per quarter of
+the steps otherwise (a log file or CI output wants no carriage returns).
 """
 import logging
 import textwrap
@@ -18,14 +18,12 @@ from typing import Callable, List, Optional, TextIO
 
 from tqdm import tqdm
 
-from core import properties
 from training import progress as progress_lib
+from pipeline import stages as stages_lib
 from pipeline import summary as summary_lib
-from pipeline import summary_text
 
 _RUNNING, _FINISHED = 'Component %s is running.', 'Component %s is finished.'
 _log = logging.getLogger('pipeline.console')
-_custom = summary_lib.custom_property
 
 
 class Console:
@@ -44,66 +42,9 @@ class Console:
             self.stream.flush()
 
 
-def _examples(summary):
-    for examples in summary.outputs.get('Examples', []):
-        written = sum(_custom(examples, properties.num_written(s)) or 0 for s in ('train', 'eval'))
-        return f'{written:,} examples, {_custom(examples, properties.NUM_REJECTED) or 0:,} rejected'
-
-
-def _trained(summary):
-    model = summary.trained_model()
-    if model is not None and _custom(model, 'eval_accuracy') is not None:
-        return f'eval accuracy {_custom(model, "eval_accuracy"):.4f}'
-
-
-def _baseline(summary):
-    model = summary.baseline_model()
-    if model is not None:
-        served = _custom(model, properties.SERVED_VERSION)
-        return 'nothing served yet' if served < 0 else f'served version {served}'
-
-
-def _blessing(summary):
-    for blessing in summary.outputs.get('ModelBlessing', []):
-        return 'blessed' if _custom(blessing, properties.BLESSED) else 'not blessed'
-
-
-def _pushed(summary):
-    for pushed in summary.outputs.get('PushedModel', []):
-        if not _custom(pushed, properties.PUSHED):
-            return 'not pushed'
-        return f'version {_custom(pushed, properties.PUSHED_VERSION)}'
-
-
-def _drift(summary):
-    values = summary_text.drift_values(summary)
-    exceeded = [v['feature'] for v in values if v['exceeded']]
-    if exceeded:
-        return 'drift: ' + ', '.join(exceeded)
-    return 'within thresholds' if values else 'not measured'
-
-
-def _scoring_model(summary):  # runner.py --score (pipeline/scoring.py)
-    for model in summary.outputs.get('Model', []):
-        if _custom(model, properties.MODEL_VERSION) is not None:
-            return f'version {_custom(model, properties.MODEL_VERSION)}'
-
-
-def _scored(summary):
-    for result in summary.outputs.get('InferenceResult', []):
-        if _custom(result, properties.NUM_SCORED) is not None:
-            return (f'{_custom(result, properties.NUM_SCORED):,} scored, '
-                    f'{_custom(result, properties.NUM_QUARANTINED):,} quarantined')
-
-
-# The figure each stage's line ends with, read from its outputs (stages not named: none).
-KEY_FIGURES = {'ImageExampleGen': _examples, 'AnomalyGate': lambda s: 'no anomalies',
-               'ImageTrainer': _trained, 'ServedModelBaseline': _baseline,
-               'DriftCheck': _drift, 'Evaluator': _blessing, 'Pusher': _pushed,
-               'ScoringModel': _scoring_model, 'ScoreWriter': _scored}
-
-
 def stage_line(stage: str, state: str, seconds: float, figure: Optional[str] = None) -> str:
+    """A stage's console line: its display name (pipeline/stages.py), state, seconds, figure."""
+    stage = stages_lib.stage(stage).display_name
     return f'{stage:<20}{state.lower():<10}{seconds:5.1f} s  {figure or ""}'.rstrip()
 
 
@@ -123,7 +64,7 @@ class StageLines(logging.Handler):
         elif record.msg == _FINISHED and self.current:
             summary = self._read_run()
             state = (summary and summary.states.get(self.current)) or 'COMPLETE'
-            figure = KEY_FIGURES.get(self.current, lambda s: None)(summary) if summary else None
+            figure = stages_lib.stage(self.current).key_figure(summary) if summary else None
             self._console.line(stage_line(self.current, state, self.elapsed(), figure))
             self.current = None
 
@@ -146,8 +87,9 @@ class StageLines(logging.Handler):
             return (f'interrupted at step {progress.step}, before the first checkpoint; run '
                     'the same command to train again')
         if self.current:
-            return (f'interrupted in {self.current}; finished stages are cached; run the same '
-                    'command to resume')
+            name = stages_lib.stage(self.current).display_name
+            return (f'interrupted in {name}; finished stages are cached; run the same command '
+                    'to resume')
         return 'interrupted before any stage ran'
 
 

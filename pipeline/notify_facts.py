@@ -17,7 +17,7 @@ import json
 from typing import List, Optional, Tuple
 
 from core import properties, serving_labels, versions
-from pipeline import summary_text
+from pipeline import stages, summary_text
 from pipeline.summary import RunSummary, custom_property as _custom
 
 TRAINER_SKIPPED = 'training_skipped'   # on a Model the trainer handed on untrained (unchanged)
@@ -114,7 +114,7 @@ def outcome(summary: RunSummary) -> Tuple[str, Optional[int], List[str]]:
         return 'did not finish', None, ['the Pusher did not run']
     if _custom(pushed, properties.PUSHED):
         version = int(_custom(pushed, properties.PUSHED_VERSION) or 0)
-        if summary.states.get('Pusher') == 'CACHED':  # the artifact is an earlier run's push
+        if summary.states.get(stages.PUSHER) == 'CACHED':  # the artifact is an earlier run's push
             return 'not pushed', None, [f'version {version} already serves this model: pushed '
                                         'by an earlier run (the Pusher was cached)']
         if not _custom(pushed, versions.REUSED_PROPERTY):
@@ -134,13 +134,13 @@ def outcome(summary: RunSummary) -> Tuple[str, Optional[int], List[str]]:
 
 def push_mode(summary: RunSummary) -> Optional[str]:
     """auto | candidate: how the run's Pusher labels what it pushes; None when it did not run."""
-    config = summary.execution_properties.get('Pusher', {}).get('custom_config')
+    config = summary.execution_properties.get(stages.PUSHER, {}).get('custom_config')
     return config and json.loads(config).get('mode', 'auto')
 
 
 def labels(summary: RunSummary) -> Optional[dict]:
     """{'stable': N, 'canary': M or None} of the run's serving folder now, or None."""
-    serving_dir = summary.execution_properties.get('ServedModelBaseline', {}).get('serving_dir')
+    serving_dir = summary.execution_properties.get(stages.BASELINE, {}).get('serving_dir')
     if not serving_dir:
         return None
     found = serving_labels.read(serving_dir)

@@ -12,6 +12,7 @@ from typing import List, Optional, Tuple
 from ml_metadata.proto import metadata_store_pb2
 
 from core import properties, serving_labels, versions, window
+from pipeline import stages
 from pipeline.summary import RunSummary, custom_property as _custom
 
 
@@ -19,7 +20,7 @@ from pipeline.summary import RunSummary, custom_property as _custom
 def format_summary(summary: RunSummary) -> str:
     """The end-of-run report: counts per split, anomalies, accuracy, blessing, pushed version."""
     lines = [f'Run {summary.run_id}']
-    lines.append('  steps: ' + ', '.join(f'{n} {s.lower()}' for n, s in summary.states.items()))
+    lines.append('  steps: ' + steps_text(summary))
     if summary.beam:
         lines.append(f'  beam: {summary.beam}')
     for examples in summary.outputs.get('Examples', []):
@@ -34,7 +35,7 @@ def format_summary(summary: RunSummary) -> str:
         text = window_text(examples)
         if text:  # the spans trained and evaluated on
             lines.append(f'  window: {text}')
-    gate = summary.states.get('AnomalyGate')
+    gate = summary.states.get(stages.GATE)
     if gate is not None:  # nothing is said about a stage that never ran
         lines.append('  anomalies: ' + ('none' if gate in ('COMPLETE', 'CACHED') else
                                         'found: the gate stopped the run'))
@@ -76,6 +77,13 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(f'  failed: {stage}')
         lines.extend(f'    {line}' for line in error.splitlines())
     return '\n'.join(lines)
+
+
+def steps_text(summary: RunSummary) -> str:
+    """'ImageExampleGen complete, StatisticsGen cached, ...': each stage by its display name
+    (pipeline/stages.py) and its state, in the order they ran."""
+    return ', '.join(f'{stages.stage(node).display_name} {state.lower()}'
+                     for node, state in summary.states.items())
 
 
 def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
@@ -250,7 +258,7 @@ def table_input_text(summary: RunSummary) -> Optional[str]:
 
 def served_now(summary: RunSummary) -> Optional[Tuple[int, str]]:
     """(version, path) served in the run's serving folder when this is read, or None."""
-    serving_dir = summary.execution_properties.get('ServedModelBaseline', {}).get('serving_dir')
+    serving_dir = summary.execution_properties.get(stages.BASELINE, {}).get('serving_dir')
     version = versions.served_version(serving_dir) if serving_dir else None
     return None if version is None else (version, os.path.join(serving_dir, str(version)))
 
@@ -263,7 +271,7 @@ def baseline_text(summary: RunSummary) -> str:
             else f'served version {served}')
     if _custom(summary.baseline_model(), 'incompatible_reason'):
         text += ' (a model for another task: not compared, see below)'
-    if summary.states.get('ServedModelBaseline') != 'CACHED':
+    if summary.states.get(stages.BASELINE) != 'CACHED':
         return text
     text += ', chosen when this model was first evaluated'
     now = served_now(summary)

@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple
 
 from core import properties, serving_labels
 from pipeline import summary as summary_lib
-from pipeline import summary_text
+from pipeline import stages, summary_text
 from pipeline.report import history as history_lib, readers
 from pipeline.report import sections as sections_lib
 
@@ -66,7 +66,7 @@ def _baseline_lines(summary) -> str:
     path = summary_lib.custom_property(baseline, properties.SERVED_PATH) or 'path not recorded'
     text = ('none (nothing was served)' if served is None or served < 0 else
             f'served version {served} ({path})')
-    if summary.states.get('ServedModelBaseline') == 'CACHED':
+    if summary.states.get(stages.BASELINE) == 'CACHED':
         text += ', chosen when this model was first evaluated (reused from the cache)'
     lines = f'<br>Baseline: {html.escape(text)}'
     now = summary_text.served_now(summary)
@@ -101,20 +101,20 @@ def _sections(summary, folder, history=None) -> List[Tuple[str, str]]:
          lambda: sections_lib.anomalies_section(summary)),
         ('Drift', summary_text.drift_artifact(summary) is not None,
          lambda: sections_lib.drift_section(summary)),
-        ('Settings', sections_lib.TRAINER in summary.execution_properties
+        ('Settings', stages.TRAINER in summary.execution_properties
          or summary.trained_model() is not None, lambda: sections_lib.settings_section(summary)),
         ('Training', has('ModelRun'), lambda: sections_lib.training_section(summary, folder)),
         ('Evaluation', evaluation is not None,
          lambda: sections_lib.evaluation_section(evaluation, class_names, folder)),
-        ('Blessing', ran('Evaluator', 'ModelBlessing'),
+        ('Blessing', ran(stages.EVALUATOR, 'ModelBlessing'),
          lambda: sections_lib.blessing_section(summary, evaluation)),
-        ('Push', ran('Pusher', 'PushedModel'), lambda: sections_lib.push_section(summary)),
+        ('Push', ran(stages.PUSHER, 'PushedModel'), lambda: sections_lib.push_section(summary)),
         ('History', history is not None, lambda: history_lib.section(*history, folder)))
     return [(title, build()) for title, shown, build in candidates if shown]
 
 
 def _page(summary, sections: List[Tuple[str, str]], image_prefix: str) -> str:
-    steps = ', '.join(f'{n} {s.lower()}' for n, s in summary.states.items())
+    steps = summary_text.steps_text(summary)
     cached = summary.states and set(summary.states.values()) == {'CACHED'}
     body = (_failure_section(summary)
             + ''.join(f'<h2 id="{t.lower()}">{t}</h2>{b}' for t, b in sections))

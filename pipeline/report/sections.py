@@ -12,11 +12,9 @@ import tensorflow as tf
 
 from core import properties, versions, window as window_lib
 from pipeline import summary as summary_lib
-from pipeline import summary_text
+from pipeline import stages, summary_text
 from pipeline.report import plots, readers
 from pipeline.report.html_parts import img, table
-
-TRAINER = 'ImageTrainer'
 
 
 def only(summary: summary_lib.RunSummary, type_name: str):
@@ -128,7 +126,7 @@ def drift_section(summary) -> str:
 
 
 def settings_section(summary) -> str:
-    rows = readers.training_settings(summary.execution_properties.get(TRAINER, {}),
+    rows = readers.training_settings(summary.execution_properties.get(stages.TRAINER, {}),
                                      summary.trained_model(), only(summary, 'Examples'))
     return table(['training setting', 'value'], [list(row) for row in rows], text=True)
 
