@@ -45,7 +45,7 @@ class InputSpec:
 
     @classmethod
     def from_json(cls, text: str) -> 'InputSpec':
-        """Parses a recorded spec; an empty one (Examples from before specs) is encoded images."""
+        """Parses a recorded spec; an empty one (Examples that record no spec) is encoded images."""
         if not text:
             return cls()
         data = json.loads(text)

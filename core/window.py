@@ -73,7 +73,7 @@ def _json_or_none(text: str) -> Optional[Dict[str, int]]:
 
 
 def ingest_parameters(examples) -> str:
-    """The Examples' `ingest_parameters` ('' for Examples from before windows)."""
+    """The Examples' `ingest_parameters` ('' for Examples that record no window)."""
     return _string(examples, PARAMETERS_PROPERTY)
 
 

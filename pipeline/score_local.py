@@ -94,7 +94,7 @@ def _model_spec(model_dir: str):
     from core import inputs
     from training import export
     path = os.path.join(model_dir, export.INPUT_SPEC_FILE)
-    if not os.path.isfile(path):  # a model exported before input specs: the config decides
+    if not os.path.isfile(path):  # a model that records no input spec: the config decides
         return None
     with open(path, encoding='utf-8') as handle:
         return inputs.InputSpec.from_json(handle.read())

@@ -88,7 +88,7 @@ def steps_text(summary: RunSummary) -> str:
 
 def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
     """'spans 2-4, 2,391 train / 597 eval examples', and any span left out with its reason.
-    None without span folders (one entry, span 0) or for Examples from before windows."""
+    None without span folders (one entry, span 0) or for Examples that record no window."""
     entries = window.from_json(_custom(examples, window.PROPERTY) or '[]')
     if not entries or (len(entries) == 1 and entries[0].span == 0):
         return None
@@ -233,7 +233,7 @@ def pushed_text(pushed: metadata_store_pb2.Artifact) -> str:
 
 def label_text(pushed: metadata_store_pb2.Artifact) -> str:
     """' as canary; stable is version 6' for a candidate push; '' for a version that became
-    stable (every push in auto mode) or was pushed before labels were recorded."""
+    stable (every push in auto mode) or whose push records no label."""
     if _custom(pushed, properties.SERVING_LABEL) != serving_labels.CANARY:
         return ''
     return f' as canary; stable is version {_custom(pushed, properties.STABLE_VERSION)}'

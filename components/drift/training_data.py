@@ -37,7 +37,7 @@ class MissingData(RuntimeError):
 
 def read_window(served_path: str) -> Optional[List[dict]]:
     """The window (oldest span first) the model at served_path was trained on, or None when it
-    does not record one (a model pushed before windows were recorded, or copied in by hand)."""
+    does not record one (a model from another tool, or copied in by hand)."""
     path = os.path.join(served_path, TRAINING_DATA_FILE)
     if not tf.io.gfile.exists(path):
         return None

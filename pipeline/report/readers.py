@@ -91,7 +91,7 @@ class WindowData:
 
 def window_entries(examples: Artifact) -> List[window_lib.SpanEntry]:
     """The spans the run trained and evaluated on (the Examples' `window`), or the Examples'
-    own span for Examples from before windows."""
+    own span for Examples that record no window."""
     text = custom_property(examples, window_lib.PROPERTY)
     if text:
         return window_lib.from_json(text)

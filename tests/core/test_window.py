@@ -41,7 +41,7 @@ def test_a_recorded_window_is_read_oldest_first_with_its_patterns():
 
 
 def test_the_window_fingerprint_is_the_spans_and_unknown_when_one_is():
-    assert window.fingerprint([_entry(3, fingerprint='a')]) == 'a'  # as before windows
+    assert window.fingerprint([_entry(3, fingerprint='a')]) == 'a'  # one span: its own
     assert window.fingerprint([_entry(2, fingerprint='a'), _entry(3, fingerprint='b')]) == \
         'span 2: a\nspan 3: b'
     assert window.fingerprint([_entry(2, fingerprint=''), _entry(3)]) == ''

@@ -171,7 +171,7 @@ def test_the_window_line_names_the_spans_and_the_examples_after_the_examples_lin
     index = next(i for i, line in enumerate(lines) if line.startswith('  examples:'))
     assert lines[index + 1] == ("  window: spans 2-4, 2,391 train / 597 eval examples (span 1 "
                                 "left out: its classes ['a'] are not ...)")
-    del examples.custom_properties['window']  # an artifact from before windows: no line
+    del examples.custom_properties['window']  # an artifact that records no window: no line
     assert 'window:' not in summary_text.format_summary(summary)
     examples.custom_properties['window'].string_value = window.to_json([entries[0].__class__(
         span=0, uri='/e', fingerprint='f', num_train=1, num_eval=1)])

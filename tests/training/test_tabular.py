@@ -33,7 +33,7 @@ def _write(path, records, compress=True):
 
 def test_input_spec_round_trips_and_gives_the_builder_its_shapes():
     assert inputs.InputSpec.from_json(SPEC.to_json()) == SPEC
-    assert inputs.InputSpec.from_json('') == inputs.InputSpec()  # Examples from before specs
+    assert inputs.InputSpec.from_json('') == inputs.InputSpec()  # Examples that record no spec
     assert inputs.builder_input_shape(SPEC, (8, 8, 1)) == {'numeric': (2,), 'categorical': (1,)}
     assert inputs.builder_input_shape(inputs.InputSpec(), (8, 8, 1)) == (8, 8, 1)
 
