@@ -37,7 +37,7 @@ from ml_metadata.proto import metadata_store_pb2
 from core import storage
 from pipeline import kfp_task_record as records_lib
 from pipeline import notify
-from pipeline import retention_kfp
+from pipeline import retention_kfp, stages
 from pipeline.config_retraining import NotifyConfig, RetentionConfig
 from pipeline.summary import RunSummary
 
@@ -122,8 +122,8 @@ def summary_from_records(run_id: str, tasks: List[records_lib.TaskRecord], servi
     return RunSummary(
         run_id=run_id, states={t.task: t.data.get('state', 'UNKNOWN') for t in ordered},
         outputs=outputs, execution_properties={
-            'Pusher': {'custom_config': custom_config},
-            'ServedModelBaseline': {'serving_dir': serving_dir}},
+            stages.PUSHER: {'custom_config': custom_config},
+            stages.BASELINE: {'serving_dir': serving_dir}},
         failure=None if failed is None else (failed.task, failed.data.get('error') or 'failed'))
 
 
