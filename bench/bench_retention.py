@@ -1,7 +1,7 @@
 """pipeline_root's size run after run, without retention and with --keep-runs K, side by side.
 
     python -m bench.bench_retention [--runs 6] [--keep 3] [--keep-versions 5] [--per-class 25]
-                                    [--steps 30] [--kubeflow]
+                                    [--steps 30] [--kubeflow [--driver stand-in|harness]]
 
 Two output folders get the same sequence of scheduled runs through `runner.py --local`'s own
 code (pipeline/local.py: the lock, the run, retention, the summary): every run adds a new span
@@ -25,6 +25,15 @@ root (pipeline_root/ and serving/), the run's wall time, its retention line (fro
 task wrote), its cache hits, and the input URIs handed to its tasks that did not exist when it
 started (a cache hit on a deleted artifact would be one); with 12 runs or more, the run root
 after the last run against after run 8.
+
+--kubeflow --driver harness: the same runs through the KFP harness (tests/support/kfp_harness.py)
+instead: each run's Workflow compiled as KFP's API server does for its run id, executed as Argo
+does with KFP's driver and launcher (the real binaries with KFP_BIN_DIR, else our transcriptions
+behind the same flags, as in CI), ML Metadata over gRPC, the ml-pipeline cache service and a
+Kubernetes API, each pod processes; on SeaweedFS (tests/support/seaweedfs.py) with an s3:// root,
+compiled as `runner.py --kubeflow --config smoke --keep-runs K --s3-endpoint ...`. The same table:
+the run root's objects, cache hits (tasks whose executor the driver skipped), and the input URIs
+in the ExecutorInput each launcher was handed that did not exist when the run started.
 """
 import argparse
 import dataclasses
@@ -156,16 +165,40 @@ def _files(folder: str) -> List[str]:
 
 
 def _retention_line(run_folder: str) -> str:
-    import glob
+    """The retention line of the summary the run's Pusher task wrote (pipeline/kfp_run_end.py),
+    on a local folder or an s3:// one (storage enabled)."""
     import json
+    import tensorflow as tf
     from pipeline import kfp_run_end
-    found = glob.glob(os.path.join(run_folder, 'Pusher', '*', kfp_run_end.SUMMARY_NAME))
+    found = tf.io.gfile.glob('/'.join((run_folder, 'Pusher', '*', kfp_run_end.SUMMARY_NAME)))
     if not found:
         return '(no summary)'
-    with open(found[0]) as handle:
+    with tf.io.gfile.GFile(found[0]) as handle:
         summary = json.load(handle)['summary']
     return next((line.split('retention: ', 1)[1] for line in summary.splitlines()
                  if line.startswith('  retention: ')), '')
+
+
+def _bench_settings(cfg, args):
+    """The bench's training steps and serving/ versions over a compiled config."""
+    from pipeline import config as config_lib
+    return dataclasses.replace(
+        cfg, train=dataclasses.replace(cfg.train, train_steps=args.steps),
+        push=config_lib.PushConfig(keep_versions=args.keep_versions
+                                   or config_lib.PushConfig.keep_versions))
+
+
+def missing_inputs(uris: List[str], existed: List[str], run_id: str) -> List[str]:
+    """The input URIs handed to a run's tasks that are neither the run's own (made by an earlier
+    task of the run: .../<run id>/<task>/...) nor existed, as a file or a folder of files,
+    when the run started: a cache hit on a deleted artifact would be one."""
+    existed = sorted(existed)
+    import bisect
+
+    def exists(uri):
+        at = bisect.bisect_left(existed, uri)
+        return at < len(existed) and (existed[at] == uri or existed[at].startswith(uri + '/'))
+    return [u for u in uris if f'/{run_id}/' not in u and not exists(u)]
 
 
 def kubeflow_runs(args, keep: int, work: str) -> List[KubeflowRow]:
@@ -177,11 +210,9 @@ def kubeflow_runs(args, keep: int, work: str) -> List[KubeflowRow]:
     from pipeline.config_retraining import RetentionConfig
     data, root = os.path.join(work, 'data'), os.path.join(work, 'root')
     add_span(data, 1, args.per_class)   # before the compile, which lists span-<N>/ folders
-    cfg = config_lib.smoke_config(data, root, schema_path=config_lib.DIGITS_SCHEMA,
-                                  retention=RetentionConfig(keep_runs=keep))
-    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, train_steps=args.steps),
-                              push=config_lib.PushConfig(keep_versions=args.keep_versions
-                                                         or config_lib.PushConfig.keep_versions))
+    cfg = _bench_settings(config_lib.smoke_config(
+        data, root, schema_path=config_lib.DIGITS_SCHEMA,
+        retention=RetentionConfig(keep_runs=keep)), args)
     kf = config_lib.KubeflowConfig(image='local', output_file=os.path.join(work, 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
     job = kfp_launcher.load_job(kubeflow.compile_pipeline(cfg, kf))
@@ -197,9 +228,9 @@ def kubeflow_runs(args, keep: int, work: str) -> List[KubeflowRow]:
         seconds = time.time() - start
         tasks = [r for (done, _), r in launcher.tasks.items() if done == run_id]
         run_folder = os.path.join(cfg.pipeline_root, cfg.name, run_id)
-        missing = [a.uri for r in tasks for lst in r.executor_input.inputs.artifacts.values()
-                   for a in lst.artifacts if not a.uri.startswith(run_folder + '/')
-                   and not any(f == a.uri or f.startswith(a.uri + '/') for f in before)]
+        missing = missing_inputs([a.uri for r in tasks
+                                  for lst in r.executor_input.inputs.artifacts.values()
+                                  for a in lst.artifacts], before, run_id)
         rows.append(KubeflowRow(
             run=run, root=size(root), pipeline_root=size(cfg.pipeline_root),
             serving=size(cfg.serving_dir), retention=_retention_line(run_folder),
@@ -209,6 +240,97 @@ def kubeflow_runs(args, keep: int, work: str) -> List[KubeflowRow]:
               f'{rows[-1].cached} cached, {len(missing)} missing inputs ({seconds:.0f} s)',
               flush=True)
     return rows
+
+
+SECRET = 'mlpipeline-minio-artifact'   # the S3 Secret the compiled tasks read (KubeflowConfig)
+
+
+def _executor_inputs(pods) -> List[dict]:
+    """The ExecutorInput each executor pod's launcher was given (`--executor_input`, from the
+    driver's pod spec patch: driver.go initPodSpecPatch)."""
+    import json
+    found = []
+    for pod in pods.pods.values():
+        for container in pod['spec'].get('containers', []):
+            command = container.get('command') or []
+            if '--executor_input' in command:
+                found.append(json.loads(command[command.index('--executor_input') + 1]))
+    return found
+
+
+def harness_runs(args, keep: int, work: str) -> List[KubeflowRow]:
+    """The scheduled runs through the KFP harness (tests/support/kfp_harness.py) on SeaweedFS
+    with an s3:// root, each compiled for its run id as the API server does; a row after each.
+    KFP's own driver and launcher with KFP_BIN_DIR, else the transcriptions (as in CI)."""
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'support'))
+    import kfp_harness
+    import seaweedfs as seaweedfs_lib
+    import runner
+    from core import storage
+    from pipeline import config as config_lib
+    from pipeline import kubeflow
+    server = seaweedfs_lib.Server()
+    try:
+        os.environ.update(server.env())
+        storage.enable()
+        bucket = server.new_bucket()
+        data = os.path.join(work, 'data')
+
+        def land(span):
+            add_span(data, span, args.per_class)
+            server.upload_folder(os.path.join(data, f'span-{span}'), bucket,
+                                 f'landing/span-{span}')
+        land(1)   # before the compile, which lists the landing bucket's span-<N>/ folders
+        parsed = runner.build_parser().parse_args([
+            '--kubeflow', '--config', 'smoke', '--pipeline-root', f's3://{bucket}/kfp',
+            '--data', f's3://{bucket}/landing', '--image', 'x', '--s3-endpoint',
+            server.endpoint, '--schema', config_lib.DIGITS_SCHEMA, '--keep-runs', str(keep),
+            '--output', os.path.join(work, 'pipeline.json')])
+        cfg, kf = runner.build_configs(parsed)
+        cfg = _bench_settings(cfg, args)
+        upload = kubeflow.write_pipeline_spec(kubeflow.compile_pipeline(cfg, kf),
+                                              cfg.pipeline_root, kf)
+        secrets = {SECRET: {'accesskey': seaweedfs_lib.ACCESS_KEY,
+                            'secretkey': seaweedfs_lib.SECRET_KEY}}
+        prefix = cfg.output_dir.split('/', 3)[3] + '/'   # s3://bucket/<prefix>
+        rows = []
+        with kfp_harness.Harness(os.path.join(work, 'harness'), secrets=secrets) as harness:
+            print(f'harness: {harness.bin_dir or "the transcriptions (KFP_BIN_DIR unset)"}; '
+                  f'log {harness.log_file}', flush=True)
+            for run in range(1, args.runs + 1):
+                if run > 1:
+                    land(run)
+                run_id = f'run-{run}'
+                before = [f's3://{bucket}/{k}' for k in server.keys(bucket, prefix)]
+                start = time.time()
+                outcomes = harness.run(harness.compile(upload, cfg.pipeline_root, run_id))
+                seconds = time.time() - start
+                record = harness.runs[-1]
+                if record['phase'] != 'Succeeded':
+                    raise RuntimeError(f'{run_id}: {record["phase"]}: {outcomes}\n'
+                                       + kfp_harness.failures(record['workflow'],
+                                                              record['pods']))
+                uris = [a['uri'] for given in _executor_inputs(record['pods'])
+                        for lst in given.get('inputs', {}).get('artifacts', {}).values()
+                        for a in lst.get('artifacts', [])]
+                missing = missing_inputs(uris, before, run_id)
+                sizes = server.keys(bucket, prefix)
+                in_root = lambda folder: sum(  # noqa: E731
+                    n for k, n in sizes.items() if k.startswith(prefix + folder + '/'))
+                run_folder = f'{cfg.pipeline_root}/{cfg.name}/{run_id}'
+                cached = sum(o == 'cached' for o in outcomes.values())
+                rows.append(KubeflowRow(
+                    run=run, root=sum(sizes.values()), pipeline_root=in_root('pipeline_root'),
+                    serving=in_root('serving'), retention=_retention_line(run_folder),
+                    cached=cached, missing=len(missing), seconds=seconds))
+                fingerprints = sum(bool(t['Fingerprint']) for t in harness.cache.service.tasks)
+                print(f'run {run}: run root {rows[-1].root / 1e6:.2f} MB, {len(outcomes)} '
+                      f'tasks, {cached} cached, cache service: {fingerprints} fingerprinted '
+                      f'tasks, {len(missing)} missing inputs {missing[:3]} ({seconds:.0f} s)',
+                      flush=True)
+        return rows
+    finally:
+        server.stop()
 
 
 def kubeflow_table(rows: List[KubeflowRow], keep: int) -> str:
@@ -239,6 +361,9 @@ def main(argv=None) -> int:
     parser.add_argument('--work', help='folder for the runs (default: a temporary one)')
     parser.add_argument('--kubeflow', action='store_true', help='the runs through the KFP '
                         'stand-in, compiled for Kubeflow, keep K only (see above)')
+    parser.add_argument('--driver', choices=('stand-in', 'harness'), default='stand-in',
+                        help='with --kubeflow: the in-process KFP stand-in, or the harness '
+                        '(KFP_BIN_DIR: KFP\'s own driver and launcher) on SeaweedFS')
     args = parser.parse_args(argv)
     sys.path.insert(0, REPO)
     from pipeline import config as config_lib
@@ -248,9 +373,12 @@ def main(argv=None) -> int:
     logs.configure(False)
     work = args.work or tempfile.mkdtemp(prefix='bench-retention-')
     if args.kubeflow:
-        rows = kubeflow_runs(args, keep, work)
+        runs = harness_runs if args.driver == 'harness' else kubeflow_runs
+        rows = runs(args, keep, work)
         versions = args.keep_versions or config_lib.PushConfig.keep_versions
-        print(f'\n{args.runs} scheduled runs on Kubeflow (the KFP stand-in, mode oss), one new '
+        how = ('the KFP harness on SeaweedFS, programs: ' + (os.environ.get('KFP_BIN_DIR') or
+               'the transcriptions') if args.driver == 'harness' else 'the KFP stand-in, mode oss')
+        print(f'\n{args.runs} scheduled runs on Kubeflow ({how}), one new '
               f'span each ({len(CLASSES)} classes x {args.per_class} 8x8 digits), {args.steps} '
               f'training steps, --keep-runs {keep}, serving/ keeps {versions} versions; '
               f'folders under {work}\n')

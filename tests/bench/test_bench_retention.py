@@ -1,4 +1,5 @@
 """The retention bench's spans and table (the runs themselves are the bench's job)."""
+import json
 import os
 
 from bench import bench_retention as bench
@@ -46,3 +47,25 @@ def test_the_kubeflow_table_counts_cache_hits_and_missing_inputs_and_compares_ru
     assert lines[-2] == 'cache hits: 1; inputs handed over that did not exist: 1'
     assert lines[-1] == 'run root after run 12 / after run 8: 1.000'
     assert 'after run 8' not in bench.kubeflow_table(rows[:11], keep=3)
+
+
+def test_an_input_is_missing_when_it_is_neither_the_runs_own_nor_existed_before_it():
+    existed = ['s3://b/kfp/pipeline_root/smoke/run-1/Trainer/model/saved/file',
+               's3://b/kfp/pipeline_root/smoke/run-10/Transform/graph']
+    uris = ['s3://b/kfp/pipeline_root/smoke/run-1/Trainer/model',       # a folder that existed
+            's3://b/kfp/pipeline_root/smoke/run-10/Transform/graph',    # a file that existed
+            's3://b/kfp/pipeline_root/smoke/run-12/Transform/graph',    # the run's own
+            's3://b/kfp/pipeline_root/smoke/run-1/Trainer/mod',         # a prefix, not a folder
+            's3://b/kfp/pipeline_root/smoke/run-1/Examples/examples']   # deleted
+    assert bench.missing_inputs(uris, existed, 'run-12') == uris[3:]
+    assert bench.missing_inputs(uris[2:3], existed, 'run-1') == uris[2:3]
+
+
+def test_the_executor_inputs_are_read_from_the_launchers_flag_in_each_pod():
+    given = {'inputs': {'artifacts': {'examples': {'artifacts': [{'uri': 's3://b/x'}]}}}}
+    pod = lambda command: {'spec': {'containers': [{'name': 'main', 'command': command}]}}  # noqa
+    pods = type('Pods', (), {'pods': {
+        'impl': pod(['/kfp-launcher/launch', '--pipeline_name', 'smoke', '--executor_input',
+                     json.dumps(given), '--', 'python']),
+        'driver': pod(['driver', '--type', 'CONTAINER'])}})()
+    assert bench._executor_inputs(pods) == [given]
