@@ -371,13 +371,17 @@ def collect_abandoned_checkpoints(root: str, oldest_kept_ms: Optional[float]) ->
     for folder in folders:
         written = newest_write_ms(folder)
         if written is not None and written < oldest_kept_ms:
-            if _is_uri(root):
-                held = _remove_uri(folder)
-            else:
-                held = folder_size(folder)
-                shutil.rmtree(folder)
-            count, size = count + 1, size + held
+            count, size = count + 1, size + _remove_folder(root, folder)
     return count, size
+
+
+def _remove_folder(root: str, folder: str) -> int:
+    """Deletes a folder under root (a local folder or a bucket path); returns its bytes."""
+    if _is_uri(root):
+        return _remove_uri(folder)
+    held = folder_size(folder)
+    shutil.rmtree(folder)
+    return held
 
 
 def collect_drift_baselines(root: str, serving_dir: str) -> Tuple[int, int]:
@@ -395,14 +399,8 @@ def collect_drift_baselines(root: str, serving_dir: str) -> Tuple[int, int]:
     pattern = os.path.join(root, training_data.CACHE_FOLDER, '*')
     count, size = 0, 0
     for folder in (tf.io.gfile.glob(pattern) if _is_uri(root) else glob.glob(pattern)):
-        if os.path.basename(folder.rstrip('/')) in keys:
-            continue
-        if _is_uri(root):
-            held = _remove_uri(folder)
-        else:
-            held = folder_size(folder)
-            shutil.rmtree(folder)
-        count, size = count + 1, size + held
+        if os.path.basename(folder.rstrip('/')) not in keys:
+            count, size = count + 1, size + _remove_folder(root, folder)
     return count, size
 
 
