@@ -17,7 +17,6 @@ from typing import Callable, Dict, Optional
 
 from core import properties
 from pipeline import summary as summary_lib
-from pipeline import summary_text
 
 _custom = summary_lib.custom_property
 KeyFigure = Callable[[summary_lib.RunSummary], Optional[str]]
@@ -76,7 +75,7 @@ def _pushed(summary):
 
 
 def _drift(summary):
-    values = summary_text.drift_values(summary)
+    values = summary_lib.drift_values(summary)
     exceeded = [v['feature'] for v in values if v['exceeded']]
     if exceeded:
         return 'drift: ' + ', '.join(exceeded)

@@ -140,3 +140,18 @@ def _summarise(store: metadata_store.MetadataStore,
         outputs.setdefault(artifact_types[artifact.type_id], []).append(artifact)
     return RunSummary(run_id=run.name, states=states, outputs=outputs,
                       execution_properties=_execution_properties(executions, type_names))
+
+
+def drift_artifact(summary: RunSummary) -> Optional[metadata_store_pb2.Artifact]:
+    """DriftCheck's output (an ExampleAnomalies like ExampleValidator's, told apart by its
+    drift_text), or None when it did not run."""
+    return next((a for a in summary.outputs.get('ExampleAnomalies', [])
+                 if properties.DRIFT_TEXT in a.custom_properties), None)
+
+
+def drift_values(summary: RunSummary) -> List[dict]:
+    """Every drift value DriftCheck measured ({feature, measure, value, threshold, exceeded})."""
+    drift = drift_artifact(summary)
+    if drift is None:
+        return []
+    return json.loads(custom_property(drift, properties.DRIFT_VALUES) or '[]')

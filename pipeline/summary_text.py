@@ -13,7 +13,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from core import properties, serving_labels, versions, window
 from pipeline import stages
-from pipeline.summary import RunSummary, custom_property as _custom
+from pipeline.summary import RunSummary, custom_property as _custom, drift_artifact
 
 
 
@@ -94,19 +94,6 @@ def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
         return None
     note = _custom(examples, window.NOTE_PROPERTY)
     return window.describe(entries) + (f' ({note})' if note else '')
-
-
-def drift_artifact(summary: RunSummary) -> Optional[metadata_store_pb2.Artifact]:
-    """DriftCheck's output (an ExampleAnomalies like ExampleValidator's, told apart by its
-    drift_text), or None when it did not run."""
-    return next((a for a in summary.outputs.get('ExampleAnomalies', [])
-                 if properties.DRIFT_TEXT in a.custom_properties), None)
-
-
-def drift_values(summary: RunSummary) -> List[dict]:
-    """Every drift value DriftCheck measured ({feature, measure, value, threshold, exceeded})."""
-    drift = drift_artifact(summary)
-    return json.loads(_custom(drift, properties.DRIFT_VALUES) or '[]') if drift is not None else []
 
 
 def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:

@@ -99,7 +99,7 @@ def _sections(summary, folder, history=None) -> List[Tuple[str, str]]:
         ('Data', has('ExampleStatistics'), lambda: sections_lib.data_section(summary, folder)),
         ('Anomalies', sections_lib.validator_anomalies(summary) is not None,
          lambda: sections_lib.anomalies_section(summary)),
-        ('Drift', summary_text.drift_artifact(summary) is not None,
+        ('Drift', summary_lib.drift_artifact(summary) is not None,
          lambda: sections_lib.drift_section(summary)),
         ('Settings', stages.TRAINER in summary.execution_properties
          or summary.trained_model() is not None, lambda: sections_lib.settings_section(summary)),

@@ -99,7 +99,7 @@ def data_section(summary, folder) -> str:
 
 def validator_anomalies(summary):
     """ExampleValidator's anomalies (DriftCheck's output has the same type, and a drift text)."""
-    drift = summary_text.drift_artifact(summary)
+    drift = summary_lib.drift_artifact(summary)
     found = [a for a in summary.outputs.get('ExampleAnomalies', []) if a is not drift]
     return max(found, key=lambda a: a.id) if found else None
 
@@ -115,11 +115,11 @@ def anomalies_section(summary) -> str:
 
 def drift_section(summary) -> str:
     """The drift line, and every value measured against the served model's training data."""
-    drift = summary_text.drift_artifact(summary)
+    drift = summary_lib.drift_artifact(summary)
     line = summary_lib.custom_property(drift, properties.DRIFT_TEXT)
     rows = [[v['feature'], v['measure'], f"{v['value']:.4f}", f"<= {v['threshold']:.2f}",
-             'EXCEEDED' if v['exceeded'] else 'ok'] for v in summary_text.drift_values(summary)]
-    verdict = 'no' if any(v['exceeded'] for v in summary_text.drift_values(summary)) else 'yes'
+             'EXCEEDED' if v['exceeded'] else 'ok'] for v in summary_lib.drift_values(summary)]
+    verdict = 'no' if any(v['exceeded'] for v in summary_lib.drift_values(summary)) else 'yes'
     return (f'<p class="{verdict}">{html.escape(line[0].upper() + line[1:])}</p>'
             + (table(['feature', 'distance', 'value', 'must be', 'result'], rows) if rows
                else ''))

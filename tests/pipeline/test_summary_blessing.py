@@ -94,4 +94,4 @@ def test_the_drift_line_and_the_no_regression_figures_are_stated():
         'within noise (95% interval -0.0250..+0.0060)',
         '  blessed: no (label L∞ 0.59 > 0.30 vs the data of served version 1)',
         '  pushed: no (not blessed: label L∞ 0.59 > 0.30 vs the data of served version 1)']
-    assert summary_text.drift_values(summary)[0]['value'] == 0.59
+    assert summary_lib.drift_values(summary)[0]['value'] == 0.59
