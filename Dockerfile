@@ -1,5 +1,5 @@
 # The image every task of the compiled Kubeflow pipeline runs (`runner.py --kubeflow --image`).
-# Each task's command is `python -m pipeline.kfp_entrypoint` (see pipeline/kubeflow.py),
+# Each task's command is `python -m pipeline.kubeflow.entrypoint` (see pipeline/kubeflow/compiler.py),
 # so the image needs only Python 3.11 with the project installed against the lock CI uses.
 # Build and push: see docs/kubeflow.md, "Container image". (No Docker engine where this was
 # written: the file has not been built there.)
@@ -17,7 +17,7 @@ COPY . .
 RUN pip install --no-cache-dir --disable-pip-version-check 'pip==24.2' \
  && pip install --no-cache-dir --disable-pip-version-check --ignore-requires-python \
         -c constraints.txt '.[kubeflow]' \
- && cd / && python -c "import components.baseline.executor, pipeline.kfp_entrypoint, \
+ && cd / && python -c "import components.baseline.executor, pipeline.kubeflow.entrypoint, \
         launch.worker, training.job"
 
 # Tasks run as a numeric non-root user: a namespace with the "restricted" Pod Security Standard

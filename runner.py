@@ -5,14 +5,15 @@
     python runner.py --score DIR [--version N] [--output DIR]
     python runner.py --kubeflow --image IMAGE --pipeline-root URI [--schedule "CRON" ...]
 
-The one module with flags: the modes, and each settings field's (pipeline/presets.py SETTINGS).
+The one module with flags: the modes, and each settings field's (pipeline/definition/presets.py
+SETTINGS).
 """
 import argparse
 import sys
 
 from core import settings
-from pipeline import config as config_lib
-from pipeline import presets
+from pipeline.definition import config as config_lib
+from pipeline.definition import presets
 
 EPILOG = """examples:
   python runner.py --local
@@ -29,7 +30,8 @@ GROUPS = {'data': None, 'training': None, 'evaluation and push': None, 'executio
           'Kubeflow': 'with --kubeflow only', 'scheduling': 'with --kubeflow only: upload the '
           'pipeline and keep one recurring run of --name', 'scoring': 'runner.py --score DIR: '
           'predictions of a served model'}
-# Defaults that depend on the source (pipeline/config.py SOURCE_DEFAULTS): TrainParams' None.
+# Defaults that depend on the source (pipeline/definition/config.py SOURCE_DEFAULTS): TrainParams'
+# None.
 DEFAULT_TEXTS = {'model_builder': '; '.join(f'{source}: {builder}' for source, (_, _, builder)
                                             in config_lib.SOURCE_DEFAULTS.items())}
 
@@ -92,11 +94,11 @@ def main(argv=None) -> int:
     try:
         presets.check_mode(args)
         if args.rollback is not None:  # no pipeline: serving/ of the output folder only
-            from pipeline import rollback
+            from pipeline.runs import rollback
             return rollback.main(args.rollback, args.output, args.config_file,
                                  not args.no_wait, args.serving_dir)
         if args.promote is not None or args.reject is not None:  # the labels only, as above
-            from pipeline import approval
+            from pipeline.runs import approval
             action = 'promote' if args.promote is not None else 'reject'
             return approval.main(action, getattr(args, action), args.output, args.config_file,
                                  not args.no_wait, args.serving_dir, args.reason)
@@ -105,12 +107,12 @@ def main(argv=None) -> int:
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
         return 2
-    from pipeline import logs  # heavy imports after flag parsing: --help answers at once
+    from pipeline.runs import logs  # heavy imports after flag parsing: --help answers at once
     logs.configure(args.verbose)
     if kubeflow is not None:
-        from pipeline import kubeflow_schedule
+        from pipeline.kubeflow import schedule as kubeflow_schedule
         return kubeflow_schedule.run(config, kubeflow, score, args.output)
-    from pipeline import local, score_local
+    from pipeline.local import run as local, score as score_local
     wait = not args.no_wait
     return score_local.run(config, score, wait=wait) if score else local.run(config, wait=wait)
 

@@ -43,7 +43,8 @@ setup(
         # kubeflow-trainer-api: Trainer v2's typed models, which build the TrainJob
         # (launch/trainjob.py; it needs pydantic >= 2.10).
         # kfp-kubernetes: the Kubernetes platform spec's protos (the object store's Secret for
-        # every task, pipeline/kubeflow.py); 1.5.0 is the newest for protobuf 4 and kfp 2.13.
+        # every task, pipeline/kubeflow/compiler.py); 1.5.0 is the newest for protobuf 4 and kfp
+        # 2.13.
         'kubeflow': ['kfp==2.13.0', 'kfp-pipeline-spec==0.6.0', 'kfp-kubernetes==1.5.0',
                      'kubernetes', 'kubeflow-trainer-api==2.3.0'],
     },

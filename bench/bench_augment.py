@@ -23,7 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def train_once(data_dir: str, mode: str, seed: int) -> dict:
     """One training run in this process (the child's side); returns accuracy and seconds."""
     from training import job as job_lib, loop
-    from pipeline.config import TrainConfig
+    from pipeline.definition.config import TrainConfig
     t = TrainConfig()
     job = job_lib.TrainJob(
         train_pattern=os.path.join(data_dir, 'Split-train', '*'),
@@ -62,7 +62,7 @@ def main():
     parser.add_argument('--modes', nargs='+', default=['none', 'light', 'standard'])
     args = parser.parse_args()
     from bench.bench_trainer import ingest_digits
-    from pipeline.config import TrainConfig
+    from pipeline.definition.config import TrainConfig
     with tempfile.TemporaryDirectory() as data_dir:
         ingest_digits(data_dir)
         results = {mode: [] for mode in args.modes}

@@ -13,8 +13,8 @@ The table shows, per input size, ExampleGen, StatisticsGen and Evaluator seconds
 run Beam), their sum, the sum against multi-processing's and against the trainer's seconds, and
 the wall time of the whole command. `--sizes digits --steps 0` is the default first run on the
 embedded digits (the issue's targets: Beam / trainer <= 1.0, wall <= 30 s). The size where
-multi-processing starts to win is the threshold pipeline/beam_mode.py uses (`auto` row: what the
-product picks when no --beam-args are given). Nothing here is asserted.
+multi-processing starts to win is the threshold pipeline/definition/beam_mode.py uses (`auto` row:
+what the product picks when no --beam-args are given). Nothing here is asserted.
 """
 import argparse
 import os

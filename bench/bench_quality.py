@@ -74,7 +74,7 @@ def read_result(output: str) -> dict:
     """The newest run's trained Model properties and stage seconds, from ML Metadata."""
     from ml_metadata import metadata_store
     from ml_metadata.proto import metadata_store_pb2
-    from pipeline import summary
+    from pipeline.runs import summary
     store = metadata_store.MetadataStore(metadata_store_pb2.ConnectionConfig(
         sqlite=metadata_store_pb2.SqliteMetadataSourceConfig(
             filename_uri=os.path.join(output, 'metadata.sqlite'))))

@@ -4,7 +4,7 @@
                                     [--steps 30] [--kubeflow [--driver stand-in|harness]]
 
 Two output folders get the same sequence of scheduled runs through `runner.py --local`'s own
-code (pipeline/local.py: the lock, the run, retention, the summary): every run adds a new span
+code (pipeline/local/run.py: the lock, the run, retention, the summary): every run adds a new span
 (`span-<i>/`, 3 classes of the embedded 8x8 digits, images no earlier span had), trained with
 the smoke settings (a few steps, in-process Beam). One folder keeps every run (--keep-runs 0),
 the other keeps K. What a kept serving version came from stays too (its Model, Examples and
@@ -19,7 +19,7 @@ wall time of the second half against the first. Nothing is asserted.
 --kubeflow: the same sequence of scheduled runs, compiled for Kubeflow with --keep-runs K and run
 task by task through the KFP stand-in (tests/support/kfp_launcher.py, mode 'oss': KFP's driver
 and launcher transcribed, one ML Metadata and cache table across runs) on a local folder standing
-for the gs:// run root; retention runs in each run's Pusher task (pipeline/kfp_run_end.py).
+for the gs:// run root; retention runs in each run's Pusher task (pipeline/kubeflow/run_end.py).
 Keep K only (the local mode above compares with keeping everything). After each run: the run
 root (pipeline_root/ and serving/), the run's wall time, its retention line (from the summary the
 task wrote), its cache hits, and the input URIs handed to its tasks that did not exist when it
@@ -73,14 +73,14 @@ def add_span(data: str, span: int, per_class: int) -> None:
 
 
 def size(path: str) -> int:
-    from pipeline import retention
+    from pipeline.runs import retention
     return retention.folder_size(path) if os.path.isdir(path) else 0
 
 
 def run_captured(cfg, console_path: str):
     """local.run(cfg) with what it prints (to descriptor 1) caught in console_path; returns
     (exit code, console text). Also used by tests/e2e/test_retention_e2e.py."""
-    from pipeline import local
+    from pipeline.local import run as local
     saved = os.dup(1)
     with open(console_path, 'w') as handle:
         os.dup2(handle.fileno(), 1)
@@ -95,7 +95,7 @@ def run_captured(cfg, console_path: str):
 
 def run_once(cfg, console_path: str) -> Row:
     """One local run, its console caught in a file; the sizes after it."""
-    from pipeline import summary as summary_lib
+    from pipeline.runs import summary as summary_lib
     start = time.time()
     code, console = run_captured(cfg, console_path)
     if code != 0:
@@ -165,11 +165,11 @@ def _files(folder: str) -> List[str]:
 
 
 def _retention_line(run_folder: str) -> str:
-    """The retention line of the summary the run's Pusher task wrote (pipeline/kfp_run_end.py),
+    """The retention line of the summary the run's Pusher task wrote (pipeline/kubeflow/run_end.py),
     on a local folder or an s3:// one (storage enabled)."""
     import json
     import tensorflow as tf
-    from pipeline import kfp_run_end
+    from pipeline.kubeflow import run_end as kfp_run_end
     found = tf.io.gfile.glob('/'.join((run_folder, 'Pusher', '*', kfp_run_end.SUMMARY_NAME)))
     if not found:
         return '(no summary)'
@@ -181,7 +181,7 @@ def _retention_line(run_folder: str) -> str:
 
 def _bench_settings(cfg, args):
     """The bench's training steps and serving/ versions over a compiled config."""
-    from pipeline import config as config_lib
+    from pipeline.definition import config as config_lib
     return dataclasses.replace(
         cfg, train=dataclasses.replace(cfg.train, train_steps=args.steps),
         push=config_lib.PushConfig(keep_versions=args.keep_versions
@@ -205,9 +205,9 @@ def kubeflow_runs(args, keep: int, work: str) -> List[KubeflowRow]:
     """The scheduled runs through the KFP stand-in; a row after each."""
     sys.path.insert(0, os.path.join(REPO, 'tests', 'support'))
     import kfp_launcher
-    from pipeline import config as config_lib
-    from pipeline import kubeflow
-    from pipeline.config_retraining import RetentionConfig
+    from pipeline.definition import config as config_lib
+    from pipeline.kubeflow import compiler as kubeflow
+    from pipeline.definition.config_retraining import RetentionConfig
     data, root = os.path.join(work, 'data'), os.path.join(work, 'root')
     add_span(data, 1, args.per_class)   # before the compile, which lists span-<N>/ folders
     cfg = _bench_settings(config_lib.smoke_config(
@@ -267,8 +267,8 @@ def harness_runs(args, keep: int, work: str) -> List[KubeflowRow]:
     import seaweedfs as seaweedfs_lib
     import runner
     from core import storage
-    from pipeline import config as config_lib
-    from pipeline import kubeflow
+    from pipeline.definition import config as config_lib
+    from pipeline.kubeflow import compiler as kubeflow
     server = seaweedfs_lib.Server()
     try:
         os.environ.update(server.env())
@@ -366,9 +366,9 @@ def main(argv=None) -> int:
                         '(KFP_BIN_DIR: KFP\'s own driver and launcher) on SeaweedFS')
     args = parser.parse_args(argv)
     sys.path.insert(0, REPO)
-    from pipeline import config as config_lib
-    from pipeline import logs
-    from pipeline.config_retraining import RetentionConfig
+    from pipeline.definition import config as config_lib
+    from pipeline.runs import logs
+    from pipeline.definition.config_retraining import RetentionConfig
     keep = RetentionConfig.keep_runs if args.keep is None else args.keep
     logs.configure(False)
     work = args.work or tempfile.mkdtemp(prefix='bench-retention-')

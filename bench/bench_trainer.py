@@ -17,7 +17,7 @@ import tempfile
 import apache_beam as beam
 
 from components.ingest import beam_pipeline, images
-from pipeline.config import DEFAULT_DATA
+from pipeline.definition.config import DEFAULT_DATA
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

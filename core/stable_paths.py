@@ -24,8 +24,8 @@ class names, KFP pipeline names never start with one (apiserver/common/utils.go
 pipelineNamePattern `^[a-z0-9][a-z0-9-]{0,127}$`), and Vertex's project numbers are digits.
 
 The pipeline root reaches the executors as the execution property `pipeline_root`, set by
-pipeline/pipeline.py from PipelineConfig.pipeline_root. TFX's executor context does not carry it
-under the Kubeflow entry point, and KFP's own `{{$.pipeline_root}}` is the per-run folder
+pipeline/definition/factory.py from PipelineConfig.pipeline_root. TFX's executor context does not
+carry it under the Kubeflow entry point, and KFP's own `{{$.pipeline_root}}` is the per-run folder
 (client.go GetPipeline), which would make checkpoints per run again. No TFX imports.
 """
 import hashlib
@@ -50,7 +50,8 @@ def pipeline_root(exec_properties: Dict[str, Any]) -> str:
     root = exec_properties.get(PIPELINE_ROOT) or ''
     if not root:
         raise ValueError(f'The execution property {PIPELINE_ROOT!r} is missing: it names where '
-                         'checkpoints and kept quarantines go (pipeline/pipeline.py sets it); '
+                         'checkpoints and kept quarantines go (pipeline/definition/factory.py '
+                         'sets it); '
                          'recompile or rebuild the pipeline')
     return root
 

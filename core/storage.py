@@ -27,7 +27,7 @@ three things, once per process:
 
 `minio://` is Kubeflow Pipelines' name for the S3 API at the cluster's endpoint
 (backend/src/v2/objectstore/config.go): KFP's launcher hands tasks artifact URIs with that scheme.
-`to_s3` maps them; pipeline/kfp_entrypoint.py does so for each task, and maps them back in what
+`to_s3` maps them; pipeline/kubeflow/entrypoint.py does so for each task, and maps them back in what
 the task reports to KFP.
 """
 import ctypes

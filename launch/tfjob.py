@@ -72,7 +72,7 @@ class TFJobSpec:
     # A run root in a bucket: the plain variables of every task (the endpoint, the region) as
     # (name, value), and the store's Secret keys as (variable, secret, key). A TFJob's pods are
     # not KFP's, so the platform spec's secretAsEnv never reaches them: the same references go
-    # into their template instead (pipeline/kubeflow.py, docs/kubeflow.md "Object stores").
+    # into their template instead (pipeline/kubeflow/compiler.py, docs/kubeflow.md "Object stores").
     env: Tuple[Tuple[str, str], ...] = ()
     secret_env: Tuple[Tuple[str, str, str], ...] = ()
     # Kubeflow Trainer v2: the ClusterTrainingRuntime the TrainJob uses

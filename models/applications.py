@@ -1,7 +1,7 @@
 """Standard architectures by name: keras.applications backbones behind our builder contract.
 
 `runner.py --model resnet50` (or efficientnet_b0, mobilenet_v3_small) resolves, in
-pipeline/config.py, to `models.applications.<name>`. Each builder follows the contract of
+pipeline/definition/config.py, to `models.applications.<name>`. Each builder follows the contract of
 models/resnet.py - `(input_shape, num_classes) -> keras.Model` of float32 logits, taking float32
 [0, 1] pixels HxWxC with C in {1, 3} - plus an optional `weights`:
 

@@ -53,9 +53,9 @@ def _process_state_restored():
     autotrackable._trackable_children (run by every SavedModel export) sets absl's verbosity to
     FATAL and back to what get_verbosity() returned: the root logger's effective WARNING, now
     set explicitly. Left so, a later test's caplog.at_level('INFO') no longer sees absl INFO
-    lines (production sets INFO explicitly first: pipeline/logs.py, launch/worker.py). The level
-    is the session's, not the test's start: a module or session fixture (an e2e run, an export)
-    runs before this fixture and would otherwise be "restored" to.
+    lines (production sets INFO explicitly first: pipeline/runs/logs.py, launch/worker.py). The
+    level is the session's, not the test's start: a module or session fixture (an e2e run, an
+    export) runs before this fixture and would otherwise be "restored" to.
 
     And there is no global TensorFlow seed after each test, as in a fresh process: a test that
     trains sets one (training/job.py seeds the run), and with it tf.data's seeded shuffles take

@@ -1,13 +1,14 @@
 """docs/cli.md lists every flag beside its config-file key and default, and every key without a
-flag: the page is generated (pipeline/cli_docs.py) and these tests fail when it is stale."""
+flag: the page is generated (pipeline/definition/cli_docs.py) and these tests fail when it is
+stale."""
 import dataclasses
 import re
 
 import runner
-from pipeline import cli_docs, config_file
+from pipeline.definition import cli_docs, config_file
 from training import params as params_lib
 
-FIX = 'docs/cli.md is stale: run `python -m pipeline.cli_docs` and commit the page'
+FIX = 'docs/cli.md is stale: run `python -m pipeline.definition.cli_docs` and commit the page'
 
 
 def _page():

@@ -557,7 +557,7 @@ def test_server_settings_not_transcribed_are_refused():
 def our_upload(tmp_path_factory):
     """runner.py --kubeflow on an s3:// root with two training workers: the upload file."""
     import runner
-    from pipeline import logs
+    from pipeline.runs import logs
     folder = tmp_path_factory.mktemp('compiled')
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(logs, 'configure', lambda verbose: None)

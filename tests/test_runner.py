@@ -4,7 +4,7 @@ import os
 import pytest
 
 import runner
-from pipeline import config, presets
+from pipeline.definition import config, presets
 
 from helpers import runner_cli as _cli, runner_configs as _configs
 

@@ -133,7 +133,8 @@ def test_a_kubeflow_flag_without_kubeflow_is_an_error_naming_it(tmp_path, mode, 
 
 def test_a_weights_file_of_the_checkout_is_read_from_the_image(tmp_path):
     import dataclasses
-    from pipeline import config, kubeflow
+    from pipeline.definition import config
+    from pipeline.kubeflow import compiler as kubeflow
     inside = os.path.join(config.REPO_ROOT, 'models', 'applications.py')  # of the checkout
     cfg = config.default_config(output_dir=str(tmp_path))
     cfg = dataclasses.replace(cfg, train=config.TrainConfig(model_weights=inside))

@@ -16,7 +16,7 @@ from components.drift.params import DriftParams
 from components.evaluate.params import EvalParams
 from components.ingest.params import IngestParams
 from components.push.params import PushParams
-from pipeline import config, config_file, pipeline
+from pipeline.definition import config, config_file, factory as pipeline
 from training.params import TrainParams
 
 # Values other than the default for the fields a generic one does not suit, by key path:

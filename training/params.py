@@ -149,7 +149,7 @@ class TrainParams(Settings):
                f'one of {", ".join(NAMED_MODELS)} or an import path like '
                f'"package.module.function", got {self.model_builder!r}')
         # Keras reads a .weights.h5 from local disk only (no gs://): in a cluster, a file of the
-        # container image (pipeline/kubeflow.py maps a file of this checkout into it).
+        # container image (pipeline/kubeflow/compiler.py maps a file of this checkout into it).
         yield (weights is None or (bool(weights) and '://' not in weights),
                f'model_weights must be a local file path, got {weights!r}')
         yield (self.accumulation_steps >= 1,

@@ -3,7 +3,7 @@
     unsubscribe = progress.subscribe(lambda event: print(event.step, event.total))
 
 The loop (loop.py) publishes a `Progress` event when it starts, after every update and when it
-ends; a console (pipeline/console.py) subscribes. Nothing here is state to read: a listener
+ends; a console (pipeline/local/console.py) subscribes. Nothing here is state to read: a listener
 keeps what it needs of the last event it got.
 
 Across processes: a training worker (launch/worker.py) writes its events as lines on its output

@@ -52,5 +52,5 @@ class Executor(base_executor.BaseExecutor):
                             'evaluating without a baseline.', version, reason)
             return
         # A reference, not a copy (module docstring). The served version is kept while it is
-        # served, and the pipeline's retention (pipeline/retention.py) keeps serving/ as is.
+        # served, and the pipeline's retention (pipeline/runs/retention.py) keeps serving/ as is.
         logging.info('Baseline: served version %d at %s (referenced, not copied)', version, source)

@@ -1,6 +1,6 @@
 """EvalParams: the blessing rule's bars, the config file's [eval] table (core/
 settings.py). `min_accuracy` and `min_class_accuracy` reach the Evaluator as TFMA thresholds in
-its eval_config (pipeline/pipeline.py make_eval_config), `max_regression` as an execution
+its eval_config (pipeline/definition/factory.py make_eval_config), `max_regression` as an execution
 property of its own (component.py), which the executor reads back with `from_properties`.
 No TFX imports.
 """

@@ -12,7 +12,8 @@ from components.gate import executor
 
 
 class AnomalyGateSpec(ComponentSpec):
-    # What to do when the change is intended: which schema judged the data (pipeline.py).
+    # What to do when the change is intended: which schema judged the data
+    # (pipeline/definition/factory.py).
     PARAMETERS = {'schema_hint': ExecutionParameter(type=str, optional=True)}
     INPUTS = {'anomalies': ChannelParameter(type=standard_artifacts.ExampleAnomalies)}
     OUTPUTS = {}

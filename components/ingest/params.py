@@ -101,7 +101,7 @@ class IngestParams(Settings):
     # With num_shards 0: at least this many train shards (one per training worker).
     min_train_shards: int = setting(1, 'least train shards', key=False, check=_at_least(1))
     # Input to score (runner.py --score): images directly in the folder, or a CSV with no label
-    # column; Examples without a label (pipeline/scoring.py).
+    # column; Examples without a label (pipeline/definition/scoring.py).
     unlabelled: bool = setting(False, 'input to score, not to train on', key=False,
                                same_records=True)
 

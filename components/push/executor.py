@@ -10,7 +10,7 @@ No archive copy: the stock executor also copies the model into the PushedModel a
 folder "for lineage", a second full copy per push that nothing reads. Lineage is already there:
 ML Metadata links the PushedModel to the Model it pushed, and `pushed_destination` names the
 served copy. So the PushedModel's folder stays empty, and a push stores the model once, in
-serving/ (pipeline/retention.py keeps a served version's Model while the version is kept).
+serving/ (pipeline/runs/retention.py keeps a served version's Model while the version is kept).
 
 Serving guard: a model whose class names or input differ from the served model's (read from
 both SavedModels at push time, core/model_signature.py) is never pushed over it,

@@ -1,4 +1,5 @@
-"""The two TFX components of batch scoring around the stock BulkInferrer (pipeline/scoring.py):
+"""The two TFX components of batch scoring around the stock BulkInferrer
+(pipeline/definition/scoring.py):
 
     ImageExampleGen (unlabelled) --examples--> BulkInferrer (stock, `classify`) --> ScoreWriter
     ScoringModel (served version) --model----/                                     /

@@ -29,8 +29,8 @@ class ImageTrainerSpec(ComponentSpec):
         # The serving folder: where skip_unchanged finds the served model and warm_start its
         # weights.
         'serving_dir': ExecutionParameter(type=str, optional=True),
-        # Kubeflow only (pipeline/kubeflow.py, with_tfjob): a TFJobSpec as JSON; the task then
-        # trains in the Worker pods of a TFJob (launch/tfjob.py). '' = in the task's own pod.
+        # Kubeflow only (pipeline/kubeflow/compiler.py, with_tfjob): a TFJobSpec as JSON; the task
+        # then trains in the Worker pods of a TFJob (launch/tfjob.py). '' = in the task's own pod.
         'tfjob': ExecutionParameter(type=str, optional=True),
         # Where checkpoints outlive a failed attempt: <pipeline_root>/_checkpoints/ImageTrainer/
         # (core/stable_paths.py).

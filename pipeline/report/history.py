@@ -1,12 +1,12 @@
 """The report's history: one row per run of this pipeline, and accuracy per served version.
 
-Every run is read back from ML Metadata (pipeline/summary.py `read_runs`), so the table shows
+Every run is read back from ML Metadata (pipeline/runs/summary.py `read_runs`), so the table shows
 what each run recorded: the spans its model was trained on, the examples, the eval accuracy of
 the candidate against the served model's on the same examples, the drift figures (when a drift
 check ran), and whether it pushed, and if not why (the blessing's reasons; a run whose model was
 already served says so). ML Metadata records that a stage failed, not why: the reason comes from
-the run's JSON summary next to its log (pipeline/notify.py) when it is there, and the current
-run's from this process. Rollbacks (pipeline/rollback.py, `<output>/rollbacks.jsonl`) are rows
+the run's JSON summary next to its log (pipeline/runs/notify.py) when it is there, and the current
+run's from this process. Rollbacks (pipeline/runs/rollback.py, `<output>/rollbacks.jsonl`) are rows
 too, in time order.
 
 Like with like: each run's window has its own eval split, so two runs' accuracies come from
@@ -28,9 +28,9 @@ import os
 from typing import List, Optional
 
 from core import serving_labels, versions
-from pipeline import notify_facts as facts
-from pipeline import rollback as rollback_lib
-from pipeline import summary as summary_lib
+from pipeline.runs import notify_facts as facts
+from pipeline.runs import rollback as rollback_lib
+from pipeline.runs import summary as summary_lib
 from pipeline.report import plots
 from pipeline.report.html_parts import img, table
 

@@ -1,6 +1,6 @@
 """The run report: one HTML page per run and its PNG pictures, under the run's output folder.
 
-`write_report(summary, output_dir)` takes the RunSummary that `pipeline.summary` read from ML
+`write_report(summary, output_dir)` takes the RunSummary that `pipeline.runs.summary` read from ML
 Metadata (the same one the console summary prints), loads each artifact with the stock readers
 (`readers`), draws the pictures (`plots`), renders each stage's section (`sections`) and
 assembles self-contained HTML: inline CSS, images by relative path, no scripts or network, so it
@@ -17,8 +17,8 @@ import re
 from typing import List, Optional, Tuple
 
 from core import properties, serving_labels
-from pipeline import summary as summary_lib
-from pipeline import stages, summary_text
+from pipeline.runs import summary as summary_lib
+from pipeline.runs import stages, summary_text
 from pipeline.report import history as history_lib, readers
 from pipeline.report import sections as sections_lib
 

@@ -2,7 +2,7 @@
 
 TFDV statistics via `tfdv.load_stats_binary`, anomalies via the gate's reader, training curves
 via TensorBoard's EventAccumulator, and metrics, plots and the validation result via TFMA's
-loaders. Inputs are the ML Metadata artifacts that `pipeline.summary` already read, so the
+loaders. Inputs are the ML Metadata artifacts that `pipeline.runs.summary` already read, so the
 report and the printed summary describe the same run.
 
 The examples per class of the training window (`window_class_counts`) are counted from the
@@ -29,8 +29,8 @@ from core import features, inputs, window as window_lib
 from core import properties as property_names
 from components.evaluate import checks
 from components.gate import anomalies as anomalies_lib
-from pipeline import summary_text
-from pipeline.summary import custom_property
+from pipeline.runs import summary_text
+from pipeline.runs.summary import custom_property
 from training import plan
 
 Artifact = metadata_store_pb2.Artifact

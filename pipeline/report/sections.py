@@ -11,8 +11,8 @@ import numpy as np
 import tensorflow as tf
 
 from core import properties, versions, window as window_lib
-from pipeline import summary as summary_lib
-from pipeline import stages, summary_text
+from pipeline.runs import summary as summary_lib
+from pipeline.runs import stages, summary_text
 from pipeline.report import plots, readers
 from pipeline.report.html_parts import img, table
 

@@ -25,10 +25,10 @@ def served_digits(tmp_path_factory):
     from tfx import v1 as tfx
 
     import runner
-    from pipeline import beam_mode
-    from pipeline import config as config_lib
-    from pipeline import pipeline as pipeline_lib
-    from pipeline import summary as summary_lib
+    from pipeline.definition import beam_mode
+    from pipeline.definition import config as config_lib
+    from pipeline.definition import factory as pipeline_lib
+    from pipeline.runs import summary as summary_lib
     from pipeline.report import page
 
     base = tmp_path_factory.mktemp('served_digits')

@@ -1,7 +1,7 @@
 """End-to-end console: `runner.py --local` shows a line per stage and the summary, the run's log
 keeps the rest, and a failed stage is named with its reason (e2e). Two runs into one output: the
 second waits for the first (or, with --no-wait, exits 2 naming it), and each summary reports its
-own run and pushed version (the run lock, pipeline/runlock.py).
+own run and pushed version (the run lock, pipeline/runs/runlock.py).
 
 The default run takes every default but --steps: TFX's INFO chatter, TensorFlow's start-up lines
 and Beam's logs are what would flood the console, so this is where they must stay out of it.
@@ -107,7 +107,7 @@ def test_the_same_command_again_is_cached_and_every_run_keeps_its_log(two_runs):
     rerun = run_command(runner_command(data, out, '--steps', '100'))
     lines = rerun.stdout.splitlines()
     _assert_quiet(rerun, lines, 'cached')
-    # One log per run, each with its JSON summary beside it (pipeline/notify.py); the run that
+    # One log per run, each with its JSON summary beside it (pipeline/runs/notify.py); the run that
     # found the output busy started none.
     logs = os.listdir(os.path.join(out, 'logs'))
     assert run_log(rerun.stdout) != run_log(first.stdout)

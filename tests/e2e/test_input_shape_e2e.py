@@ -27,8 +27,8 @@ from PIL import Image
 import pytest
 import tensorflow as tf
 
-from pipeline import summary as summary_lib
-from pipeline import summary_text
+from pipeline.runs import summary as summary_lib
+from pipeline.runs import summary_text
 
 import photo_folders
 from helpers import run_command, run_log, runner_command, version_folders

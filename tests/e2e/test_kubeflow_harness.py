@@ -131,7 +131,7 @@ def test_the_programs_met_the_cluster_as_in_a_pod(runs):
             assert pod['metadata']['name'] in pods_read
             [main] = pod['spec']['containers']
             assert main['image'] == 'x' and main['command'][0] == '/kfp-launcher/launch'
-            assert main['args'][:3] == ['python', '-m', 'pipeline.kfp_entrypoint']
+            assert main['args'][:3] == ['python', '-m', 'pipeline.kubeflow.entrypoint']
 
 
 def test_the_second_run_trains_on_the_window_and_pushes_version_two(runs):

@@ -20,8 +20,8 @@ import pytest
 import tensorflow as tf
 from google.protobuf import json_format
 
-from pipeline import config as config_lib
-from pipeline import kubeflow
+from pipeline.definition import config as config_lib
+from pipeline.kubeflow import compiler as kubeflow
 
 from helpers import copy_digits, version_folders
 import kfp_launcher

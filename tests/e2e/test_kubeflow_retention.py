@@ -12,7 +12,7 @@ Compiled as `runner.py --kubeflow --keep-runs 1 --window 2 --notify URL --on-fin
 serving/ keeping one version ([push] keep_versions = 1). Runs: span 1 lands, run 1 pushes
 version 1; span 2 lands, run 2 pushes version 2 (window: spans 1-2); nothing lands, run 3
 trains nothing and pushes nothing; span 3 lands, run 4 pushes version 3 (window: spans 2-3).
-After each, the Pusher's task applies retention and notifies (pipeline/kfp_run_end.py).
+After each, the Pusher's task applies retention and notifies (pipeline/kubeflow/run_end.py).
 """
 import dataclasses
 import json
@@ -23,9 +23,11 @@ import pytest
 from google.protobuf import json_format
 
 import runner
-from pipeline import config as config_lib
-from pipeline import kfp_run_end, kfp_task_record, kubeflow, notify
-from pipeline.summary import RunSummary
+from pipeline.definition import config as config_lib
+from pipeline.kubeflow import compiler as kubeflow
+from pipeline.kubeflow import run_end as kfp_run_end, task_record as kfp_task_record
+from pipeline.runs import notify
+from pipeline.runs.summary import RunSummary
 
 from helpers import copy_digits
 import kfp_launcher

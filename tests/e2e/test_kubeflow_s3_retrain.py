@@ -29,8 +29,8 @@ from google.protobuf import json_format
 from ml_metadata.proto import metadata_store_pb2
 
 import runner
-from pipeline import config as config_lib
-from pipeline import kubeflow
+from pipeline.definition import config as config_lib
+from pipeline.kubeflow import compiler as kubeflow
 
 from helpers import copy_digits
 import kfp_launcher
@@ -219,7 +219,7 @@ def test_the_third_run_trains_nothing_and_pushes_nothing(runs):
 
 def test_a_run_on_a_minio_root(store, tmp_path):
     """KFP's own name for its store: tasks get minio:// URIs (read as s3:// inside the task,
-    pipeline/kfp_entrypoint.py), and the launcher opens the bucket with its default minio
+    pipeline/kubeflow/entrypoint.py), and the launcher opens the bucket with its default minio
     session: seaweedfs.kubeflow:9000, path-style, the Secret's keys read through the API."""
     bucket = store.new_bucket()
     _upload_span(store, bucket, tmp_path, 1, 30)

@@ -16,9 +16,9 @@ import fake_kfp_server
 import kfp_launcher
 import runner
 import saved_models
-from pipeline import config as config_lib
-from pipeline import kubeflow_score
-from pipeline import logs
+from pipeline.definition import config as config_lib
+from pipeline.kubeflow import score as kubeflow_score
+from pipeline.runs import logs
 
 pytestmark = pytest.mark.e2e
 

@@ -12,8 +12,8 @@ import os
 import pytest
 from google.protobuf import json_format
 
-from pipeline import config as config_lib
-from pipeline import kubeflow
+from pipeline.definition import config as config_lib
+from pipeline.kubeflow import compiler as kubeflow
 
 import fake_k8s_server
 from helpers import smoke_sample_config

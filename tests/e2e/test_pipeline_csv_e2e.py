@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipeline import config as config_lib
-from pipeline import summary as summary_lib
-from pipeline import summary_text
+from pipeline.definition import config as config_lib
+from pipeline.runs import summary as summary_lib
+from pipeline.runs import summary_text
 
 from helpers import run_pipeline, version_folders
 

@@ -25,8 +25,8 @@ import tensorflow as tf
 from core import inputs
 from components.ingest.checks import IngestionError
 from training import export
-from pipeline import config as config_lib
-from pipeline import summary as summary_lib
+from pipeline.definition import config as config_lib
+from pipeline.runs import summary as summary_lib
 
 from helpers import run_command, run_pipeline
 

@@ -13,9 +13,9 @@ from PIL import Image
 import tensorflow as tf
 
 from components.gate.executor import DataAnomaliesError
-from pipeline import config as config_lib
-from pipeline import summary as summary_lib
-from pipeline import summary_text
+from pipeline.definition import config as config_lib
+from pipeline.runs import summary as summary_lib
+from pipeline.runs import summary_text
 
 from helpers import copy_digits, run_pipeline, version_folders
 

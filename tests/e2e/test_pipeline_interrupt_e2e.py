@@ -8,8 +8,8 @@ import signal
 
 import pytest
 
-from pipeline import beam_mode
-from pipeline import config as config_lib
+from pipeline.definition import beam_mode
+from pipeline.definition import config as config_lib
 
 from helpers import copy_digits, runner_command, stop_group_when
 

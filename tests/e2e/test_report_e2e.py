@@ -23,7 +23,7 @@ import threading
 from PIL import Image
 import pytest
 
-from pipeline.config import SETUP_FILE_ARG
+from pipeline.definition.config import SETUP_FILE_ARG
 from pipeline.report import page
 
 from helpers import copy_digits, run_command, run_log

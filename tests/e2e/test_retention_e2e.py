@@ -1,4 +1,5 @@
-"""End-to-end: three local runs with --keep-runs 1 (pipeline/local.py and pipeline/retention.py).
+"""End-to-end: three local runs with --keep-runs 1 (pipeline/local/run.py and
+pipeline/runs/retention.py).
 
 Run 1 ingests span 1 and pushes serving version 1, run 2 ingests span 2 and deletes what run 1
 no longer needs, run 3 finds span 1 again (span 2 withdrawn). Shown: what a served version came
@@ -12,10 +13,10 @@ import pytest
 from ml_metadata.proto import metadata_store_pb2 as mlmd
 
 from bench import bench_retention
-from pipeline import config as config_lib
-from pipeline import retention
-from pipeline import summary as summary_lib
-from pipeline.config_retraining import RetentionConfig
+from pipeline.definition import config as config_lib
+from pipeline.runs import retention
+from pipeline.runs import summary as summary_lib
+from pipeline.definition.config_retraining import RetentionConfig
 
 from helpers import copy_digits
 

@@ -15,7 +15,7 @@ from ml_metadata.proto import metadata_store_pb2
 import pytest
 import tensorflow as tf
 
-from pipeline import retention
+from pipeline.runs import retention
 from helpers import copy_digits, run_command, runner_command
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +38,8 @@ def test_local_run_on_s3(s3, tmp_path):
     first = run_command(command)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert f'pushed: version 1 at {serving}/1' in first.stdout
-    # Small enough to be listed and run in-process (pipeline/beam_mode.py lists the bucket).
+    # Small enough to be listed and run in-process (pipeline/definition/beam_mode.py lists the
+    # bucket).
     assert 'beam: in-process' in first.stdout and '90 files' in first.stdout
     keys = s3.keys()
     assert 'serving/1/saved_model.pb' in keys and 'serving/1/variables/variables.index' in keys

@@ -52,7 +52,8 @@ def test_scores_the_good_images_with_the_served_version(scored):
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert any(line.startswith('ScoringModel') and 'version 2' in line for line in lines)
-    # Small input: Beam in-process, as ingestion chooses (pipeline/beam_mode.py), and why.
+    # Small input: Beam in-process, as ingestion chooses (pipeline/definition/beam_mode.py), and
+    # why.
     assert any(line.startswith('Beam: in-process') for line in lines)
     assert any(line.startswith('ScoreWriter') and '3 scored, 1 quarantined' in line
                for line in lines)

@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 
 from core import versions
-from pipeline import summary as summary_lib
-from pipeline import summary_text
+from pipeline.runs import summary as summary_lib
+from pipeline.runs import summary_text
 from pipeline.report import page
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from pipeline import summary_text
+from pipeline.runs import summary_text
 
 pytestmark = pytest.mark.e2e
 

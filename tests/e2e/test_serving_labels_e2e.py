@@ -52,7 +52,7 @@ def test_candidate_promote_reject_rollback(tmp_path):
     assert _config(serving) == ([1, 2], {'stable': 1, 'canary': 2})
     with open(os.path.join(out, 'report.html'), encoding='utf-8') as handle:
         assert 'pushed: version 2 as canary' in handle.read()   # the history's outcome
-    # What a notification carries (the run's JSON summary is its payload, pipeline/notify.py).
+    # What a notification carries (the run's JSON summary is its payload, pipeline/runs/notify.py).
     summaries = sorted(glob.glob(os.path.join(out, 'logs', '*.summary.json')))
     with open(summaries[-1]) as handle:
         payload = json.load(handle)

@@ -13,7 +13,7 @@ from tfx import v1 as tfx
 from components.ingest.checks import IngestionError
 from components.ingest.component import ImageExampleGen, uses_spans
 from components.ingest.params import IngestParams
-from pipeline import summary as summary_lib
+from pipeline.runs import summary as summary_lib
 
 from helpers import IN_PROCESS_BEAM, copy_digits
 

@@ -3,14 +3,15 @@ import os
 import shutil
 import sys
 
-from pipeline import beam_mode
-from pipeline.config import SETUP_FILE_ARG
+from pipeline.definition import beam_mode
+from pipeline.definition.config import SETUP_FILE_ARG
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIGITS = os.path.join(REPO_ROOT, 'data', 'digits')
 # Beam args of a Beam executor run in a test's own process: in-process, as local runs on small
-# inputs choose, with the project's setup file, as every run has it (pipeline/beam_mode.py);
-# without a dependency flag TFX would build a package of itself in a temporary folder first.
+# inputs choose, with the project's setup file, as every run has it
+# (pipeline/definition/beam_mode.py); without a dependency flag TFX would build a package of itself
+# in a temporary folder first.
 IN_PROCESS_BEAM = [*beam_mode.IN_PROCESS, SETUP_FILE_ARG]
 
 
@@ -46,8 +47,8 @@ def copy_digits(dest: str, classes=('0', '1', '2'), per_class: int = 30, size: i
 def run_pipeline(cfg):
     """Runs create_pipeline(cfg) with LocalDagRunner; returns the run's summary from ML Metadata."""
     from tfx import v1 as tfx  # heavy: imported by the e2e tests only
-    from pipeline import pipeline as pipeline_lib
-    from pipeline import summary as summary_lib
+    from pipeline.definition import factory as pipeline_lib
+    from pipeline.runs import summary as summary_lib
     tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(cfg))
     return summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
 
@@ -55,7 +56,7 @@ def run_pipeline(cfg):
 def smoke_sample_config(base: str):
     """The e2e tests' sample: 3 classes x 30 digits under base/data, the smoke config writing to
     base/out, validated against the curated digits schema."""
-    from pipeline import config as config_lib
+    from pipeline.definition import config as config_lib
     data = copy_digits(os.path.join(base, 'data'))
     return config_lib.smoke_config(data, os.path.join(base, 'out'),
                                    schema_path=config_lib.DIGITS_SCHEMA)

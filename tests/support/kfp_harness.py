@@ -24,7 +24,7 @@ those run in the kfp-driver and kfp-launcher "images", and `handcompile` there c
 API server's own `template.New` + `RunWorkflow`, built by hand: never committed). Without it, the
 transcriptions run behind the same command-line flags (kfp_driver_cli.py, kfp_launcher_cli.py)
 and kfp_argo_compiler.py compiles. The pipeline's own image is this checkout (kfp_pods.python_image:
-`python -m pipeline.kfp_entrypoint` with the venv's interpreter, the checkout at /pipeline).
+`python -m pipeline.kubeflow.entrypoint` with the venv's interpreter, the checkout at /pipeline).
 """
 import json
 import os

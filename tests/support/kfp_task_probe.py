@@ -1,4 +1,4 @@
-"""A task for tests/pipeline/test_kfp_launcher_rules.py: records what the launcher handed it.
+"""A task for tests/test_kfp_launcher_rules.py: records what the launcher handed it.
 
     python tests/support/kfp_task_probe.py EXECUTOR_INPUT_JSON RECORD_FILE [WRITTEN_JSON]
 

@@ -1,5 +1,5 @@
 """An HTTP receiver for --notify on the loopback: the `receiver` fixture of the notification
-tests (pipeline/notify.py locally, pipeline/kfp_run_end.py in a Kubeflow task's process).
+tests (pipeline/runs/notify.py locally, pipeline/kubeflow/run_end.py in a Kubeflow task's process).
 
     def test_x(receiver):
         handler, url = receiver          # handler.bodies: [(Content-Type, body bytes)]
@@ -41,7 +41,7 @@ def stop(server) -> None:
 
 @pytest.fixture
 def receiver(monkeypatch):
-    from pipeline import notify
+    from pipeline.runs import notify
     monkeypatch.setattr(notify, '_RETRY_PAUSE_SECONDS', 0.0)
     handler, url, server = serve()
     yield handler, url

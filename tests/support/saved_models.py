@@ -28,7 +28,7 @@ from tfx.utils import path_utils, proto_utils
 from core import features
 from components.evaluate import executor as evaluate_executor
 from training import export
-from pipeline import pipeline as pipeline_lib
+from pipeline.definition import factory as pipeline_lib
 from helpers import IN_PROCESS_BEAM
 
 _EXPORT_CACHE = tempfile.TemporaryDirectory(prefix='brightness-models-')  # removed at exit

@@ -2,7 +2,7 @@
 forks a child per command, instead of a fresh interpreter per command.
 
 Why: a fresh interpreter spends 5-15 s importing TFX before it does anything. The KFP launcher
-stand-in starts one per task (`python -m pipeline.kfp_entrypoint ...`, 10-30 per scenario), and
+stand-in starts one per task (`python -m pipeline.kubeflow.entrypoint ...`, 10-30 per scenario), and
 the scenario tests start `python runner.py ...` once per scheduled day. The child is a process
 of its own as those commands are: its own argv, working directory, environment (replaced by the
 one given), stdin from /dev/null, stdout and stderr into the given files, and an exit status
@@ -15,7 +15,7 @@ while those modules are imported: a test of that (TF's start-up lines on the con
 order) starts a fresh interpreter. Several commands may run at once (start() returns at once),
 e.g. the workers of one cluster.
 
-    code = warm_python.run(['-m', 'pipeline.kfp_entrypoint', ...], cwd, env, log_file, 900)
+    code = warm_python.run(['-m', 'pipeline.kubeflow.entrypoint', ...], cwd, env, log_file, 900)
     result = warm_python.run_captured(['runner.py', '--local', ...], cwd, timeout=900)
     child = warm_python.start(['runner.py', ...], cwd, env, out, err, new_session=True)
     ... os.killpg(child.pid, signal.SIGINT); child.wait(120)

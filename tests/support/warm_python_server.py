@@ -14,8 +14,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # What the server imports before it forks: the task entry point, the local runner and the
 # executors (TFX, TF, Beam, TFDV, TFMA), each imported by tasks and runs in any case, and what a
 # local run imports when it gets there (LocalDagRunner, the report's readers and matplotlib).
-PRELOAD = ('pipeline.kfp_entrypoint', 'pipeline.local', 'pipeline.kubeflow', 'runner',
-           'components.ingest.executor', 'components.trainer.executor',
+PRELOAD = ('pipeline.kubeflow.entrypoint', 'pipeline.local.run', 'pipeline.kubeflow.compiler',
+           'runner', 'components.ingest.executor', 'components.trainer.executor',
            'components.evaluate.executor', 'components.drift.executor',
            'tfx.components.statistics_gen.executor',
            'tfx.components.example_validator.executor',

@@ -6,8 +6,8 @@ import tf_keras
 from tensorflow_model_analysis.metrics import metric_specs, metric_types
 
 from components.evaluate import accuracy
-from pipeline import pipeline as pipeline_lib
-from pipeline.config import EvalConfig
+from pipeline.definition import factory as pipeline_lib
+from pipeline.definition.config import EvalConfig
 
 
 def _combiner(example_weighted=False):

@@ -1,15 +1,15 @@
 """Unit tests of the blessing's reasons: TFMA validation results put into words.
 
 The results come from TFMA's own validator on the pipeline's eval config (as in
-tests/pipeline/test_eval_config.py), or are TFMA's result protos for the cases its validator
-produces only inside a Beam run (a missing slice, a metric that was not computed).
+tests/pipeline/definition/test_eval_config.py), or are TFMA's result protos for the cases its
+validator produces only inside a Beam run (a missing slice, a metric that was not computed).
 """
 import tensorflow_model_analysis as tfma
 from tensorflow_model_analysis.evaluators import metrics_validator
 
 from components.evaluate import checks
-from pipeline import pipeline as pipeline_lib
-from pipeline.config import EvalConfig
+from pipeline.definition import factory as pipeline_lib
+from pipeline.definition.config import EvalConfig
 
 
 def _with_change_threshold(eval_config, max_regression):

@@ -13,7 +13,7 @@ import tensorflow_model_analysis as tfma
 from core import properties
 from components.evaluate import checks
 from components.evaluate import executor
-from pipeline.config import EvalConfig
+from pipeline.definition.config import EvalConfig
 
 import saved_models
 

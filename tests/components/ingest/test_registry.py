@@ -7,7 +7,7 @@ import pytest
 from tfx.utils import io_utils
 
 from components.ingest import registry, source
-from pipeline import config as config_lib
+from pipeline.definition import config as config_lib
 
 from helpers import DIGITS, copy_digits
 

@@ -6,8 +6,8 @@ Brightness models (tests/support/saved_models.py): classes a and b all right, c 
 import re
 
 from core import versions
-from pipeline import summary as summary_lib
-from pipeline.config import EvalConfig
+from pipeline.runs import summary as summary_lib
+from pipeline.definition.config import EvalConfig
 from pipeline.report import sections
 from ml_metadata.proto import metadata_store_pb2
 

@@ -8,7 +8,7 @@ import re
 import shutil
 
 from core import window
-from pipeline import summary as summary_lib
+from pipeline.runs import summary as summary_lib
 from pipeline.report import page, sections
 from report_inputs import artifact, write_span_records, write_statistics
 

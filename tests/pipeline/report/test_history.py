@@ -1,6 +1,6 @@
 """Unit tests of the report's history: rows per run (and rollback) and the accuracy picture.
 
-RunSummaries are built here as `pipeline.summary` reads them from ML Metadata; the history of
+RunSummaries are built here as `pipeline.runs.summary` reads them from ML Metadata; the history of
 real runs read back from ML Metadata is checked in test_report_e2e.py.
 """
 import datetime
@@ -10,9 +10,9 @@ import os
 from PIL import Image
 
 from core import properties, serving_labels
-from pipeline import summary as summary_lib
+from pipeline.runs import summary as summary_lib
 from pipeline.report import history, plots
-from pipeline.summary import RunSummary
+from pipeline.runs.summary import RunSummary
 
 from helpers import mlmd_artifact
 
@@ -53,7 +53,7 @@ def _history(tmp_path, monkeypatch, current=None):
     monkeypatch.setattr(summary_lib, 'read_runs', lambda path, name: list(runs))
     out = tmp_path / 'out'
     os.makedirs(out / 'logs')
-    with open(out / 'logs' / 'day-4.summary.json', 'w') as handle:  # pipeline/notify.py's file
+    with open(out / 'logs' / 'day-4.summary.json', 'w') as handle:  # pipeline/runs/notify.py's file
         json.dump({'outcome': 'failed', 'reasons': ['ImageExampleGen: Input is empty']}, handle)
     with open(out / 'rollbacks.jsonl', 'w') as handle:
         when = datetime.datetime.fromtimestamp(500).isoformat()  # as rollback.py records it

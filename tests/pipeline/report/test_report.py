@@ -1,4 +1,4 @@
-"""Unit tests of the report's page on RunSummaries built here as `pipeline.summary` reads them
+"""Unit tests of the report's page on RunSummaries built here as `pipeline.runs.summary` reads them
 from ML Metadata, over small artifacts (tests/support/py). The readers and
 pictures: test_readers.py. The whole-pipeline report is checked in test_report_e2e.py (two runs
 into one output) and tests/e2e/test_serving_e2e.py.
@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 from core import inputs
-from pipeline import summary as summary_lib
+from pipeline.runs import summary as summary_lib
 from pipeline.report import page, plots, readers
 from report_inputs import artifact, write_anomalies, write_statistics
 

@@ -1,0 +1,157 @@
+"""Runs the pipeline on this machine (LocalDagRunner) and reports that run, and only that run.
+
+What `runner.py --local` does once its flags are a config:
+  1. lock the output folder (pipeline/runs/runlock.py): a second run waits, or with --no-wait exits
+  2; 2. name the run (TFX's pipeline_run_id) and send everything printed to
+     `<output>/logs/<run>.log`, keeping the console for one line per stage
+     (pipeline/local/console.py);
+  3. run, delete older runs' artifacts (--keep-runs, pipeline/runs/retention.py), then read that
+     run back from ML Metadata by its name, print the summary and write the report. A stage
+     that fails stops the run: the summary names it with the first lines of its error, the
+     traceback is in the log, exit code 1. Ctrl-C prints one line and exits 130;
+  4. write the run's JSON summary next to its log and notify (--notify, --on-finish;
+     pipeline/runs/notify.py), for a completed or failed run, not after Ctrl-C.
+
+TensorFlow, TFX and Beam are imported only after the output is redirected: TensorFlow's C++
+start-up lines would otherwise reach the console.
+"""
+import dataclasses
+import datetime
+import logging
+import os
+import signal
+import sys
+from typing import List
+
+from core import storage
+from pipeline.definition import config as config_lib
+from pipeline.runs import logs
+from pipeline.runs import runlock
+
+_MAX_ERROR_LINES = 8   # of a failed stage's error in the summary; the log has all of it
+
+
+def run(config: config_lib.PipelineConfig, wait: bool = True) -> int:
+    """Returns the exit code: 0 when the run completed, 1 when a stage failed, 2 when the
+    output is busy and wait is False or a bucket it names cannot be reached; on Ctrl-C the
+    process exits with 130."""
+    problem = storage.unreachable((config.ingest.data_dir, config.pipeline_root,
+                                   config.serving_dir))
+    if problem:  # before anything runs: a config error, like a bad flag
+        print(f'error: {problem}', file=sys.stderr)
+        return 2
+    output = os.path.abspath(config.output_dir)
+    os.makedirs(output, exist_ok=True)
+    lock, code = runlock.take(output, wait, 'run again when it has finished, or without '
+                              '--no-wait to wait for it', 'nothing ran')
+    if lock is None:
+        return code
+    try:
+        # TFX's own format, made here so that this process knows which run is its own.
+        run_id = datetime.datetime.now().isoformat()
+        lock.record(run_id)
+        log_path = os.path.join(output, 'logs', f'{run_id}.log')
+        with logs.to_file(log_path, logs.is_verbose()) as stream:
+            try:
+                return _run(config, run_id, log_path, stream, lock)
+            except KeyboardInterrupt:  # outside the stages (those say where they stopped)
+                _exit_interrupted(stream, 'interrupted; run the same command to resume')
+    finally:
+        lock.release()
+
+
+def first_lines(error: BaseException) -> List[str]:
+    """The lines of an error a summary shows: a data error's message, else type and message."""
+    # Imported here, like everything heavy: only once the output goes to the log.
+    from components.gate.anomalies import DataAnomaliesError
+    from components.ingest.checks import IngestionError
+    text = str(error).strip()
+    if not isinstance(error, (DataAnomaliesError, IngestionError)) or not text:
+        text = f'{type(error).__name__}: {text}' if text else type(error).__name__
+    lines = text.splitlines()
+    if len(lines) > _MAX_ERROR_LINES:
+        lines = lines[:_MAX_ERROR_LINES] + [f'... ({len(lines) - _MAX_ERROR_LINES} more lines '
+                                            'in the log)']
+    return lines
+
+
+def _run(config, run_id: str, log_path: str, stream, lock) -> int:
+    # TensorFlow, TFX and Beam: imported only now that the output goes to the log.
+    from tfx.dsl.compiler import compiler
+    from tfx.dsl.compiler import constants
+    from tfx.orchestration.portable import runtime_parameter_utils
+    from tfx.orchestration.local import local_dag_runner
+
+    from training import progress as progress_lib
+    from pipeline.definition import beam_mode
+    from pipeline.local import console as console_lib
+    from pipeline.runs import notify
+    from pipeline.definition import factory as pipeline_lib
+    from pipeline.runs import retention
+    from pipeline.runs import summary as summary_lib
+    from pipeline.runs import summary_text
+    from pipeline.report import page as report_lib
+
+    console = console_lib.Console(stream, verbose=logs.is_verbose())
+    console.line(f'Run {run_id}; log: {log_path}')
+    # Before the first file access: TensorFlow's s3:// scheme, and the exit code kept (storage.py).
+    storage.enable_for((config.ingest.data_dir, config.pipeline_root, config.serving_dir))
+    beam_args, beam_reason = beam_mode.resolve(config.beam_args, config.ingest.data_dir,
+                                               (config_lib.SETUP_FILE_ARG,))
+    config = dataclasses.replace(config, beam_args=beam_args)
+    logging.info('Beam: %s (%s)', beam_reason, ' '.join(beam_args))
+    read = lambda: summary_lib.read_run(config.metadata_path, run_id)  # noqa: E731
+    stages = console_lib.StageLines(console, read)
+    progress = console_lib.TrainingProgress(console)
+    logging.getLogger('absl').addHandler(stages)
+    unsubscribe = progress_lib.subscribe(progress)
+    failure = None
+    try:
+        # LocalDagRunner.run() would name the run itself (now().isoformat()) and not say so:
+        # compile here and bind the run id, which TFX then keeps.
+        ir = compiler.Compiler().compile(pipeline_lib.create_pipeline(config))
+        runtime_parameter_utils.substitute_runtime_parameter(
+            ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
+        local_dag_runner.LocalDagRunner().run_with_ir(ir)
+    except KeyboardInterrupt:
+        _exit_interrupted(stream, stages.interrupted_message(progress.last))
+    except Exception as error:  # pylint: disable=broad-except
+        # Any failure, data or bug: the summary says where and why, the log keeps the traceback.
+        logging.exception('The run failed')
+        lines = first_lines(error)
+        stages.failed(lines[0])
+        failure = (stages.current or 'pipeline', '\n'.join(lines))
+    finally:
+        progress.close()
+        unsubscribe()
+        logging.getLogger('absl').removeHandler(stages)
+    # Older runs' artifacts, under the lock this run holds; it never raises (errors are shown).
+    kept = retention.apply(config, run_id, lock)
+    summary = read() or summary_lib.RunSummary(run_id=run_id, states={}, outputs={})
+    summary = dataclasses.replace(summary, failure=failure, beam=beam_reason,
+                                  retention=kept.text())
+    console.line(summary_text.format_summary(summary))
+    report = report_lib.write_report(summary, config.output_dir, pipeline_name=config.name,
+                                     serving_dir=config.serving_dir)
+    console.line(f'Report: {report}')
+    code = 0
+    if failure is not None:
+        console.line(f'Run stopped in {failure[0]}; details in {log_path}')
+        code = 1
+    # Last, for every outcome: the summary file, then --notify / --on-finish. A failure there
+    # is one console line and never changes the exit code (pipeline/runs/notify.py).
+    notify.after_run(config, summary, code, log_path, report, console.line)
+    return code
+
+
+def _exit_interrupted(stream, message: str) -> None:
+    """Ctrl-C: one line, exit 130. The process group got SIGINT too, so Beam's worker
+    processes are ending on their own; os._exit skips interpreter shutdown, which would wait for
+    their threads and print their tracebacks."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt this
+    logging.info(message)
+    stream.write(message + '\n')
+    stream.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)  # pylint: disable=protected-access
