@@ -5,8 +5,7 @@
     python runner.py --score DIR [--version N] [--output DIR]
     python runner.py --kubeflow --image IMAGE --pipeline-root URI [--schedule "CRON" ...]
 
-The one module with flags: the modes, and each settings field's (pipeline/definition/presets.py
-SETTINGS).
+The one module with flags: the modes, and each settings field's (presets.SETTINGS).
 """
 import argparse
 import sys
@@ -30,8 +29,7 @@ GROUPS = {'data': None, 'training': None, 'evaluation and push': None, 'executio
           'Kubeflow': 'with --kubeflow only', 'scheduling': 'with --kubeflow only: upload the '
           'pipeline and keep one recurring run of --name', 'scoring': 'runner.py --score DIR: '
           'predictions of a served model'}
-# Defaults that depend on the source (pipeline/definition/config.py SOURCE_DEFAULTS): TrainParams'
-# None.
+# Defaults that depend on the source (config_lib.SOURCE_DEFAULTS): TrainParams' None.
 DEFAULT_TEXTS = {'model_builder': '; '.join(f'{source}: {builder}' for source, (_, _, builder)
                                             in config_lib.SOURCE_DEFAULTS.items())}
 
@@ -86,9 +84,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-build_configs = presets.from_args  # (PipelineConfig, KubeflowConfig or None) of parsed flags
-
-
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -102,7 +97,7 @@ def main(argv=None) -> int:
             action = 'promote' if args.promote is not None else 'reject'
             return approval.main(action, getattr(args, action), args.output, args.config_file,
                                  not args.no_wait, args.serving_dir, args.reason)
-        config, kubeflow = build_configs(args)
+        config, kubeflow = presets.from_args(args)  # kubeflow: None without --kubeflow
         score = args.score and presets.score_config(args.score, args.version, args.top_k)
     except ValueError as error:
         print(f'error: {error}', file=sys.stderr)
@@ -110,11 +105,11 @@ def main(argv=None) -> int:
     from pipeline.runs import logs  # heavy imports after flag parsing: --help answers at once
     logs.configure(args.verbose)
     if kubeflow is not None:
-        from pipeline.kubeflow import schedule as kubeflow_schedule
-        return kubeflow_schedule.run(config, kubeflow, score, args.output)
-    from pipeline.local import run as local, score as score_local
+        from pipeline.kubeflow import schedule
+        return schedule.run(config, kubeflow, score, args.output)
+    from pipeline.local import run as local_run, score as local_score
     wait = not args.no_wait
-    return score_local.run(config, score, wait=wait) if score else local.run(config, wait=wait)
+    return local_score.run(config, score, wait=wait) if score else local_run.run(config, wait=wait)
 
 
 if __name__ == '__main__':

@@ -3,7 +3,7 @@
     python -m bench.bench_augment [--repeats 2] [--modes none light standard]
 
 Ingests the embedded digits once (the real Beam ingestion graph, the pipeline's split), then
-trains each mode with the default TrainConfig's settings (epochs with early stopping, batch,
+trains each mode with the default TrainParams's settings (epochs with early stopping, batch,
 learning rate, warm-up, seed, cached decoded images) in its own fresh process, interleaved over
 the repeats so machine noise hits every mode alike. Prints one table: mean eval accuracy, best
 training time, and their ratios to `none`. Nothing here is asserted.
@@ -23,8 +23,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def train_once(data_dir: str, mode: str, seed: int) -> dict:
     """One training run in this process (the child's side); returns accuracy and seconds."""
     from training import job as job_lib, loop
-    from pipeline.definition.config import TrainConfig
-    t = TrainConfig()
+    from training.params import TrainParams
+    t = TrainParams()
     job = job_lib.TrainJob(
         train_pattern=os.path.join(data_dir, 'Split-train', '*'),
         eval_pattern=os.path.join(data_dir, 'Split-eval', '*'),
@@ -62,13 +62,13 @@ def main():
     parser.add_argument('--modes', nargs='+', default=['none', 'light', 'standard'])
     args = parser.parse_args()
     from bench.bench_trainer import ingest_digits
-    from pipeline.definition.config import TrainConfig
+    from training.params import TrainParams
     with tempfile.TemporaryDirectory() as data_dir:
         ingest_digits(data_dir)
         results = {mode: [] for mode in args.modes}
         for repeat in range(args.repeats):
             for mode in args.modes:
-                results[mode].append(run(data_dir, mode, TrainConfig().seed + repeat))
+                results[mode].append(run(data_dir, mode, TrainParams().seed + repeat))
                 print(f'repeat {repeat} {mode}: {results[mode][-1]}', file=sys.stderr)
     base = results.get('none')
     print(f'{"augment":<10} {"eval acc (mean)":>16} {"min":>7} {"train s (best)":>15} '

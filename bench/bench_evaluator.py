@@ -39,9 +39,9 @@ def _examples(run: str, copies: int, folder: str):
 def _evaluate(model: str, data: str, keras_metric: bool, folder: str):
     """(wall s, CPU s, accuracy) of one TFMA run against the served model."""
     import tensorflow_model_analysis as tfma
-    from pipeline.definition import factory as pipeline_lib
-    from pipeline.definition.config import EvalConfig
-    config = pipeline_lib.make_eval_config(EvalConfig(min_accuracy=0.0))
+    from pipeline.definition import factory
+    from components.evaluate.params import EvalParams
+    config = factory.make_eval_config(EvalParams(min_accuracy=0.0))
     if keras_metric:   # the same class name without a module: TFMA takes Keras' metric
         config.metrics_specs[0].metrics[0].ClearField('module')
     config.model_specs[0].name = 'candidate'

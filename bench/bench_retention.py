@@ -80,12 +80,12 @@ def size(path: str) -> int:
 def run_captured(cfg, console_path: str):
     """local.run(cfg) with what it prints (to descriptor 1) caught in console_path; returns
     (exit code, console text). Also used by tests/e2e/test_retention_e2e.py."""
-    from pipeline.local import run as local
+    from pipeline.local import run as local_run
     saved = os.dup(1)
     with open(console_path, 'w') as handle:
         os.dup2(handle.fileno(), 1)
         try:
-            code = local.run(cfg, wait=False)
+            code = local_run.run(cfg, wait=False)
         finally:
             os.dup2(saved, 1)
             os.close(saved)
@@ -169,8 +169,8 @@ def _retention_line(run_folder: str) -> str:
     on a local folder or an s3:// one (storage enabled)."""
     import json
     import tensorflow as tf
-    from pipeline.kubeflow import run_end as kfp_run_end
-    found = tf.io.gfile.glob('/'.join((run_folder, 'Pusher', '*', kfp_run_end.SUMMARY_NAME)))
+    from pipeline.kubeflow import run_end
+    found = tf.io.gfile.glob('/'.join((run_folder, 'Pusher', '*', run_end.SUMMARY_NAME)))
     if not found:
         return '(no summary)'
     with tf.io.gfile.GFile(found[0]) as handle:
@@ -181,11 +181,10 @@ def _retention_line(run_folder: str) -> str:
 
 def _bench_settings(cfg, args):
     """The bench's training steps and serving/ versions over a compiled config."""
-    from pipeline.definition import config as config_lib
+    from components.push.params import PushParams
     return dataclasses.replace(
         cfg, train=dataclasses.replace(cfg.train, train_steps=args.steps),
-        push=config_lib.PushConfig(keep_versions=args.keep_versions
-                                   or config_lib.PushConfig.keep_versions))
+        push=PushParams(keep_versions=args.keep_versions or PushParams.keep_versions))
 
 
 def missing_inputs(uris: List[str], existed: List[str], run_id: str) -> List[str]:
@@ -206,7 +205,7 @@ def kubeflow_runs(args, keep: int, work: str) -> List[KubeflowRow]:
     sys.path.insert(0, os.path.join(REPO, 'tests', 'support'))
     import kfp_launcher
     from pipeline.definition import config as config_lib
-    from pipeline.kubeflow import compiler as kubeflow
+    from pipeline.kubeflow import compiler
     from pipeline.definition.config_retraining import RetentionConfig
     data, root = os.path.join(work, 'data'), os.path.join(work, 'root')
     add_span(data, 1, args.per_class)   # before the compile, which lists span-<N>/ folders
@@ -215,7 +214,7 @@ def kubeflow_runs(args, keep: int, work: str) -> List[KubeflowRow]:
         retention=RetentionConfig(keep_runs=keep)), args)
     kf = config_lib.KubeflowConfig(image='local', output_file=os.path.join(work, 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
-    job = kfp_launcher.load_job(kubeflow.compile_pipeline(cfg, kf))
+    job = kfp_launcher.load_job(compiler.compile_pipeline(cfg, kf))
     launcher = kfp_launcher.Launcher(workdir=os.path.join(work, 'pods'))
     rows = []
     for run in range(1, args.runs + 1):
@@ -268,7 +267,8 @@ def harness_runs(args, keep: int, work: str) -> List[KubeflowRow]:
     import runner
     from core import storage
     from pipeline.definition import config as config_lib
-    from pipeline.kubeflow import compiler as kubeflow
+    from pipeline.definition import presets
+    from pipeline.kubeflow import compiler
     server = seaweedfs_lib.Server()
     try:
         os.environ.update(server.env())
@@ -286,9 +286,9 @@ def harness_runs(args, keep: int, work: str) -> List[KubeflowRow]:
             '--data', f's3://{bucket}/landing', '--image', 'x', '--s3-endpoint',
             server.endpoint, '--schema', config_lib.DIGITS_SCHEMA, '--keep-runs', str(keep),
             '--output', os.path.join(work, 'pipeline.json')])
-        cfg, kf = runner.build_configs(parsed)
+        cfg, kf = presets.from_args(parsed)
         cfg = _bench_settings(cfg, args)
-        upload = kubeflow.write_pipeline_spec(kubeflow.compile_pipeline(cfg, kf),
+        upload = compiler.write_pipeline_spec(compiler.compile_pipeline(cfg, kf),
                                               cfg.pipeline_root, kf)
         secrets = {SECRET: {'accesskey': seaweedfs_lib.ACCESS_KEY,
                             'secretkey': seaweedfs_lib.SECRET_KEY}}
@@ -357,7 +357,7 @@ def main(argv=None) -> int:
     parser.add_argument('--steps', type=int, default=30)
     parser.add_argument('--keep-versions', type=int, default=None,
                         help='serving/ versions kept (default: the pipeline default, '
-                        'PushConfig.keep_versions); each keeps what it came from')
+                        'PushParams.keep_versions); each keeps what it came from')
     parser.add_argument('--work', help='folder for the runs (default: a temporary one)')
     parser.add_argument('--kubeflow', action='store_true', help='the runs through the KFP '
                         'stand-in, compiled for Kubeflow, keep K only (see above)')
@@ -366,6 +366,7 @@ def main(argv=None) -> int:
                         '(KFP_BIN_DIR: KFP\'s own driver and launcher) on SeaweedFS')
     args = parser.parse_args(argv)
     sys.path.insert(0, REPO)
+    from components.push.params import PushParams
     from pipeline.definition import config as config_lib
     from pipeline.runs import logs
     from pipeline.definition.config_retraining import RetentionConfig
@@ -375,7 +376,7 @@ def main(argv=None) -> int:
     if args.kubeflow:
         runs = harness_runs if args.driver == 'harness' else kubeflow_runs
         rows = runs(args, keep, work)
-        versions = args.keep_versions or config_lib.PushConfig.keep_versions
+        versions = args.keep_versions or PushParams.keep_versions
         how = ('the KFP harness on SeaweedFS, programs: ' + (os.environ.get('KFP_BIN_DIR') or
                'the transcriptions') if args.driver == 'harness' else 'the KFP stand-in, mode oss')
         print(f'\n{args.runs} scheduled runs on Kubeflow ({how}), one new '
@@ -393,13 +394,13 @@ def main(argv=None) -> int:
                 data, os.path.join(work, f'keep-{k}'), schema_path=config_lib.DIGITS_SCHEMA,
                 retention=RetentionConfig(keep_runs=k))
             cfg = dataclasses.replace(cfg, train=dataclasses.replace(
-                cfg.train, train_steps=args.steps), push=config_lib.PushConfig(
-                    keep_versions=args.keep_versions or config_lib.PushConfig.keep_versions))
+                cfg.train, train_steps=args.steps), push=PushParams(
+                    keep_versions=args.keep_versions or PushParams.keep_versions))
             row = run_once(cfg, os.path.join(work, f'console-{k}-{run}.txt'))
             rows[k].append(dataclasses.replace(row, run=run))
             print(f'run {run}, keep {k or "all"}: {row.root / 1e6:.2f} MB in pipeline_root '
                   f'({row.seconds:.0f} s)', flush=True)
-    versions = args.keep_versions or config_lib.PushConfig.keep_versions
+    versions = args.keep_versions or PushParams.keep_versions
     print(f'\n{args.runs} runs, one new span each ({len(CLASSES)} classes x {args.per_class} '
           f'8x8 digits), {args.steps} training steps, serving/ keeps {versions} versions; '
           f'folders under {work}\n')

@@ -86,7 +86,7 @@ def beam_args(workers: int, in_process: bool = False) -> list:
 
 def beam_ingest(images_dir: str, out: str, workers: int, in_process: bool = False) -> int:
     import apache_beam as beam
-    from components.ingest import beam_pipeline, images
+    from components.ingest import beam_pipeline, images, stats
     options = beam_pipeline.IngestOptions(
         root=images_dir, classes=tuple(images.list_classes(images_dir)), num_shards=2)
     pipeline = beam.Pipeline(argv=beam_args(workers, in_process))
@@ -94,7 +94,7 @@ def beam_ingest(images_dir: str, out: str, workers: int, in_process: bool = Fals
     result = pipeline.run()
     result.wait_until_finish()
     beam_pipeline.finalize(out, options)
-    counts = beam_pipeline.read_counts(result)
+    counts = stats.read_counts(result)
     return counts['written_train'] + counts['written_eval']
 
 

@@ -5,6 +5,7 @@ import dataclasses
 import re
 
 import runner
+from core import settings
 from pipeline.definition import cli_docs, config_file
 from training import params as params_lib
 
@@ -38,7 +39,7 @@ def test_every_flag_and_config_key_is_on_the_page():
     assert flags == parser_flags
     keys = {row for row in rows if not row.startswith('--')} | {
         cells[0].strip('`') for row, cells in rows.items() if row.startswith('--')}
-    for path in config_file._field_types():
+    for path in config_file.field_types():
         assert config_file.display_name(path) in keys, path
 
 
@@ -51,7 +52,7 @@ def test_every_training_parameter_shows_its_flag_key_and_default_from_the_datacl
     for field in dataclasses.fields(params_lib.TrainParams):
         flag, default = by_key[f'[train] {field.name}']
         assert (flag and flag.split()[0]) == field.metadata['flag']
-        shown = runner.DEFAULT_TEXTS.get(field.name) or params_lib.default_text(field)
+        shown = runner.DEFAULT_TEXTS.get(field.name) or settings.default_text(field)
         if field.metadata['flag'] is None and 'default_text' not in field.metadata:
             shown = cli_docs._literal(field)   # as the config file writes it
         assert default.replace('\\|', '|') == shown, field.name

@@ -4,7 +4,9 @@ import os
 import pytest
 
 import runner
+from components.evaluate.params import EvalParams
 from pipeline.definition import config, presets
+from training.params import TrainParams
 
 from helpers import runner_cli as _cli, runner_configs as _configs
 
@@ -121,7 +123,7 @@ def test_flags_reach_the_config(tmp_path):
 
 def test_defaults_are_the_default_config(tmp_path):
     cfg, _ = _configs('--local', '--output', str(tmp_path))
-    assert cfg.train == config.TrainConfig() and cfg.eval == config.EvalConfig()
+    assert cfg.train == TrainParams() and cfg.eval == EvalParams()
     assert cfg.train.mixed_precision == 'auto'
 
 
@@ -222,7 +224,7 @@ def test_help_groups_flags_and_ends_with_examples():
                            'scheduling', 'scoring']
     assert result.stdout.count('  python runner.py --') == 3  # the epilog's examples
     # Defaults come from the dataclasses; auto precision and XLA say they are timed.
-    assert f'(default: {config.TrainConfig.global_batch_size})' in result.stdout
+    assert f'(default: {TrainParams.global_batch_size})' in result.stdout
     words = ' '.join(result.stdout.split())
     assert 'trains faster in a timed trial of the train step' in words
     assert '--xla {auto,on,off}' in words

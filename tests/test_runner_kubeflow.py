@@ -134,11 +134,12 @@ def test_a_kubeflow_flag_without_kubeflow_is_an_error_naming_it(tmp_path, mode, 
 def test_a_weights_file_of_the_checkout_is_read_from_the_image(tmp_path):
     import dataclasses
     from pipeline.definition import config
-    from pipeline.kubeflow import compiler as kubeflow
+    from pipeline.kubeflow import compiler
+    from training.params import TrainParams
     inside = os.path.join(config.REPO_ROOT, 'models', 'applications.py')  # of the checkout
     cfg = config.default_config(output_dir=str(tmp_path))
-    cfg = dataclasses.replace(cfg, train=config.TrainConfig(model_weights=inside))
-    assert kubeflow.for_image(cfg, '/pipeline').train.model_weights == (
+    cfg = dataclasses.replace(cfg, train=TrainParams(model_weights=inside))
+    assert compiler.for_image(cfg, '/pipeline').train.model_weights == (
         '/pipeline/models/applications.py')
-    assert kubeflow.for_image(dataclasses.replace(cfg, train=config.TrainConfig()),
+    assert compiler.for_image(dataclasses.replace(cfg, train=TrainParams()),
                               '/pipeline').train.model_weights is None

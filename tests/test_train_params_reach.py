@@ -16,7 +16,7 @@ from components.drift.params import DriftParams
 from components.evaluate.params import EvalParams
 from components.ingest.params import IngestParams
 from components.push.params import PushParams
-from pipeline.definition import config, config_file, factory as pipeline
+from pipeline.definition import config, config_file, factory, presets
 from training.params import TrainParams
 
 # Values other than the default for the fields a generic one does not suit, by key path:
@@ -127,7 +127,7 @@ def _configs(tmp_path, path, args, toml=''):
         arg for flag, value in (('--output', 'run'), ('--data', 'data')) if not path.endswith(
             {'--output': 'output_dir', '--data': 'data_dir'}[flag])
         for arg in (flag, str(tmp_path / value))]
-    cfg, kubeflow_cfg = runner.build_configs(runner.build_parser().parse_args(
+    cfg, kubeflow_cfg = presets.from_args(runner.build_parser().parse_args(
         [*mode, '--config-file', str(tmp_path / 'settings.toml'), *args]))
     owner = kubeflow_cfg if kubeflow else (getattr(cfg, table) if table else cfg)
     return cfg, getattr(owner, key)
@@ -152,7 +152,7 @@ def test_a_setting_reaches_flag_key_component_and_executor(tmp_path, path, cls, 
     if table in READ_BACK:  # the component records it, the executor reads it back
         node, read = READ_BACK[table]
         cfg = by_flag or by_key
-        component, = [c for c in pipeline.create_components(cfg) if c.id == node]
+        component, = [c for c in factory.create_components(cfg) if c.id == node]
         assert getattr(read(component), field.name) == (
             cfg.model_builder if path == 'train.model_builder' else value), node
 
@@ -163,7 +163,7 @@ def test_every_table_with_a_component_records_all_its_settings(tmp_path):
     cfg = config.smoke_config(config.DEFAULT_DATA, str(tmp_path), train=TrainParams(
         optimizer='sgd', seed=7, eval_steps=3, checkpoint_interval=9, devices=('/cpu:0',),
         workers=2, channels=1))
-    components = {c.id: c for c in pipeline.create_components(cfg)}
+    components = {c.id: c for c in factory.create_components(cfg)}
     for table, (node, read) in READ_BACK.items():
         recorded = read(components[node])
         expected = getattr(cfg, table)

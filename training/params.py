@@ -13,8 +13,7 @@ No TFX, TensorFlow or pipeline imports: the config and the command line import t
 import dataclasses
 from typing import ClassVar, Optional, Tuple
 
-# default_text: what --help says of a default, read from here too (tests/test_cli_docs.py).
-from core.settings import Settings, default_text, setting  # noqa: F401
+from core.settings import Settings, setting
 from training.choices import AUGMENTS, OPTIMIZERS, POLICIES, XLA_CHOICES
 
 # Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as

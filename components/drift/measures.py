@@ -36,7 +36,7 @@ _MEASURE_BY_TYPE = {anomalies_pb2.DriftSkewInfo.Measurement.L_INFTY: L_INFINITY,
 
 @dataclasses.dataclass(frozen=True)
 class Thresholds:
-    """The largest value that is not drift, per kind of feature (DriftConfig's fields)."""
+    """The largest value that is not drift, per kind of feature (DriftParams's fields)."""
     label: float        # L-infinity of the class mix
     categorical: float  # L-infinity of any other categorical feature (CSV string columns)
     numeric: float      # Jensen-Shannon divergence of a numeric feature (CSV float columns)

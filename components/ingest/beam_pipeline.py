@@ -20,10 +20,7 @@ import tensorflow as tf
 
 from components.ingest import convert, records, registry, tabular, writer
 from components.ingest.params import IngestParams
-from components.ingest.stats import read_counts  # noqa: F401 (callers read counts from here)
 
-QUARANTINE_TAG = convert.QUARANTINE_TAG
-NUMERIC_TAG = convert.NUMERIC_TAG
 TEMP_DIR = '.ingest-tmp'          # per-bundle part files; removed when the shards are written
 
 
@@ -37,13 +34,6 @@ class IngestOptions(IngestParams):
     eval_shards: int = 0            # 0: same as num_shards
     table: Optional[tabular.Table] = None          # tables: columns, label and types
     files: tuple = ()               # tables: the files, all with the table's columns
-    # `files`, by the name CSV callers give it.
-    csv_files: dataclasses.InitVar[tuple] = ()
-
-    def __post_init__(self, csv_files: tuple):
-        if csv_files and not self.files:
-            object.__setattr__(self, 'files', tuple(csv_files))
-        super().__post_init__()
 
     def _checks(self):
         yield from super()._checks()
@@ -76,7 +66,7 @@ def build_ingest(pipeline: beam.Pipeline, options: IngestOptions, output_dir: st
     temp_dir = os.path.join(output_dir, TEMP_DIR)
     outputs = registry.get(options.source).read(pipeline, options, temp_dir)
     writer.write_shards(outputs['parts'], output_dir, options.shards(), options.compress)
-    _ = (outputs[QUARANTINE_TAG]
+    _ = (outputs[convert.QUARANTINE_TAG]
          | 'WriteQuarantine' >> beam.io.WriteToText(
              os.path.join(output_dir, records.QUARANTINE_DIR,
                           records.QUARANTINE_FILE.rsplit('.', 1)[0]),

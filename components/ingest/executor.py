@@ -40,7 +40,6 @@ from core import features, stable_paths, storage, window
 from core import properties as property_names
 from components.ingest import beam_pipeline, checks, name_safe_input, registry, sources
 from components.ingest import span_index, stats, window_spans
-from components.ingest.checks import IngestionError  # noqa: F401 (the runner catches it)
 from components.ingest.params import IngestParams
 
 
@@ -124,7 +123,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         beam_pipeline.build_ingest(pipeline, options, output_dir)
         result = pipeline.run()
         result.wait_until_finish()
-        counts = beam_pipeline.read_counts(result)
+        counts = stats.read_counts(result)
         logging.info('Ingestion counts: %s', checks.format_counts(counts))
         properties: Dict[str, Any] = {f'num_{name}': value for name, value in counts.items()}
         summary = beam_pipeline.finalize(output_dir, options)

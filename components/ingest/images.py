@@ -15,9 +15,6 @@ import tensorflow as tf
 
 from components.ingest import files, image_formats, records
 
-# Pillow format names stored as they are (others are converted or rejected: image_formats.py).
-# Checked on the content, not on the file extension, so a renamed file is judged by what it is.
-ACCEPTED_FORMATS = image_formats.STORED_FORMATS
 
 
 # File signatures, to tell a damaged image from a file that never was one.
@@ -41,8 +38,10 @@ class ImageInfo:
 
     @property
     def converted(self) -> bool:
-        """Decoded at ingestion and stored as PNG (a format TensorFlow does not decode)."""
-        return self.format not in ACCEPTED_FORMATS
+        """Decoded at ingestion and stored as PNG (a format TensorFlow does not decode). The
+        format is Pillow's reading of the content, not the file extension, so a renamed file is
+        judged by what it is (image_formats.py: what is stored as it is, converted or rejected)."""
+        return self.format not in image_formats.STORED_FORMATS
 
 
 def is_color(image: Image.Image) -> bool:

@@ -110,7 +110,7 @@ def markdown(parser) -> str:
             lines.append(_row(f'`{flag}`', f'`{key}`' if key else '', default, what))
     lines += ['', '### Config-file keys without a flag', '',
               _row('Config file key', 'Default', 'What'), '|---|---|---|']
-    for path in config_file._field_types():
+    for path in config_file.field_types():
         if path in flagged:
             continue
         key = config_file.display_name(path)

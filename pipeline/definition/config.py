@@ -15,11 +15,12 @@ from typing import ClassVar, Optional, Tuple
 
 from core import storage
 from core.settings import Settings, setting
+from components.drift.params import DriftParams
 from components.evaluate.params import EvalParams
 from components.ingest.params import IngestParams
 from components.push.params import PushParams
 from pipeline.definition.config_kubeflow import KubeflowConfig
-from pipeline.definition.config_retraining import DriftConfig, NotifyConfig, RetentionConfig
+from pipeline.definition.config_retraining import NotifyConfig, RetentionConfig
 from training.params import TrainParams
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -58,13 +59,6 @@ def _storage_uri(value: str) -> bool:
 
 
 _STORAGE_RULE = f"must be a folder or a {', '.join(STORAGE_SCHEMES)} URI"
-
-
-# The tables of the config file, by the stage's settings class.
-IngestConfig = IngestParams
-TrainConfig = TrainParams
-EvalConfig = EvalParams
-PushConfig = PushParams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +109,7 @@ class PipelineConfig(Settings):
     push: PushParams = PushParams()
     notify: NotifyConfig = NotifyConfig()   # who is told how a run ended
     retention: RetentionConfig = RetentionConfig()   # what a run keeps of older runs
-    drift: DriftConfig = DriftConfig()
+    drift: DriftParams = DriftParams()
     # Empty: chosen by the input's size at run time (pipeline/definition/beam_mode.py), in-process
     # for small inputs, one DirectRunner worker per core for large ones; given args win.
     beam_args: Tuple[str, ...] = setting(

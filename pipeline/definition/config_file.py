@@ -44,7 +44,7 @@ def display_name(path: str) -> str:
     return f'[{section}] {field}' if section else field
 
 
-def _field_types() -> Dict[str, Any]:
+def field_types() -> Dict[str, Any]:
     """Key path -> its type, for every key a file may set: the tables', then the top level's."""
     types = {f'{table}.{name}': hint for table, cls in SECTIONS.items()
              for name, hint in cls.file_keys().items()}
@@ -95,7 +95,7 @@ def read(path: str) -> Dict[str, Any]:
             flat.update({f'{key}.{name}': v for name, v in value.items()})
         else:
             flat[key] = value
-    types = _field_types()
+    types = field_types()
     for key in flat:
         if key not in types:
             section = key.rpartition('.')[0]
@@ -134,7 +134,7 @@ def make(cls, fields: Mapping[str, Any], names: Mapping[str, str] = None):
 
 def typed(overrides: Mapping[str, Any], names: Mapping[str, str]) -> Dict[str, Any]:
     """Each override as its field's type (lists become tuples, ints floats where due)."""
-    types = _field_types()
+    types = field_types()
     return {key: coerce(value, types[key], names.get(key, key))
             for key, value in overrides.items()}
 

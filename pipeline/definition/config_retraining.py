@@ -8,7 +8,7 @@ command with the summary file's path. Both also come from the config file's [not
 RetentionConfig: what a run keeps of older runs in pipeline_root (pipeline/runs/retention.py; on
 Kubeflow pipeline/kubeflow/retention.py), `--keep-runs K` or the [retention] table.
 
-DriftConfig, the [drift] table, is the drift stage's DriftParams (components/drift/params.py).
+The [drift] table is the drift stage's own DriftParams (components/drift/params.py).
 """
 import dataclasses
 import re
@@ -16,10 +16,6 @@ import shlex
 from typing import ClassVar, Optional
 
 from core.settings import Settings, setting
-from components.drift.params import DriftParams
-
-# The [drift] table is the drift stage's settings (components/drift/params.py).
-DriftConfig = DriftParams
 
 
 def _split_error(command: Optional[str]) -> Optional[str]:

@@ -78,8 +78,8 @@ from components.trainer.component import ImageTrainer
 from pipeline.definition import beam_mode
 from pipeline.definition import config as config_lib
 from pipeline.definition import config_kubeflow
-from pipeline.kubeflow import run_end as kfp_run_end
-from pipeline.definition import factory as pipeline_lib
+from pipeline.kubeflow import run_end as run_end_lib
+from pipeline.definition import factory
 
 # The trainer's task when a TFJob trains: TFX, TensorFlow and polling, no GPU.
 _WATCHER_CPU, _WATCHER_MEMORY_GB = 1.0, 4.0
@@ -137,17 +137,17 @@ def build_job(config: config_lib.PipelineConfig,
                          'Kubeflow: a pipeline with retention runs no task from KFP\'s cache, '
                          'which would hand over artifacts retention deleted (docs/kubeflow.md, '
                          '"Retention"); set --keep-runs 0 to cache')
-    pipeline = pipeline_lib.create_pipeline(for_image(config, kubeflow.image_workdir))
-    run_end = kfp_run_end.settings(config)
+    pipeline = factory.create_pipeline(for_image(config, kubeflow.image_workdir))
+    run_end = run_end_lib.settings(config)
     workers = kubeflow.trainer_workers
     for component in pipeline.components:
         if isinstance(component, Pusher) and run_end is not None:
             custom = json.loads(component.exec_properties['custom_config'])
-            custom[kfp_run_end.RUN_END_KEY] = run_end
+            custom[run_end_lib.RUN_END_KEY] = run_end
             component.exec_properties['custom_config'] = json.dumps(custom, sort_keys=True)
         if isinstance(component, ImageExampleGen) and workers > 1:
             # Room for every pod of the TFJob to read train shards of its own (FILE sharding),
-            # as create_components leaves for TrainConfig.workers.
+            # as create_components leaves for TrainParams.workers.
             params = IngestParams.from_properties(component.exec_properties)
             component.exec_properties.update(dataclasses.replace(
                 params, num_shards=params.num_shards and max(params.num_shards, workers),
@@ -194,7 +194,7 @@ def uncache(job: Dict[str, Any], tasks: List[str]) -> None:
 def run_end_text(config: config_lib.PipelineConfig) -> Optional[str]:
     """What the compiled pipeline does at the end of each run, in one line, or None."""
     keep, notify = config.retention.keep_runs, config.notify
-    if kfp_run_end.settings(config) is None:
+    if run_end_lib.settings(config) is None:
         return None
     parts = [f'retention keeps the newest {keep} runs (every task uncached)' if keep
              else 'retention off (--keep-runs 0)']

@@ -52,7 +52,7 @@ import tensorflow as tf
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
 from core import stable_paths, storage
-from pipeline.kubeflow import run_end as kfp_run_end, task_record as kfp_task_record
+from pipeline.kubeflow import run_end as run_end_lib, task_record
 
 # converter.go StructValueToMLMDValue: MLMD has no list value, so a list is stored as the struct
 # {"list": <list>} and a struct as {"struct": <struct>}; toRuntimeArtifact hands both back so.
@@ -216,15 +216,15 @@ def write_record(args, state: str, error: Optional[str] = None) -> Optional[str]
     """The task's record in its task folder (pipeline/kubeflow/task_record.py); the folder, or None
     when the outputs share no task folder (nothing to record beside)."""
     prepared = _parse(args.json_serialized_invocation_args)
-    folder = kfp_task_record.task_root(args.original_input)
+    folder = task_record.task_root(args.original_input)
     if folder is None:
         logging.warning('No task record: the outputs share no task folder')
         return None
-    run_end = kfp_run_end.from_parameters(prepared.inputs.parameter_values) is not None
-    record = kfp_task_record.make(
+    run_end = run_end_lib.from_parameters(prepared.inputs.parameter_values) is not None
+    record = task_record.make(
         prepared, args.original_input, state, args.started, error,
-        prepared.outputs.output_file if state == kfp_task_record.COMPLETE else None, run_end)
-    kfp_task_record.write(record, folder)
+        prepared.outputs.output_file if state == task_record.COMPLETE else None, run_end)
+    task_record.write(record, folder)
     return folder
 
 
@@ -236,15 +236,15 @@ def run(parsed: Tuple[object, List[str]]) -> None:
         kubeflow_v2_run_executor.main(parsed)
     except BaseException as error:
         try:  # the failure stays the task's error; a record that cannot be written is logged
-            write_record(args, kfp_task_record.FAILED, f'{type(error).__name__}: {error}'[:2000])
+            write_record(args, task_record.FAILED, f'{type(error).__name__}: {error}'[:2000])
         except Exception as failed:  # pylint: disable=broad-except
             logging.warning('Could not write the failed task\'s record: %s', failed)
         raise
     prepared = _parse(args.json_serialized_invocation_args)
-    folder = write_record(args, kfp_task_record.COMPLETE)
-    run_end = kfp_run_end.from_parameters(prepared.inputs.parameter_values)
+    folder = write_record(args, task_record.COMPLETE)
+    run_end = run_end_lib.from_parameters(prepared.inputs.parameter_values)
     if run_end is not None and folder is not None:
-        kfp_run_end.after_push(run_end, folder,
+        run_end_lib.after_push(run_end, folder,
                                prepared.inputs.parameter_values['custom_config'].string_value)
     restore_output_uris(prepared.outputs.output_file, args.restore_uris)
 

@@ -39,7 +39,7 @@ from ml_metadata.proto import metadata_store_pb2
 from core import storage
 from pipeline.kubeflow import task_record as records_lib
 from pipeline.runs import notify
-from pipeline.kubeflow import retention as retention_kfp
+from pipeline.kubeflow import retention
 from pipeline.runs import stages
 from pipeline.definition.config_retraining import NotifyConfig, RetentionConfig
 from pipeline.runs.summary import RunSummary
@@ -153,7 +153,7 @@ def _after_push(run_end: dict, task_folder: str, custom_config: str) -> Optional
         logging.warning('No retention or notification: %s is not in open-source KFP\'s layout '
                         '<pipeline_root>/<pipeline>/<run id>/<task>/<uuid>', task_folder)
         return None
-    outcome = retention_kfp.apply(root, name, run_id,
+    outcome = retention.apply(root, name, run_id,
                                   RetentionConfig.from_properties(run_end).keep_runs,
                                   run_end['serving_dir'])
     logging.info('Retention: %s', outcome.text())

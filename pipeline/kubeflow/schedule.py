@@ -167,12 +167,12 @@ def run(config, kubeflow, score=None, output=None) -> int:
     open(log_file, 'w').close()
     try:
         with logs.to_file(log_file, logs.is_verbose()):
-            from pipeline.kubeflow import score as kubeflow_score
+            from pipeline.kubeflow import score as score_lib
             from pipeline.kubeflow.compiler import compile_pipeline, write_pipeline_spec
             # The credentials are read before the compile, so a missing token fails at once.
             client = kubeflow.endpoint and connect(kubeflow)
             if score:
-                job_file, config = kubeflow_score.compile_for(config, kubeflow, score, output)
+                job_file, config = score_lib.compile_for(config, kubeflow, score, output)
             else:
                 job_file = compile_pipeline(config, kubeflow)
             # What a user uploads in the KFP UI, beside the job file (schedule() uploads it).

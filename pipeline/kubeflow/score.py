@@ -23,10 +23,8 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from pipeline.definition import config as config_lib
 from pipeline.definition import config_kubeflow
-from pipeline.kubeflow import compiler as kubeflow
+from pipeline.kubeflow import compiler
 from pipeline.definition import scoring
-
-DEFAULT_FILE = config_kubeflow.SCORE_SPEC_FILE
 
 
 def build_job(config: config_lib.PipelineConfig, kubeflow_config: config_lib.KubeflowConfig,
@@ -37,16 +35,16 @@ def build_job(config: config_lib.PipelineConfig, kubeflow_config: config_lib.Kub
     config = dataclasses.replace(config, ingest=dataclasses.replace(
         config.ingest, data_dir=score.input_dir))
     score = dataclasses.replace(score, output_dir='',
-                                input_dir=kubeflow.to_image_path(score.input_dir, workdir))
-    pipeline = scoring.create_pipeline(kubeflow.for_image(config, workdir), score)
+                                input_dir=compiler.to_image_path(score.input_dir, workdir))
+    pipeline = scoring.create_pipeline(compiler.for_image(config, workdir), score)
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             display_name=config.name + scoring.SUFFIX, default_image=kubeflow_config.image,
-            default_commands=kubeflow.ENTRYPOINT, use_pipeline_spec_2_1=True))
+            default_commands=compiler.ENTRYPOINT, use_pipeline_spec_2_1=True))
     job = runner.run(pipeline, write_out=False)
     # An s3:// or minio:// root: the object store's endpoint and region in every task, as in
     # the training pipeline (its Secret: kubeflow.write_pipeline_spec's platform spec).
-    kubeflow.add_object_store_env(job, kubeflow_config, config.pipeline_root)
+    compiler.add_object_store_env(job, kubeflow_config, config.pipeline_root)
     return job
 
 
@@ -65,8 +63,8 @@ def compile_for(config: config_lib.PipelineConfig, kubeflow_config: config_lib.K
                 score: scoring.ScoreConfig, output: Optional[str]
                 ) -> Tuple[str, config_lib.PipelineConfig]:
     """runner.py --kubeflow --score: (the compiled file, the config to schedule it with). The
-    file defaults to DEFAULT_FILE, not the training pipeline's; the config is named
-    `<name>-score`, so scheduling it never replaces the training pipeline's recurring run."""
+    file defaults to config_kubeflow.SCORE_SPEC_FILE, not the training pipeline's; the config is
+    named `<name>-score`, so scheduling it never replaces the training pipeline's recurring run."""
     kubeflow_config = dataclasses.replace(
         kubeflow_config, output_file=config_kubeflow.spec_file(kubeflow_config, True, output))
     return (compile_pipeline(config, kubeflow_config, score),

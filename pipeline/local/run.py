@@ -55,7 +55,7 @@ def run(config: config_lib.PipelineConfig, wait: bool = True) -> int:
             try:
                 return _run(config, run_id, log_path, stream, lock)
             except KeyboardInterrupt:  # outside the stages (those say where they stopped)
-                _exit_interrupted(stream, 'interrupted; run the same command to resume')
+                exit_interrupted(stream, 'interrupted; run the same command to resume')
     finally:
         lock.release()
 
@@ -86,7 +86,7 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
     from pipeline.definition import beam_mode
     from pipeline.local import console as console_lib
     from pipeline.runs import notify
-    from pipeline.definition import factory as pipeline_lib
+    from pipeline.definition import factory
     from pipeline.runs import retention
     from pipeline.runs import summary as summary_lib
     from pipeline.runs import summary_text
@@ -109,12 +109,12 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
     try:
         # LocalDagRunner.run() would name the run itself (now().isoformat()) and not say so:
         # compile here and bind the run id, which TFX then keeps.
-        ir = compiler.Compiler().compile(pipeline_lib.create_pipeline(config))
+        ir = compiler.Compiler().compile(factory.create_pipeline(config))
         runtime_parameter_utils.substitute_runtime_parameter(
             ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
         local_dag_runner.LocalDagRunner().run_with_ir(ir)
     except KeyboardInterrupt:
-        _exit_interrupted(stream, stages.interrupted_message(progress.last))
+        exit_interrupted(stream, stages.interrupted_message(progress.last))
     except Exception as error:  # pylint: disable=broad-except
         # Any failure, data or bug: the summary says where and why, the log keeps the traceback.
         logging.exception('The run failed')
@@ -144,7 +144,7 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
     return code
 
 
-def _exit_interrupted(stream, message: str) -> None:
+def exit_interrupted(stream, message: str) -> None:
     """Ctrl-C: one line, exit 130. The process group got SIGINT too, so Beam's worker
     processes are ending on their own; os._exit skips interpreter shutdown, which would wait for
     their threads and print their tracebacks."""

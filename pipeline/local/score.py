@@ -109,7 +109,7 @@ def _run(config, score, run_id: str, stamp: str, log_path: str, stream) -> int:
     from components.score import results, served
     from pipeline.definition import beam_mode
     from pipeline.local import console as console_lib
-    from pipeline.local import run as local
+    from pipeline.local import run as local_run
     from pipeline.definition import scoring
     from pipeline.runs import summary as summary_lib
 
@@ -144,11 +144,11 @@ def _run(config, score, run_id: str, stamp: str, log_path: str, stream) -> int:
             ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
         local_dag_runner.LocalDagRunner().run_with_ir(ir)
     except KeyboardInterrupt:
-        local._exit_interrupted(stream, 'interrupted; nothing was published; run the same '
+        local_run.exit_interrupted(stream, 'interrupted; nothing was published; run the same '
                                 'command to score again')
     except Exception as error:  # pylint: disable=broad-except
         logging.exception('Scoring failed')
-        lines = local.first_lines(error)
+        lines = local_run.first_lines(error)
         stages.failed(lines[0])
         if len(lines) > 1 or len(lines[0]) > 90:  # more than the stage's line could show
             console.line('\n'.join(lines))

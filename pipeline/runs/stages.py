@@ -18,8 +18,8 @@ from typing import Callable, Dict, Optional
 
 from core import properties
 from pipeline.runs import summary as summary_lib
+from pipeline.runs.summary import custom_property as _custom
 
-_custom = summary_lib.custom_property
 KeyFigure = Callable[[summary_lib.RunSummary], Optional[str]]
 
 # The ids other modules look stages up by (RunSummary.states, execution_properties).

@@ -25,9 +25,10 @@ def served_digits(tmp_path_factory):
     from tfx import v1 as tfx
 
     import runner
+    from components.push.params import PushParams
     from pipeline.definition import beam_mode
     from pipeline.definition import config as config_lib
-    from pipeline.definition import factory as pipeline_lib
+    from pipeline.definition import factory, presets
     from pipeline.runs import summary as summary_lib
     from pipeline.report import page
 
@@ -37,7 +38,7 @@ def served_digits(tmp_path_factory):
             '--schema', config_lib.DIGITS_SCHEMA]
     first_run = run_command([sys.executable, 'runner.py', *argv])
     assert first_run.returncode == 0, first_run.stderr[-3000:]
-    cfg, _ = runner.build_configs(runner.build_parser().parse_args(argv))
+    cfg, _ = presets.from_args(runner.build_parser().parse_args(argv))
     # The Beam args runner.py chose (part of every Beam stage's cache key), for the in-process
     # runs below to hit the cache as a second `runner.py` would.
     cfg = dataclasses.replace(cfg, beam_args=beam_mode.resolve(
@@ -68,8 +69,8 @@ def served_digits(tmp_path_factory):
     shared.served_files_after_guard = _snapshot(cfg.serving_dir)
 
     # test_serving_e2e.py: only the Pusher's setting changed.
-    changed = dataclasses.replace(cfg, push=config_lib.PushConfig(keep_versions=3))
-    tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(changed))
+    changed = dataclasses.replace(cfg, push=PushParams(keep_versions=3))
+    tfx.orchestration.LocalDagRunner().run(factory.create_pipeline(changed))
     shared.pusher_rerun = summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
     shared.served_after_pusher_rerun = version_folders(cfg.serving_dir)
     return shared

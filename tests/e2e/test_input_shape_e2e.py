@@ -57,6 +57,7 @@ def _land_hostile_files(data: str, written: dict) -> None:
 @pytest.fixture(scope='module')
 def run(tmp_path_factory):
     import runner
+    from pipeline.definition import presets
     base = tmp_path_factory.mktemp('shape_e2e')
     data, out = str(base / 'data'), str(base / 'out')
     written = photo_folders.make_folders(data, per_class=30)
@@ -65,7 +66,7 @@ def run(tmp_path_factory):
     flags = ('--config', 'smoke', '--workers', '2', '--steps', '150',
              '--min-accuracy', str(MIN_ACCURACY), '--max-rejected-fraction', '0.05')
     argv = runner_command(data, out, *flags, digits_schema=False)
-    cfg, _ = runner.build_configs(runner.build_parser().parse_args(argv[2:]))
+    cfg, _ = presets.from_args(runner.build_parser().parse_args(argv[2:]))
     assert cfg.train.image_size is None and cfg.train.channels is None  # nothing configured
     result = run_command(argv)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -21,7 +21,7 @@ import tensorflow as tf
 from google.protobuf import json_format
 
 from pipeline.definition import config as config_lib
-from pipeline.kubeflow import compiler as kubeflow
+from pipeline.kubeflow import compiler
 
 from helpers import copy_digits, version_folders
 import kfp_launcher
@@ -44,7 +44,7 @@ def runs(tmp_path_factory):
     # The "image" is this checkout: its paths stay as they are.
     kf = config_lib.KubeflowConfig(image='local', output_file=str(base / 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
-    job = kfp_launcher.load_job(kubeflow.compile_pipeline(cfg, kf))
+    job = kfp_launcher.load_job(compiler.compile_pipeline(cfg, kf))
     launcher = kfp_launcher.Launcher(workdir=str(base / 'pods'))
     first = launcher.run_job(job, 'run-1')
     unchanged = launcher.run_job(job, 'run-2')

@@ -24,8 +24,9 @@ from google.protobuf import json_format
 
 import runner
 from pipeline.definition import config as config_lib
-from pipeline.kubeflow import compiler as kubeflow
-from pipeline.kubeflow import run_end as kfp_run_end, task_record as kfp_task_record
+from pipeline.definition import presets
+from pipeline.kubeflow import compiler
+from pipeline.kubeflow import run_end as run_end_lib, task_record
 from pipeline.runs import notify
 from pipeline.runs.summary import RunSummary
 
@@ -73,9 +74,9 @@ def scenario(store, kfp_driver, tmp_path_factory):
         '--image', 'local', '--s3-endpoint', store.endpoint, '--schema', config_lib.DIGITS_SCHEMA,
         '--keep-runs', '1', '--window', '2', '--notify', url,
         '--on-finish', f'cp -t {hooks}', '--output', str(base / 'pipeline.json')])
-    cfg, kf = runner.build_configs(args)
+    cfg, kf = presets.from_args(args)
     kf = dataclasses.replace(kf, image_workdir=config_lib.REPO_ROOT)
-    spec = kubeflow.write_pipeline_spec(kubeflow.compile_pipeline(cfg, kf), cfg.pipeline_root,
+    spec = compiler.write_pipeline_spec(compiler.compile_pipeline(cfg, kf), cfg.pipeline_root,
                                         kf)
     job, platform = kfp_launcher.load_upload(spec, cfg.pipeline_root)
     driver = kfp_driver(str(base / 'pods'), {SECRET: {
@@ -107,7 +108,7 @@ def test_the_compiled_pipeline_caches_no_task_and_the_pusher_ends_the_run(scenar
                 if task.get('cachingOptions', {}).get('enableCache')]
     custom = json.loads(tasks['Pusher']['inputs']['parameters']['custom_config'][
         'runtimeValue']['constant'])
-    run_end = custom[kfp_run_end.RUN_END_KEY]
+    run_end = custom[run_end_lib.RUN_END_KEY]
     assert run_end['keep_runs'] == 1 and run_end['url'].startswith('http://127.0.0.1:')
     assert run_end['pipeline_root'] == scenario['cfg'].pipeline_root
 
@@ -136,7 +137,7 @@ def test_every_input_a_run_received_existed_when_it_ran(scenario):
 
 
 def test_retention_leaves_the_older_runs_only_what_the_window_and_serving_need(scenario):
-    record = '/' + kfp_task_record.RECORD_NAME
+    record = '/' + task_record.RECORD_NAME
     # After run 2: run 1 keeps only its Examples (span 1, in run 2's window) and their record,
     # and the record of its Pusher's task that says the run ended, without its artifacts.
     left = _run_keys(scenario, 'run-2', 'run-1')
@@ -150,8 +151,8 @@ def test_retention_leaves_the_older_runs_only_what_the_window_and_serving_need(s
     assert _run_keys(scenario, 'run-4', 'run-1') == [pusher]
     # Run 4 is kept whole: every task folder has its record and the Pusher's the summary.
     run4 = _run_keys(scenario, 'run-4', 'run-4')
-    assert len([k for k in run4 if k.endswith(kfp_task_record.RECORD_NAME)]) == 10
-    assert [k for k in run4 if '/Pusher/' in k and k.endswith('/' + kfp_run_end.SUMMARY_NAME)]
+    assert len([k for k in run4 if k.endswith(task_record.RECORD_NAME)]) == 10
+    assert [k for k in run4 if '/Pusher/' in k and k.endswith('/' + run_end_lib.SUMMARY_NAME)]
 
 
 def test_each_run_notified_as_a_local_run_does(scenario):
@@ -163,7 +164,7 @@ def test_each_run_notified_as_a_local_run_does(scenario):
         assert set(payload) == local_keys and payload['pipeline'] == 'smoke'
         assert payload['exit_code'] == 0 and payload['failed_stage'] is None
         assert payload['log'] is None and payload['report'] is None
-        assert payload['summary_file'].endswith('/' + kfp_run_end.SUMMARY_NAME)
+        assert payload['summary_file'].endswith('/' + run_end_lib.SUMMARY_NAME)
         assert '  retention: ' in payload['summary']
     first, second, third, fourth = (payloads[r] for r in RUNS)
     assert (first['outcome'], first['pushed_version']) == ('pushed', 1)
@@ -204,7 +205,7 @@ def test_a_deleted_output_comes_back_from_kfps_cache_only_without_retention(
                                   retention=config_lib.RetentionConfig(keep_runs=keep))
     kf = config_lib.KubeflowConfig(image='local', output_file=str(tmp_path / 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
-    job = only_tasks(kfp_launcher.load_job(kubeflow.compile_pipeline(cfg, kf)),
+    job = only_tasks(kfp_launcher.load_job(compiler.compile_pipeline(cfg, kf)),
                      'ImportSchemaGen')
     driver = kfp_driver(str(tmp_path / 'pods'), {})
     schema = lambda found: found['ImportSchemaGen'].artifacts['schema'].artifacts[0].uri  # noqa

@@ -30,7 +30,8 @@ from ml_metadata.proto import metadata_store_pb2
 
 import runner
 from pipeline.definition import config as config_lib
-from pipeline.kubeflow import compiler as kubeflow
+from pipeline.definition import presets
+from pipeline.kubeflow import compiler
 
 from helpers import copy_digits
 import kfp_launcher
@@ -58,9 +59,9 @@ def _compile(server, base, root: str, data: str):
         # KFP's cache as it is; retention compiles every task uncached and has its own
         # scenario (test_kubeflow_retention.py).
         '--keep-runs', '0'])
-    cfg, kf = runner.build_configs(args)
+    cfg, kf = presets.from_args(args)
     kf = dataclasses.replace(kf, image_workdir=config_lib.REPO_ROOT)
-    spec = kubeflow.write_pipeline_spec(kubeflow.compile_pipeline(cfg, kf), cfg.pipeline_root,
+    spec = compiler.write_pipeline_spec(compiler.compile_pipeline(cfg, kf), cfg.pipeline_root,
                                         kf)
     job, platform = kfp_launcher.load_upload(spec, cfg.pipeline_root)
     return cfg, job, platform

@@ -17,7 +17,7 @@ import kfp_launcher
 import runner
 import saved_models
 from pipeline.definition import config as config_lib
-from pipeline.kubeflow import score as kubeflow_score
+from pipeline.kubeflow import score
 from pipeline.runs import logs
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +39,7 @@ def scored(tmp_path_factory):
     # The "image" is this checkout: its paths stay as they are.
     kf = config_lib.KubeflowConfig(image='local', output_file=str(base / 'score.json'),
                                    image_workdir=config_lib.REPO_ROOT)
-    job_file = kubeflow_score.compile_pipeline(cfg, kf, config_lib.ScoreConfig(str(folder)))
+    job_file = score.compile_pipeline(cfg, kf, config_lib.ScoreConfig(str(folder)))
     launcher = kfp_launcher.Launcher(workdir=str(base / 'pods'))
     outputs = launcher.run_job(kfp_launcher.load_job(job_file), 'score-1')
     return job_file, outputs

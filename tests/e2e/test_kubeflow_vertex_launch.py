@@ -13,7 +13,7 @@ import pytest
 from google.protobuf import json_format
 
 from pipeline.definition import config as config_lib
-from pipeline.kubeflow import compiler as kubeflow
+from pipeline.kubeflow import compiler
 
 from helpers import smoke_sample_config
 import kfp_launcher
@@ -27,7 +27,7 @@ def run(tmp_path_factory):
     cfg = smoke_sample_config(str(base))
     kf = config_lib.KubeflowConfig(image='local', output_file=str(base / 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
-    job = kfp_launcher.load_job(kubeflow.compile_pipeline(cfg, kf))
+    job = kfp_launcher.load_job(compiler.compile_pipeline(cfg, kf))
     launcher = kfp_launcher.Launcher(mode='vertex', workdir=str(base / 'pods'))
     return cfg, launcher, launcher.run_job(job, 'job-1')
 

@@ -23,6 +23,7 @@ from sklearn.datasets import load_breast_cancer
 import tensorflow as tf
 
 from core import inputs
+from components.evaluate.params import EvalParams
 from components.ingest.checks import IngestionError
 from training import export
 from pipeline.definition import config as config_lib
@@ -72,7 +73,7 @@ def _config(base, data, **ingest):
     cfg = config_lib.smoke_config(data, os.path.join(base, 'out'), source='csv',
                                   schema_path=None)  # inferred by SchemaGen
     train = dataclasses.replace(cfg.train, train_steps=120)
-    return dataclasses.replace(cfg, train=train, eval=config_lib.EvalConfig(min_accuracy=0.85),
+    return dataclasses.replace(cfg, train=train, eval=EvalParams(min_accuracy=0.85),
                                ingest=dataclasses.replace(
                                    cfg.ingest, label_column='diagnosis',
                                    drop_columns=('scan_date',), **ingest))

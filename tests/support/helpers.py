@@ -47,9 +47,9 @@ def copy_digits(dest: str, classes=('0', '1', '2'), per_class: int = 30, size: i
 def run_pipeline(cfg):
     """Runs create_pipeline(cfg) with LocalDagRunner; returns the run's summary from ML Metadata."""
     from tfx import v1 as tfx  # heavy: imported by the e2e tests only
-    from pipeline.definition import factory as pipeline_lib
+    from pipeline.definition import factory
     from pipeline.runs import summary as summary_lib
-    tfx.orchestration.LocalDagRunner().run(pipeline_lib.create_pipeline(cfg))
+    tfx.orchestration.LocalDagRunner().run(factory.create_pipeline(cfg))
     return summary_lib.read_latest_run(cfg.metadata_path, cfg.name)
 
 
@@ -174,7 +174,8 @@ def runner_cli(*args, timeout: float = 60):
 def runner_configs(*flags):
     """(PipelineConfig, KubeflowConfig or None) that runner.py builds from these flags."""
     import runner
-    return runner.build_configs(runner.build_parser().parse_args(list(flags)))
+    from pipeline.definition import presets
+    return presets.from_args(runner.build_parser().parse_args(list(flags)))
 
 
 def version_folders(serving_dir: str) -> list:

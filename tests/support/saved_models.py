@@ -28,7 +28,7 @@ from tfx.utils import path_utils, proto_utils
 from core import features
 from components.evaluate import executor as evaluate_executor
 from training import export
-from pipeline.definition import factory as pipeline_lib
+from pipeline.definition import factory
 from helpers import IN_PROCESS_BEAM
 
 _EXPORT_CACHE = tempfile.TemporaryDirectory(prefix='brightness-models-')  # removed at exit
@@ -127,6 +127,6 @@ def evaluate(tmp_path, config, class_names, brightness_by_class, centers, baseli
         dict({specs.EXAMPLES_KEY: [examples], specs.MODEL_KEY: [model],
               specs.BASELINE_MODEL_KEY: [baseline]}, **({'drift': [drift]} if drift else {})),
         {specs.EVALUATION_KEY: [evaluation], specs.BLESSING_KEY: [blessing]},
-        {specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(pipeline_lib.make_eval_config(config)),
+        {specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(factory.make_eval_config(config)),
          specs.EXAMPLE_SPLITS_KEY: json.dumps(['eval']), 'max_regression': config.max_regression})
     return blessing, evaluation

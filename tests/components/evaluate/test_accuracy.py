@@ -6,13 +6,13 @@ import tf_keras
 from tensorflow_model_analysis.metrics import metric_specs, metric_types
 
 from components.evaluate import accuracy
-from pipeline.definition import factory as pipeline_lib
-from pipeline.definition.config import EvalConfig
+from pipeline.definition import factory
+from components.evaluate.params import EvalParams
 
 
 def _combiner(example_weighted=False):
     """The combiner TFMA builds for the pipeline's accuracy config (as its evaluator would)."""
-    eval_config = pipeline_lib.make_eval_config(EvalConfig(min_accuracy=0.5))
+    eval_config = factory.make_eval_config(EvalParams(min_accuracy=0.5))
     metric = next(m for m in eval_config.metrics_specs[0].metrics
                   if m.class_name == 'SparseCategoricalAccuracy')
     assert metric.module == accuracy.__name__   # not the Keras metric of the same name

@@ -8,8 +8,8 @@ import tensorflow_model_analysis as tfma
 from tensorflow_model_analysis.evaluators import metrics_validator
 
 from components.evaluate import checks
-from pipeline.definition import factory as pipeline_lib
-from pipeline.definition.config import EvalConfig
+from pipeline.definition import factory
+from components.evaluate.params import EvalParams
 
 
 def _with_change_threshold(eval_config, max_regression):
@@ -24,7 +24,7 @@ def _with_change_threshold(eval_config, max_regression):
 
 def _result(config, slice_key, accuracy, change=None):
     eval_config = tfma.utils.update_eval_config_with_defaults(
-        _with_change_threshold(pipeline_lib.make_eval_config(config), config.max_regression),
+        _with_change_threshold(factory.make_eval_config(config), config.max_regression),
         has_baseline=change is not None, rubber_stamp=True)
     key = tfma.metrics.MetricKey(name='sparse_categorical_accuracy',
                                  model_name='candidate' if change is not None else '',
@@ -36,31 +36,31 @@ def _result(config, slice_key, accuracy, change=None):
 
 
 def test_overall_bar_failure_reads_value_below_bound():
-    result = _result(EvalConfig(min_accuracy=0.90), (), 0.87121)
+    result = _result(EvalParams(min_accuracy=0.90), (), 0.87121)
     assert checks.failure_reasons(result) == ['sparse_categorical_accuracy 0.8712 < 0.90']
 
 
 def test_class_failure_names_its_slice():
-    result = _result(EvalConfig(min_class_accuracy=0.925), (('label_name', b'cat'),), 0.893)
+    result = _result(EvalParams(min_class_accuracy=0.925), (('label_name', b'cat'),), 0.893)
     assert checks.failure_reasons(result) == [
         'label_name=cat: sparse_categorical_accuracy 0.8930 < 0.925']
 
 
 def test_regression_names_the_served_version_and_the_change():
-    result = _result(EvalConfig(min_accuracy=0.5), (), 0.91, change=-0.012)
+    result = _result(EvalParams(min_accuracy=0.5), (), 0.91, change=-0.012)
     assert checks.failure_reasons(result, served_version=3) == [
         'sparse_categorical_accuracy change vs served version 3 -0.0120 < 0.00']
     assert checks.failure_reasons(result) == [
         'sparse_categorical_accuracy change vs baseline -0.0120 < 0.00']
-    tolerant = _result(EvalConfig(min_accuracy=0.5, max_regression=0.05), (), 0.91, change=-0.1)
+    tolerant = _result(EvalParams(min_accuracy=0.5, max_regression=0.05), (), 0.91, change=-0.1)
     assert checks.failure_reasons(tolerant, 2) == [
         'sparse_categorical_accuracy change vs served version 2 -0.1000 < -0.05']
 
 
 def test_both_bars_failing_give_two_reasons_and_a_pass_gives_none():
-    result = _result(EvalConfig(min_accuracy=0.9), (), 0.5, change=-0.3)
+    result = _result(EvalParams(min_accuracy=0.9), (), 0.5, change=-0.3)
     assert len(checks.failure_reasons(result, 1)) == 2
-    assert checks.failure_reasons(_result(EvalConfig(), (), 0.95)) == []
+    assert checks.failure_reasons(_result(EvalParams(), (), 0.95)) == []
 
 
 def test_missing_metric_slice_and_empty_results_are_reasons_too():

@@ -13,7 +13,7 @@ import tensorflow_model_analysis as tfma
 from core import properties
 from components.evaluate import checks
 from components.evaluate import executor
-from pipeline.definition.config import EvalConfig
+from components.evaluate.params import EvalParams
 
 import saved_models
 
@@ -22,7 +22,7 @@ CENTERS = (0.1, 0.5, 0.9)
 BRIGHTNESS = {'a': [0.1] * 10, 'b': [0.5] * 10, 'c': [0.9] * 8 + [0.5] * 2}
 
 
-def evaluate(tmp_path, config: EvalConfig, baseline=None, centers=CENTERS, drift=None):
+def evaluate(tmp_path, config: EvalParams, baseline=None, centers=CENTERS, drift=None):
     return saved_models.evaluate(tmp_path, config, CLASSES, BRIGHTNESS, centers, baseline,
                                  drift=drift)
 
@@ -49,7 +49,7 @@ def test_one_class_below_the_bar_is_blessed_by_default(tmp_path):
     calm = saved_models.standard_artifacts.ExampleAnomalies()  # drift within its thresholds
     calm.uri = str(tmp_path / 'calm-drift')
     calm.set_string_custom_property('drift_reasons', '[]')
-    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9), drift=calm)
+    blessing, evaluation = evaluate(tmp_path, EvalParams(min_accuracy=0.9), drift=calm)
     assert blessing.get_int_custom_property('blessed') == 1
     assert _reasons(blessing) == []
     assert blessing.get_int_custom_property(properties.COMPARED_VERSION) == -1
@@ -62,7 +62,7 @@ def test_one_class_below_the_bar_is_blessed_by_default(tmp_path):
 
 
 def test_one_class_below_the_opt_in_class_bar_is_not_blessed_and_says_which(tmp_path):
-    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9,
+    blessing, evaluation = evaluate(tmp_path, EvalParams(min_accuracy=0.9,
                                                          min_class_accuracy=0.9))
     assert blessing.get_int_custom_property('blessed') == 0
     assert _reasons(blessing) == ['label_name=c: sparse_categorical_accuracy 0.8000 < 0.90']
@@ -85,7 +85,7 @@ def test_a_regression_beyond_noise_against_the_served_model_in_place_names_the_v
     # The candidate's centre for b lies beyond c's: b's images (0.5) are nearest to a (0.3).
     # It gets 18 of 30 right (0.6): above the bar of 0.5, a third below the served model, on
     # every bucket of the jackknife: its whole 95% interval is below 0.
-    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.5),
+    blessing, evaluation = evaluate(tmp_path, EvalParams(min_accuracy=0.5),
                                     baseline=baseline, centers=(0.3, 0.95, 0.9))
     assert blessing.get_int_custom_property('blessed') == 0
     assert _intervals(evaluation) > 0
@@ -112,7 +112,7 @@ def test_one_example_worse_on_30_is_within_noise_and_blessed_with_the_figures(tm
     # One image of a (0.28) is nearer a's centre for the served model (0.1) and nearer b's for
     # the candidate (0.45): 29 of 30 against 30 of 30, a change of -0.0333 on one example.
     brightness = {'a': [0.1] * 9 + [0.28], 'b': [0.5] * 10, 'c': [0.9] * 10}
-    blessing, _ = saved_models.evaluate(tmp_path, EvalConfig(min_accuracy=0.5), CLASSES,
+    blessing, _ = saved_models.evaluate(tmp_path, EvalParams(min_accuracy=0.5), CLASSES,
                                         brightness, (0.1, 0.45, 0.9), served)
     assert blessing.get_int_custom_property('blessed') == 1
     assert _reasons(blessing) == []
@@ -128,7 +128,7 @@ def test_drift_beyond_a_threshold_refuses_the_blessing_with_its_reason(tmp_path)
     drifted.uri = str(tmp_path / 'drift')
     drifted.set_string_custom_property('drift_reasons', json.dumps(
         ['label L∞ 0.59 > 0.30 vs the data of served version 1']))
-    blessing, _ = evaluate(tmp_path / 'drifted', EvalConfig(min_accuracy=0.9), drift=drifted)
+    blessing, _ = evaluate(tmp_path / 'drifted', EvalParams(min_accuracy=0.9), drift=drifted)
     assert blessing.get_int_custom_property('blessed') == 0  # TFMA alone would bless it
     assert _reasons(blessing) == ['label L∞ 0.59 > 0.30 vs the data of served version 1']
     assert (tmp_path / 'drifted' / 'blessing' / 'NOT_BLESSED').is_file()
@@ -143,7 +143,7 @@ def test_an_incompatible_served_model_is_not_compared_and_the_blessing_says_so(t
     served.set_int_custom_property('served_version', 1)
     served.set_string_custom_property('incompatible_reason', 'served model predicts classes '
                                       "['0', '1']; this model predicts ['a', 'b', 'c']")
-    blessing, evaluation = evaluate(tmp_path, EvalConfig(min_accuracy=0.9), baseline=served)
+    blessing, evaluation = evaluate(tmp_path, EvalParams(min_accuracy=0.9), baseline=served)
     assert blessing.get_int_custom_property('blessed') == 1
     assert blessing.get_int_custom_property(properties.COMPARED_VERSION) == -1
     assert blessing.get_string_custom_property(properties.NOT_COMPARED) == (
@@ -162,7 +162,7 @@ def test_the_eval_splits_of_every_span_in_the_window_are_evaluated(tmp_path):
         window.SpanEntry(span=s, uri=a.uri, fingerprint='', num_train=0, num_eval=30)
         for s, a in ((1, older), (2, newest))]))
     assert [a.uri for a in executor.window_examples([newest])] == [older.uri, newest.uri]
-    blessing, evaluation = saved_models.evaluate(tmp_path, EvalConfig(min_accuracy=0.9), CLASSES,
+    blessing, evaluation = saved_models.evaluate(tmp_path, EvalParams(min_accuracy=0.9), CLASSES,
                                           BRIGHTNESS, CENTERS, examples=newest)
     [overall] = checks.load_checks(evaluation.uri)
     assert round(overall.value, 4) == round(58 / 60, 4)  # both spans, not span 2's 0.9333

@@ -41,9 +41,9 @@ def test_without_an_interval_the_point_value_decides():
 def test_without_intervals_switches_off_the_jackknife_and_keeps_the_rest():
     from google.protobuf import json_format
     import tensorflow_model_analysis as tfma
-    from pipeline.definition import factory as pipeline
-    from pipeline.definition.config import EvalConfig
-    given = pipeline.make_eval_config(EvalConfig(min_accuracy=0.7))
+    from pipeline.definition import factory
+    from components.evaluate.params import EvalParams
+    given = factory.make_eval_config(EvalParams(min_accuracy=0.7))
     assert given.options.compute_confidence_intervals.value
     result = json_format.Parse(noise.without_intervals(json_format.MessageToJson(given)),
                                tfma.EvalConfig())

@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 from core import features
-from components.ingest import beam_pipeline, checks, records, tabular
+from components.ingest import beam_pipeline, checks, records, stats, tabular
 
 from helpers import REPO_ROOT, copy_digits
 
@@ -31,7 +31,7 @@ def _run(options, output_dir):
     result = pipeline.run()
     result.wait_until_finish()
     table = beam_pipeline.finalize(output_dir, options)
-    return beam_pipeline.read_counts(result), checks.read_quarantine(output_dir), table
+    return stats.read_counts(result), checks.read_quarantine(output_dir), table
 
 
 def _examples(output_dir, split):
@@ -155,7 +155,7 @@ def _csv(tmp_path, rows=CSV_ROWS):
     table = tabular.infer_table(header, 'species', tabular.sample_rows(str(root / 'data.csv')),
                                 {'width': 'numeric'})
     return beam_pipeline.IngestOptions(root=str(root), source='csv', table=table,
-                                       csv_files=(str(root / 'data.csv'),))
+                                       files=(str(root / 'data.csv'),))
 
 
 def test_each_bad_csv_row_is_quarantined_with_its_reason_and_raw_text(tmp_path):

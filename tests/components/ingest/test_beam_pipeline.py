@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from core import features
-from components.ingest import beam_pipeline, images, tabular
+from components.ingest import beam_pipeline, images, stats, tabular
 
 
 def _run(root, output_dir, **options):
@@ -19,7 +19,7 @@ def _run(root, output_dir, **options):
     result = pipeline.run()
     result.wait_until_finish()
     beam_pipeline.finalize(output_dir, opts)
-    return beam_pipeline.read_counts(result)
+    return stats.read_counts(result)
 
 
 def _read(split_dir):
@@ -154,7 +154,7 @@ def test_same_records_per_split_and_shard_in_one_process_or_two_worker_processes
         'images': beam_pipeline.IngestOptions(root=small_images, classes=('0', '1', '2'),
                                               num_shards=3),
         'csv': beam_pipeline.IngestOptions(
-            root=str(tmp_path / 'csv'), source='csv', csv_files=files, num_shards=3,
+            root=str(tmp_path / 'csv'), source='csv', files=files, num_shards=3,
             table=tabular.infer_table(['x', 'c', 'label'], 'label', []))}
     # Both sources in each pipeline: the two worker processes start once, not once a source.
     one = _records_per_split(by_source, str(tmp_path / 'one'), ['--direct_running_mode=in_memory'])
@@ -193,7 +193,7 @@ def test_a_csv_column_as_split_key_keeps_an_entity_in_one_split(tmp_path):
     (tmp_path / 'csv' / 'rows.csv').write_text('\n'.join(rows) + '\n')
     options = beam_pipeline.IngestOptions(
         root=str(tmp_path / 'csv'), source='csv', split_key='patient',
-        csv_files=(str(tmp_path / 'csv' / 'rows.csv'),),
+        files=(str(tmp_path / 'csv' / 'rows.csv'),),
         table=tabular.infer_table(['patient', 'value', 'label'], 'label', []))
     pipeline = beam.Pipeline(argv=['--direct_running_mode=in_memory'])
     beam_pipeline.build_ingest(pipeline, options, str(tmp_path / 'out'))

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from core import features, inputs
 from components.ingest import beam_pipeline, checks, parquet, records, registry, sources
-from components.ingest import tabular
+from components.ingest import stats, tabular
 from ingest_helpers import ingest_do, no_hang
 
 EPOCH_2024 = 1704067200  # 2024-01-01T00:00:00Z in seconds
@@ -209,7 +209,7 @@ def test_the_beam_graph_writes_every_valid_row_and_quarantines_the_rest(tmp_path
     listed = registry.get('parquet').list_input(folder, 'kind', {}, (), 'utf-8', False)
     options = beam_pipeline.IngestOptions(root=folder, source='parquet', **listed)
     result, table = _ingest(options, str(tmp_path / 'out'))
-    counts = beam_pipeline.read_counts(result)
+    counts = stats.read_counts(result)
     assert (counts['found'], counts['rejected'], counts['rejected_nested_value'],
             counts['rejected_corrupt_parquet']) == (81, 2, 1, 1)
     assert counts['written_train'] + counts['written_eval'] == 79

@@ -7,13 +7,14 @@ import pytest
 from tfx.utils import io_utils
 
 from components.ingest import registry, source
+from components.ingest.params import IngestParams
 from pipeline.definition import config as config_lib
 
 from helpers import DIGITS, copy_digits
 
 
 def test_every_name_has_a_source_and_the_config_offers_exactly_those():
-    offered = config_lib.IngestConfig.__dataclass_fields__['source'].metadata['choices']
+    offered = IngestParams.__dataclass_fields__['source'].metadata['choices']
     assert registry.NAMES == ('images', 'csv', 'parquet') == offered   # --source's choices
     assert set(config_lib.SOURCE_DEFAULTS) == set(registry.NAMES)
     for name in registry.NAMES:

@@ -84,7 +84,7 @@ def _ingest(tmp_path, lines, drop=()):
     table = tabular.infer_table(header, 'kind', tabular.sample_rows(str(root / 'data.csv')),
                                 drop=drop)
     options = beam_pipeline.IngestOptions(root=str(root), source='csv', table=table,
-                                          csv_files=(str(root / 'data.csv'),))
+                                          files=(str(root / 'data.csv'),))
     out = str(tmp_path / 'out')
     pipeline = beam.Pipeline(argv=['--direct_running_mode=in_memory'])
     beam_pipeline.build_ingest(pipeline, options, out)

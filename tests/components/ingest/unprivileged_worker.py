@@ -15,14 +15,14 @@ import sys
 
 def ingest(root: str, output_dir: str) -> dict:
     import apache_beam as beam
-    from components.ingest import beam_pipeline, checks, images
+    from components.ingest import beam_pipeline, checks, images, stats
     options = beam_pipeline.IngestOptions(root=root, classes=tuple(images.list_classes(root)))
     pipeline = beam.Pipeline(argv=['--direct_running_mode=in_memory'])
     beam_pipeline.build_ingest(pipeline, options, output_dir)
     result = pipeline.run()
     result.wait_until_finish()
     beam_pipeline.finalize(output_dir, options)
-    return {'counts': beam_pipeline.read_counts(result),
+    return {'counts': stats.read_counts(result),
             'quarantine': checks.read_quarantine(output_dir)}
 
 

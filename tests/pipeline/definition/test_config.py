@@ -3,7 +3,11 @@ import dataclasses
 
 import pytest
 
+from components.evaluate.params import EvalParams
+from components.ingest.params import IngestParams
+from components.push.params import PushParams
 from pipeline.definition import config, presets
+from training.params import TrainParams
 
 
 def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
@@ -16,35 +20,35 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
 
 
 @pytest.mark.parametrize('make, field', [
-    (lambda: config.IngestConfig(train_percent=0), 'train_percent'),
-    (lambda: config.IngestConfig(train_percent=100), 'train_percent'),
-    (lambda: config.IngestConfig(num_shards=-1), 'num_shards'),
-    (lambda: config.IngestConfig(source='avro'), 'source'),
-    (lambda: config.IngestConfig(image_size=(0, 8)), 'image_size'),
-    (lambda: config.IngestConfig(image_storage='png'), 'image_storage'),
-    (lambda: config.IngestConfig(feature_types=(('x', 'text'),)), 'feature_types'),
-    (lambda: config.IngestConfig(split_key=''), 'split_key'),
-    (lambda: config.IngestConfig(max_rejected_fraction=1.0), 'max_rejected_fraction'),
-    (lambda: config.IngestConfig(encoding='no-such-codec'), 'encoding'),
-    (lambda: config.IngestConfig(convert_formats=('EPS',)), 'convert_formats'),
-    (lambda: config.IngestConfig(max_image_pixels=0), 'max_image_pixels'),
-    (lambda: config.IngestConfig(max_csv_record_bytes=0), 'max_csv_record_bytes'),
-    (lambda: config.TrainConfig(train_steps=-1), 'train_steps'),
-    (lambda: config.TrainConfig(train_epochs=-1.0), 'train_epochs'),
-    (lambda: config.TrainConfig(train_steps=30, freeze_epochs=1), 'freeze_epochs'),
-    (lambda: config.TrainConfig(train_epochs=3.0, freeze_epochs=3), 'freeze_epochs'),
-    (lambda: config.TrainConfig(patience=-1), 'patience'),
-    (lambda: config.TrainConfig(validation_percent=60), 'validation_percent'),
-    (lambda: config.TrainConfig(time_budget_minutes=-1.0), 'time_budget_minutes'),
-    (lambda: config.TrainConfig(global_batch_size=0), 'global_batch_size'),
-    (lambda: config.TrainConfig(learning_rate=0.0), 'learning_rate'),
-    (lambda: config.TrainConfig(train_steps=10, warmup_steps=10), 'warmup_steps'),
-    (lambda: config.TrainConfig(image_size=(8,)), 'image_size'),
-    (lambda: config.TrainConfig(channels=2), 'channels'),
-    (lambda: config.TrainConfig(model_builder='build_model'), 'model_builder'),
-    (lambda: config.TrainConfig(augment='heavy'), 'augment must be one of'),
-    (lambda: config.EvalConfig(min_accuracy=1.5), 'min_accuracy'),
-    (lambda: config.PushConfig(keep_versions=0), 'keep_versions'),
+    (lambda: IngestParams(train_percent=0), 'train_percent'),
+    (lambda: IngestParams(train_percent=100), 'train_percent'),
+    (lambda: IngestParams(num_shards=-1), 'num_shards'),
+    (lambda: IngestParams(source='avro'), 'source'),
+    (lambda: IngestParams(image_size=(0, 8)), 'image_size'),
+    (lambda: IngestParams(image_storage='png'), 'image_storage'),
+    (lambda: IngestParams(feature_types=(('x', 'text'),)), 'feature_types'),
+    (lambda: IngestParams(split_key=''), 'split_key'),
+    (lambda: IngestParams(max_rejected_fraction=1.0), 'max_rejected_fraction'),
+    (lambda: IngestParams(encoding='no-such-codec'), 'encoding'),
+    (lambda: IngestParams(convert_formats=('EPS',)), 'convert_formats'),
+    (lambda: IngestParams(max_image_pixels=0), 'max_image_pixels'),
+    (lambda: IngestParams(max_csv_record_bytes=0), 'max_csv_record_bytes'),
+    (lambda: TrainParams(train_steps=-1), 'train_steps'),
+    (lambda: TrainParams(train_epochs=-1.0), 'train_epochs'),
+    (lambda: TrainParams(train_steps=30, freeze_epochs=1), 'freeze_epochs'),
+    (lambda: TrainParams(train_epochs=3.0, freeze_epochs=3), 'freeze_epochs'),
+    (lambda: TrainParams(patience=-1), 'patience'),
+    (lambda: TrainParams(validation_percent=60), 'validation_percent'),
+    (lambda: TrainParams(time_budget_minutes=-1.0), 'time_budget_minutes'),
+    (lambda: TrainParams(global_batch_size=0), 'global_batch_size'),
+    (lambda: TrainParams(learning_rate=0.0), 'learning_rate'),
+    (lambda: TrainParams(train_steps=10, warmup_steps=10), 'warmup_steps'),
+    (lambda: TrainParams(image_size=(8,)), 'image_size'),
+    (lambda: TrainParams(channels=2), 'channels'),
+    (lambda: TrainParams(model_builder='build_model'), 'model_builder'),
+    (lambda: TrainParams(augment='heavy'), 'augment must be one of'),
+    (lambda: EvalParams(min_accuracy=1.5), 'min_accuracy'),
+    (lambda: PushParams(keep_versions=0), 'keep_versions'),
     (lambda: presets.named_config('large', '/data', '/out'), 'config must be one of'),
     (lambda: config.PipelineConfig(name='has space'), 'name'),
     (lambda: config.PipelineConfig(schema_path='/no/such/schema.pbtxt'), 'schema'),
@@ -61,13 +65,13 @@ def test_configs_are_frozen():
 
 
 def test_the_default_length_is_epochs_with_early_stopping():
-    train = config.TrainConfig()
+    train = TrainParams()
     assert train.train_steps == 0 and train.train_epochs == 0.0  # epochs from the data
     assert (train.patience, train.validation_percent, train.time_budget_minutes) == (3, 10, 0.0)
     # A fixed length bounds the warm-up; epochs do not (the trainer clamps it to the data).
-    assert config.TrainConfig(train_steps=0, warmup_steps=500).warmup_steps == 500
+    assert TrainParams(train_steps=0, warmup_steps=500).warmup_steps == 500
     with pytest.raises(ValueError, match='warmup_steps'):
-        config.TrainConfig(train_steps=30, warmup_steps=30)
+        TrainParams(train_steps=30, warmup_steps=30)
 
 
 def test_smoke_variant_is_small_and_runs_beam_by_input_size(tmp_path):
@@ -86,28 +90,28 @@ def test_the_source_chooses_data_schema_and_model_builder(tmp_path):
     assert presets.default_schema('csv', config.DEFAULT_CSV_DATA) == config.WINE_SCHEMA
     assert presets.default_schema('images', config.DEFAULT_DATA) == config.DIGITS_SCHEMA
     assert presets.default_schema('csv', str(tmp_path)) is None
-    mine = dataclasses.replace(table, train=config.TrainConfig(model_builder='my.models.build'))
+    mine = dataclasses.replace(table, train=TrainParams(model_builder='my.models.build'))
     assert mine.model_builder == 'my.models.build'
 
 
 def test_short_model_names_resolve_to_the_applications_import_path():
     for name in ('resnet50', 'efficientnet_b0', 'mobilenet_v3_small'):
-        assert config.TrainConfig(model_builder=name).model_builder == (
+        assert TrainParams(model_builder=name).model_builder == (
             f'models.applications.{name}')
-    assert config.TrainConfig(model_builder='my.models.build').model_builder == 'my.models.build'
+    assert TrainParams(model_builder='my.models.build').model_builder == 'my.models.build'
     with pytest.raises(ValueError, match='one of resnet50, efficientnet_b0, mobilenet_v3_small '
                        "or an import path .*got 'resnet18'"):
-        config.TrainConfig(model_builder='resnet18')
+        TrainParams(model_builder='resnet18')
 
 
 def test_model_weights_must_be_an_existing_file_unless_on_a_cluster(tmp_path):
     missing = str(tmp_path / 'backbone.weights.h5')
     with pytest.raises(ValueError, match='model weights file not found'):
-        config.PipelineConfig(train=config.TrainConfig(model_weights=missing))
-    config.PipelineConfig(train=config.TrainConfig(model_weights=missing), check_paths=False)
+        config.PipelineConfig(train=TrainParams(model_weights=missing))
+    config.PipelineConfig(train=TrainParams(model_weights=missing), check_paths=False)
     for bad in ('', 'gs://bucket/b.weights.h5'):  # Keras reads weights from local disk only
         with pytest.raises(ValueError, match='model_weights must be a local file path'):
-            config.TrainConfig(model_weights=bad)
+            TrainParams(model_weights=bad)
 
 
 @pytest.mark.parametrize('name', ['Image_Pipeline', 'has space', '-leading', 'x' * 129, ''])

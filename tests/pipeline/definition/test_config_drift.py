@@ -5,17 +5,17 @@ import pytest
 
 import runner
 from pipeline.definition import config, presets
-from pipeline.definition.config_retraining import DriftConfig
+from components.drift.params import DriftParams
 
 from helpers import REPO_ROOT
 
 
 def test_the_defaults_are_documented_and_the_example_file_keeps_them(tmp_path):
-    assert DriftConfig() == DriftConfig(max_label_drift=0.30, max_categorical_drift=0.30,
+    assert DriftParams() == DriftParams(max_label_drift=0.30, max_categorical_drift=0.30,
                                         max_numeric_drift=0.15, max_image_drift=0.30)
     cfg = presets.from_flags('default', os.path.join(REPO_ROOT, 'config.example.toml'),
                              {'output': str(tmp_path)})
-    assert cfg.drift == DriftConfig() == config.PipelineConfig().drift
+    assert cfg.drift == DriftParams() == config.PipelineConfig().drift
 
 
 def test_the_table_sets_every_bar_and_the_flag_wins(tmp_path):
@@ -26,7 +26,7 @@ def test_the_table_sets_every_bar_and_the_flag_wins(tmp_path):
     parsed = runner.build_parser().parse_args(
         ['--local', '--config-file', str(path), '--output', str(tmp_path),
          '--max-label-drift', '0.5'])
-    cfg, _ = runner.build_configs(parsed)
+    cfg, _ = presets.from_args(parsed)
     assert cfg.drift.max_label_drift == 0.5 and cfg.drift.max_numeric_drift == 1.0
 
 

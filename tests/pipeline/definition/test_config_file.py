@@ -6,8 +6,12 @@ import tomllib
 
 import pytest
 
-from helpers import REPO_ROOT
+from components.evaluate.params import EvalParams
+from components.ingest.params import IngestParams
 from pipeline.definition import config, config_file, presets
+from training.params import TrainParams
+
+from helpers import REPO_ROOT
 
 
 def _write(tmp_path, text, name='settings.toml'):
@@ -23,7 +27,7 @@ def _build(config_path=None, **flags):
 
 def test_the_committed_example_is_valid_and_keeps_the_defaults(tmp_path):
     cfg = _build(os.path.join(REPO_ROOT, 'config.example.toml'), output=str(tmp_path))
-    assert cfg.train == config.TrainConfig() and cfg.eval == config.EvalConfig()
+    assert cfg.train == TrainParams() and cfg.eval == EvalParams()
     assert cfg.ingest.source == 'images' and cfg.ingest.data_dir == config.DEFAULT_DATA
 
 
@@ -142,7 +146,7 @@ def test_bad_image_sizes_are_refused(text):
 
 
 def test_coerce_follows_the_field_types():
-    assert config_file.coerce([['a', 'numeric']], config.IngestConfig.__annotations__[
+    assert config_file.coerce([['a', 'numeric']], IngestParams.__annotations__[
         'feature_types'], 'k') == (('a', 'numeric'),)
     with pytest.raises(ValueError, match='k must be a number'):
         config_file.coerce('x', float, 'k')

@@ -16,7 +16,7 @@ def _config(tmp_path, *flags, toml=None):
     if toml is not None:
         (tmp_path / 'c.toml').write_text(toml)
         argv += ['--config-file', str(tmp_path / 'c.toml')]
-    config, _ = runner.build_configs(runner.build_parser().parse_args(argv))
+    config, _ = presets.from_args(runner.build_parser().parse_args(argv))
     return config
 
 

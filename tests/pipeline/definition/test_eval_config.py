@@ -7,17 +7,17 @@ own validator, the function the Evaluator's Beam pipeline runs on every slice.
 import tensorflow_model_analysis as tfma
 from tensorflow_model_analysis.evaluators import metrics_validator
 
-from pipeline.definition import factory as pipeline_lib
-from pipeline.definition.config import EvalConfig
+from pipeline.definition import factory
+from components.evaluate.params import EvalParams
 
 OVERALL = ()
 CAT = (('label_name', 'cat'),)
 
 
-def _validate(config: EvalConfig, slice_key, accuracy, change=None):
+def _validate(config: EvalParams, slice_key, accuracy, change=None):
     """TFMA's validation of one slice's accuracy (and change against a baseline, if given)."""
     eval_config = tfma.utils.update_eval_config_with_defaults(
-        pipeline_lib.make_eval_config(config), has_baseline=change is not None,
+        factory.make_eval_config(config), has_baseline=change is not None,
         rubber_stamp=True)
     model = 'candidate' if change is not None else ''
     key = tfma.metrics.MetricKey(name='sparse_categorical_accuracy', model_name=model,
@@ -31,7 +31,7 @@ def _validate(config: EvalConfig, slice_key, accuracy, change=None):
 
 
 def test_the_bar_applies_to_overall_accuracy_not_to_each_class():
-    config = EvalConfig(min_accuracy=0.90)
+    config = EvalParams(min_accuracy=0.90)
     assert _validate(config, OVERALL, 0.937).validation_ok
     # The case from the issue: one class at 0.893 failed a model at 0.937 overall.
     assert _validate(config, CAT, 0.893).validation_ok
@@ -39,7 +39,7 @@ def test_the_bar_applies_to_overall_accuracy_not_to_each_class():
 
 
 def test_the_per_class_bar_is_opt_in_and_applies_to_every_class_slice():
-    config = EvalConfig(min_accuracy=0.90, min_class_accuracy=0.95)
+    config = EvalParams(min_accuracy=0.90, min_class_accuracy=0.95)
     result = _validate(config, CAT, 0.893)
     assert not result.validation_ok
     [failure] = result.metric_validations_per_slice[0].failures
@@ -52,9 +52,9 @@ def test_the_per_class_bar_is_opt_in_and_applies_to_every_class_slice():
 def test_no_regression_is_not_a_tfma_change_threshold_but_the_interval_is_computed():
     # TFMA checks a change against its point value only; our Evaluator applies the rule to the
     # change's 95% interval (components/evaluate/noise.py), which TFMA computes by jackknife.
-    config = EvalConfig(min_accuracy=0.5, max_regression=0.0)
+    config = EvalParams(min_accuracy=0.5, max_regression=0.0)
     assert _validate(config, OVERALL, 0.92, change=-0.012).validation_ok
-    eval_config = pipeline_lib.make_eval_config(config)
+    eval_config = factory.make_eval_config(config)
     assert eval_config.options.compute_confidence_intervals.value
     assert (eval_config.options.confidence_intervals.method
             == tfma.ConfidenceIntervalOptions.JACKKNIFE)
@@ -67,7 +67,7 @@ def test_no_regression_is_not_a_tfma_change_threshold_but_the_interval_is_comput
 
 def test_without_a_baseline_only_the_value_thresholds_remain():
     eval_config = tfma.utils.update_eval_config_with_defaults(
-        pipeline_lib.make_eval_config(EvalConfig(min_class_accuracy=0.8)), has_baseline=False,
+        factory.make_eval_config(EvalParams(min_class_accuracy=0.8)), has_baseline=False,
         rubber_stamp=True)
     thresholds = tfma.metrics.metric_thresholds_from_metrics_specs(
         eval_config.metrics_specs, eval_config=eval_config)

@@ -2,7 +2,7 @@
 import dataclasses
 
 from pipeline.definition import config as config_lib
-from pipeline.definition import factory as pipeline_lib
+from pipeline.definition import factory
 
 COMMON = ['ImageExampleGen', 'StatisticsGen', 'ExampleValidator', 'AnomalyGate', 'ImageTrainer',
           'ServedModelBaseline', 'DriftCheck', 'Evaluator', 'Pusher']
@@ -10,7 +10,7 @@ COMMON = ['ImageExampleGen', 'StatisticsGen', 'ExampleValidator', 'AnomalyGate',
 
 def _ids(tmp_path, **overrides):
     cfg = config_lib.smoke_config(config_lib.DEFAULT_DATA, str(tmp_path), **overrides)
-    built = pipeline_lib.create_pipeline(cfg)
+    built = factory.create_pipeline(cfg)
     return [component.id for component in built.components], built
 
 
@@ -53,7 +53,7 @@ def test_the_beam_args_and_the_metadata_store_reach_the_pipeline(tmp_path):
 def test_every_training_worker_gets_train_shards_of_its_own(tmp_path):
     cfg = config_lib.smoke_config(config_lib.DEFAULT_DATA, str(tmp_path))
     cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, workers=4))
-    example_gen, trainer = [c for c in pipeline_lib.create_components(cfg)
+    example_gen, trainer = [c for c in factory.create_components(cfg)
                             if c.id in ('ImageExampleGen', 'ImageTrainer')]
     assert example_gen.exec_properties['num_shards'] == 4  # smoke asks for 2
     assert example_gen.exec_properties['min_train_shards'] == 4
@@ -64,7 +64,7 @@ def test_the_training_window_reaches_ingestion(tmp_path):
     cfg = config_lib.smoke_config(config_lib.DEFAULT_DATA, str(tmp_path))
     assert cfg.ingest.window == 3  # the default: the last 3 spans
     cfg = dataclasses.replace(cfg, ingest=dataclasses.replace(cfg.ingest, window=5))
-    (example_gen,) = [c for c in pipeline_lib.create_components(cfg)
+    (example_gen,) = [c for c in factory.create_components(cfg)
                       if c.id == 'ImageExampleGen']
     assert example_gen.exec_properties['window'] == 5
 

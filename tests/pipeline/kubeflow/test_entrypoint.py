@@ -14,7 +14,7 @@ from tfx.orchestration.kubeflow.v2 import compiler_utils
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 from tfx.types import channel, standard_artifacts
 
-from pipeline.kubeflow import entrypoint as kfp_entrypoint
+from pipeline.kubeflow import entrypoint
 
 INPUT_TYPES = {'examples': standard_artifacts.Examples,
                'anomalies': standard_artifacts.ExampleAnomalies}
@@ -100,7 +100,7 @@ def test_stock_tfx_fails_on_the_executor_logs_output(tmp_path):
 
 def test_open_source_kfp_inputs_reach_the_executor_as_locally(tmp_path):
     RECEIVED.clear()
-    kfp_entrypoint.main(_argv(_executor_input(tmp_path, typed=False)))
+    entrypoint.main(_argv(_executor_input(tmp_path, typed=False)))
     examples, = RECEIVED['inputs']['examples']
     anomalies, = RECEIVED['inputs']['anomalies']
     assert type(examples) is standard_artifacts.Examples
@@ -128,9 +128,9 @@ def test_vertex_inputs_pass_unchanged_and_run(tmp_path):
     executor_input['inputs']['artifacts']['examples']['artifacts'][0]['metadata'][
         'column_order'] = {'list': ['image']}
     for text in (invocation, json.dumps(executor_input)):
-        assert kfp_entrypoint.prepare_invocation(text, _inputs_spec()) is text
+        assert entrypoint.prepare_invocation(text, _inputs_spec()) is text
     RECEIVED.clear()
-    kfp_entrypoint.main(_argv(executor_input))
+    entrypoint.main(_argv(executor_input))
     examples, = RECEIVED['inputs']['examples']
     assert type(examples) is standard_artifacts.Examples and examples.span == 3
     assert examples.get_json_value_custom_property('column_order') == {'list': ['image']}
@@ -140,7 +140,7 @@ def test_vertex_inputs_pass_unchanged_and_run(tmp_path):
 def test_an_untyped_input_the_task_does_not_declare_is_refused(tmp_path):
     invocation = json.dumps(_executor_input(tmp_path, typed=False))
     with pytest.raises(ValueError, match="'anomalies' arrived without a type .* PipelineSpec 2.1"):
-        kfp_entrypoint.prepare_invocation(invocation, json.dumps(
+        entrypoint.prepare_invocation(invocation, json.dumps(
             {'artifacts': {'examples': json.loads(_inputs_spec())['artifacts']['examples']}}))
     with pytest.raises(ValueError, match='arrived without a type'):
-        kfp_entrypoint.prepare_invocation(invocation, None)  # a 2.0 spec has no inputs spec
+        entrypoint.prepare_invocation(invocation, None)  # a 2.0 spec has no inputs spec

@@ -11,7 +11,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.orchestration.kubeflow.v2 import compiler_utils
 from tfx.types import standard_artifacts
 
-from pipeline.kubeflow import entrypoint as kfp_entrypoint, task_record as kfp_task_record
+from pipeline.kubeflow import entrypoint, task_record
 
 RECEIVED = {}
 
@@ -44,15 +44,15 @@ def test_minio_uris_are_s3_inside_and_minio_to_kfp(s3, tmp_path):
     minio_root = f'minio://{s3.name}/v2/artifacts'
     model = f'{minio_root}/image-pipeline/run-1/Trainer/salt/model'
     RECEIVED.clear()
-    kfp_entrypoint.main(_argv(tmp_path, minio_root, model))
+    entrypoint.main(_argv(tmp_path, minio_root, model))
     received, = RECEIVED['outputs']['model']
     assert received.uri == 's3://' + model[len('minio://'):]
     assert RECEIVED['exec_properties']['pipeline_root'] == f's3://{s3.name}/v2/artifacts'
     task = 'v2/artifacts/image-pipeline/run-1/Trainer/salt/'
     keys = s3.keys('v2/')
-    assert sorted(keys) == [task + 'model/weights.bin', task + kfp_task_record.RECORD_NAME]
+    assert sorted(keys) == [task + 'model/weights.bin', task + task_record.RECORD_NAME]
     # The task's record beside its output (pipeline/kubeflow/task_record.py), URIs as s3://.
-    with tf.io.gfile.GFile(s3.uri(task + kfp_task_record.RECORD_NAME)) as handle:
+    with tf.io.gfile.GFile(s3.uri(task + task_record.RECORD_NAME)) as handle:
         record = json.load(handle)
     assert record['state'] == 'COMPLETE' and record['inputs'] == []
     assert [(o['key'], o['uri'], o['type']) for o in record['outputs']] == [
@@ -68,21 +68,21 @@ def test_a_run_outside_the_compiled_root_is_refused(s3, tmp_path):
     # KFP's default root, as a run created without one gets it (config/env.go).
     elsewhere = f'minio://{s3.name}/v2/artifacts/image-pipeline/run-1/Trainer/salt/model'
     with pytest.raises(ValueError, match='outside the pipeline root it was compiled for'):
-        kfp_entrypoint.main(_argv(tmp_path, compiled, elsewhere))
+        entrypoint.main(_argv(tmp_path, compiled, elsewhere))
     assert s3.keys() == {}
     # Under it: runs (a root given without a trailing slash, one with).
     RECEIVED.clear()
-    kfp_entrypoint.main(_argv(tmp_path, compiled + '/', f'{compiled}/run-1/Trainer/model'))
+    entrypoint.main(_argv(tmp_path, compiled + '/', f'{compiled}/run-1/Trainer/model'))
     assert sorted(s3.keys()) == ['team/pipeline_root/run-1/Trainer/model/weights.bin',
-                                 'team/pipeline_root/run-1/Trainer/' + kfp_task_record.RECORD_NAME]
+                                 'team/pipeline_root/run-1/Trainer/' + task_record.RECORD_NAME]
 
 
 def test_minio_inside_a_json_parameter_is_read_as_s3():
     """The Pusher's push_destination is a proto as JSON text (TFX's exec property), its
     base_directory a minio:// URI on a minio:// root; other text stays as it is."""
     destination = json.dumps({'filesystem': {'base_directory': 'minio://b/kfp/serving'}})
-    assert json.loads(kfp_entrypoint.parameter_to_s3(destination)) == \
+    assert json.loads(entrypoint.parameter_to_s3(destination)) == \
         {'filesystem': {'base_directory': 's3://b/kfp/serving'}}
-    assert kfp_entrypoint.parameter_to_s3('minio://b/x') == 's3://b/x'
-    assert kfp_entrypoint.parameter_to_s3('see minio://b/x, "gs://b/y"') == \
+    assert entrypoint.parameter_to_s3('minio://b/x') == 's3://b/x'
+    assert entrypoint.parameter_to_s3('see minio://b/x, "gs://b/y"') == \
         'see minio://b/x, "gs://b/y"'

@@ -3,7 +3,7 @@ folders with their records (pipeline/kubeflow/task_record.py), on a local folder
 import json
 import os
 
-from pipeline.kubeflow import task_record as kfp_task_record, retention as retention_kfp
+from pipeline.kubeflow import task_record, retention
 
 NAME = 'smoke'
 
@@ -27,7 +27,7 @@ class Runs:
             self.uris[(run, key)] = uri
             entries.append({'key': key, 'uri': uri, 'type': kind, 'properties': properties})
         if record:
-            kfp_task_record.write({
+            task_record.write({
                 'version': 1, 'state': state, 'started': started, 'ended': started + 1,
                 'error': None, 'run_end': run_end, 'outputs': entries,
                 'inputs': [{'key': k, 'uri': self.uris[ref], 'type': t, 'id': '1'}
@@ -53,7 +53,7 @@ class Runs:
 
     def _fix_window(self, run, window):
         folder = os.path.dirname(self.uris[(run, 'examples')])
-        path = os.path.join(folder, kfp_task_record.RECORD_NAME)
+        path = os.path.join(folder, task_record.RECORD_NAME)
         with open(path) as handle:
             record = json.load(handle)
         record['outputs'][0]['properties']['window'] = window
@@ -76,7 +76,7 @@ def test_keeps_the_newest_runs_the_window_and_what_serving_came_from(tmp_path):
     runs.run('run-a', 100, pushed=os.path.join(serving, '1'))
     runs.run('run-b', 200, window=[(('run-a', 'examples'), '')])
     runs.run('run-c', 300, window=[(('run-b', 'examples'), '')], finished=False)
-    outcome = retention_kfp.apply(root, NAME, 'run-c', 1, serving)
+    outcome = retention.apply(root, NAME, 'run-c', 1, serving)
     exists = lambda run, key: os.path.exists(runs.uris[(run, key)])   # noqa: E731
     # Version 1 is served: run a's push, model and the Examples it was trained on stay.
     assert exists('run-a', 'pushed_model') and exists('run-a', 'model')
@@ -90,11 +90,11 @@ def test_keeps_the_newest_runs_the_window_and_what_serving_came_from(tmp_path):
     # Task folders left with nothing kept went whole, their records with them.
     assert not os.path.exists(os.path.join(root, NAME, 'run-b', 'StatisticsGen'))
     assert os.path.exists(os.path.join(os.path.dirname(runs.uris[('run-b', 'examples')]),
-                                       kfp_task_record.RECORD_NAME))
+                                       task_record.RECORD_NAME))
     assert (outcome.kept_runs, outcome.deleted, outcome.deleted_runs) == (1, 4, 2)
     assert outcome.bytes == 4000 and outcome.note is None
     assert outcome.text() == 'kept 1 run, deleted 4 artifacts of 2 runs (0.0 MB)'
-    again = retention_kfp.apply(root, NAME, 'run-c', 1, serving)
+    again = retention.apply(root, NAME, 'run-c', 1, serving)
     assert again.deleted == 0 and again.text() == 'kept 1 run, nothing to delete'
 
 
@@ -110,12 +110,12 @@ def test_a_running_run_is_kept_and_a_killed_ones_leftovers_are_removed(tmp_path)
     # A run started after run b and still running (no task ended it): kept whole.
     runs.run('run-r', 10 ** 10, finished=False)
     runs.run('run-c', 300, finished=False)
-    outcome = retention_kfp.apply(root, NAME, 'run-c', 1, serving)
+    outcome = retention.apply(root, NAME, 'run-c', 1, serving)
     assert not os.path.exists(os.path.join(root, NAME, 'run-k'))
     # Of run a only the record that ended it is left, without its artifacts.
     [left] = [os.path.join(path, name) for path, _, names in os.walk(
         os.path.join(root, NAME, 'run-a')) for name in names]
-    assert left.endswith(os.path.join('Pusher', 'uuid-pusher', kfp_task_record.RECORD_NAME))
+    assert left.endswith(os.path.join('Pusher', 'uuid-pusher', task_record.RECORD_NAME))
     with open(left) as handle:
         assert json.load(handle) == {'version': 1, 'state': 'COMPLETE', 'started': 103,
                                      'ended': 104, 'run_end': True}
@@ -132,7 +132,7 @@ def test_a_failed_run_counts_as_ended(tmp_path):
     runs.run('run-a', 100)
     runs.run('run-f', 200, state='FAILED')   # its trainer failed: no push, no run end
     runs.run('run-c', 300, finished=False)
-    outcome = retention_kfp.apply(root, NAME, 'run-c', 2, _serving(tmp_path))
+    outcome = retention.apply(root, NAME, 'run-c', 2, _serving(tmp_path))
     assert not os.path.exists(runs.uris[('run-a', 'model')])        # beyond the newest 2
     assert os.path.exists(runs.uris[('run-f', 'model')])            # among them
     assert outcome.unfinished_runs == 0 and outcome.kept_runs == 2
@@ -142,9 +142,9 @@ def test_off_and_unknown_runs_do_nothing(tmp_path):
     root = str(tmp_path / 'pipeline_root')
     runs = Runs(root)
     runs.run('run-a', 100)
-    assert retention_kfp.apply(root, NAME, 'run-a', 0, '').text() == \
+    assert retention.apply(root, NAME, 'run-a', 0, '').text() == \
         'off (--keep-runs 0): every run is kept'
-    outcome = retention_kfp.apply(root, NAME, 'run-z', 1, '')
+    outcome = retention.apply(root, NAME, 'run-z', 1, '')
     assert outcome.text() == f'not applied: run run-z is not under {root}/{NAME}'
     assert os.path.exists(runs.uris[('run-a', 'model')])
 
@@ -161,7 +161,7 @@ def test_on_a_bucket(s3):
         with tf.io.gfile.GFile(f'{uri}/data', 'wb') as handle:
             handle.write(b'x' * 500)
         local.uris[(run, key)] = uri
-        kfp_task_record.write({'state': 'COMPLETE', 'started': started, 'run_end': run_end,
+        task_record.write({'state': 'COMPLETE', 'started': started, 'run_end': run_end,
                                'outputs': [{'key': key, 'uri': uri, 'type': 'Model',
                                             'properties': {}}],
                                'inputs': [{'key': 'x', 'uri': local.uris[i], 'type': 'Model'}
@@ -173,14 +173,14 @@ def test_on_a_bucket(s3):
               inputs=[(run, 'model')])
     # Run 3 took run 1's model as an input (as a cache hit would hand it over).
     write('run-3', 'Evaluator', 'evaluation', 302, inputs=[('run-1', 'model')])
-    outcome = retention_kfp.apply(root, NAME, 'run-3', 1, s3.uri('kfp', 'serving'))
+    outcome = retention.apply(root, NAME, 'run-3', 1, s3.uri('kfp', 'serving'))
     keys = s3.keys(f'kfp/pipeline_root/{NAME}/')
     # Run 2: only the record that ended it, without artifacts; run 1: the model run 3 used.
     assert [k for k in keys if '/run-2/' in k] == [
-        f'kfp/pipeline_root/{NAME}/run-2/Pusher/uuid-Pusher/' + kfp_task_record.RECORD_NAME]
+        f'kfp/pipeline_root/{NAME}/run-2/Pusher/uuid-Pusher/' + task_record.RECORD_NAME]
     assert sorted(k for k in keys if '/run-1/' in k) == [
         f'kfp/pipeline_root/{NAME}/run-1/ImageTrainer/uuid-ImageTrainer/model/data',
         f'kfp/pipeline_root/{NAME}/run-1/ImageTrainer/uuid-ImageTrainer/'
-        + kfp_task_record.RECORD_NAME,
-        f'kfp/pipeline_root/{NAME}/run-1/Pusher/uuid-Pusher/' + kfp_task_record.RECORD_NAME]
+        + task_record.RECORD_NAME,
+        f'kfp/pipeline_root/{NAME}/run-1/Pusher/uuid-Pusher/' + task_record.RECORD_NAME]
     assert (outcome.deleted, outcome.bytes, outcome.note) == (3, 1500, None)

@@ -1,7 +1,7 @@
 """pipeline/local/score.py without a pipeline run: the progress lines of a long stage."""
 import time
 
-from pipeline.local import score as score_local
+from pipeline.local import score as local_score
 
 
 class _Stages:
@@ -13,7 +13,7 @@ class _Stages:
 
 def test_a_long_stage_gets_a_line_per_interval_and_none_after_stop():
     lines = []
-    heartbeat = score_local.Heartbeat(_Stages(), lines.append, interval=0.05)
+    heartbeat = local_score.Heartbeat(_Stages(), lines.append, interval=0.05)
     heartbeat.start()
     time.sleep(0.3)
     heartbeat.stop()
@@ -27,7 +27,7 @@ def test_no_line_between_stages():
     lines = []
     stages = _Stages()
     stages.current = None
-    heartbeat = score_local.Heartbeat(stages, lines.append, interval=0.05)
+    heartbeat = local_score.Heartbeat(stages, lines.append, interval=0.05)
     heartbeat.start()
     time.sleep(0.2)
     heartbeat.stop()

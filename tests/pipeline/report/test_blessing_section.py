@@ -7,7 +7,7 @@ import re
 
 from core import versions
 from pipeline.runs import summary as summary_lib
-from pipeline.definition.config import EvalConfig
+from components.evaluate.params import EvalParams
 from pipeline.report import sections
 from ml_metadata.proto import metadata_store_pb2
 
@@ -22,7 +22,7 @@ def _rows(html_text):
 
 def test_every_check_is_listed_with_value_threshold_and_outcome(tmp_path):
     blessing, evaluation = saved_models.evaluate(
-        tmp_path, EvalConfig(min_accuracy=0.9, min_class_accuracy=0.9), ('a', 'b', 'c'),
+        tmp_path, EvalParams(min_accuracy=0.9, min_class_accuracy=0.9), ('a', 'b', 'c'),
         {'a': [0.1] * 10, 'b': [0.5] * 10, 'c': [0.9] * 8 + [0.5] * 2}, (0.1, 0.5, 0.9))
     pushed = metadata_store_pb2.Artifact()
     pushed.custom_properties['pushed'].int_value = 0

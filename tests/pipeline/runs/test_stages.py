@@ -8,7 +8,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from pipeline.definition import config as config_lib
 from pipeline.local import console as console_lib
-from pipeline.definition import factory as pipeline_lib
+from pipeline.definition import factory
 from pipeline.definition import scoring
 from pipeline.runs import stages
 from pipeline.runs import summary as summary_lib
@@ -18,7 +18,7 @@ from pipeline.runs import summary_text
 def test_every_registered_stage_is_a_component_the_factories_build(tmp_path):
     cfg = config_lib.smoke_config(config_lib.DEFAULT_DATA, str(tmp_path / 'out'))
     score = config_lib.ScoreConfig(str(tmp_path / 'new'), version=1)
-    built = {c.id for c in pipeline_lib.create_components(cfg)}
+    built = {c.id for c in factory.create_components(cfg)}
     built |= {c.id for c in scoring.create_components(cfg, score)}
     assert set(stages.STAGES) <= built, set(stages.STAGES) - built
     # Every stage of our own (components/) has an entry, so its console line has a figure.
