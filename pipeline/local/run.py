@@ -26,7 +26,7 @@ from typing import List
 from core import storage
 from pipeline.definition import config as config_lib
 from pipeline.runs import logs
-from pipeline.runs import runlock
+from pipeline.runs import run_files, runlock
 
 _MAX_ERROR_LINES = 8   # of a failed stage's error in the summary; the log has all of it
 
@@ -50,7 +50,7 @@ def run(config: config_lib.PipelineConfig, wait: bool = True) -> int:
         # TFX's own format, made here so that this process knows which run is its own.
         run_id = datetime.datetime.now().isoformat()
         lock.record(run_id)
-        log_path = os.path.join(output, 'logs', f'{run_id}.log')
+        log_path = os.path.join(output, run_files.LOGS_DIR, f'{run_id}.log')
         with logs.to_file(log_path, logs.is_verbose()) as stream:
             try:
                 return _run(config, run_id, log_path, stream, lock)

@@ -25,7 +25,7 @@ import threading
 from core import storage
 from pipeline.definition import config as config_lib
 from pipeline.runs import logs
-from pipeline.runs import runlock
+from pipeline.runs import run_files, runlock
 
 PROGRESS_SECONDS = 30.0   # a line per this much time spent in one stage
 SCORES_DIR = 'scores'
@@ -82,7 +82,7 @@ def run(config: config_lib.PipelineConfig, score, wait: bool = True) -> int:
         stamp = datetime.datetime.now()
         run_id = 'score-' + stamp.isoformat()
         lock.record(run_id)
-        log_path = os.path.join(output, 'logs', f'{run_id}.log')
+        log_path = os.path.join(output, run_files.LOGS_DIR, f'{run_id}.log')
         with logs.to_file(log_path, logs.is_verbose()) as stream:
             return _run(config, score, run_id, stamp.strftime('%Y%m%dT%H%M%S'), log_path,
                         stream)

@@ -30,6 +30,7 @@ from typing import List, Optional
 from core import serving_labels, versions
 from pipeline.runs import notify_facts as facts
 from pipeline.runs import rollback as rollback_lib
+from pipeline.runs import run_files
 from pipeline.runs import summary as summary_lib
 from pipeline.report import plots
 from pipeline.report.html_parts import img, table
@@ -90,7 +91,7 @@ class Row:
 
 def _saved_failure(output_dir: str, run_id: str) -> Optional[List[str]]:
     """The reasons a run's JSON summary gave (a failed stage's error), when it was written."""
-    path = os.path.join(output_dir, 'logs', f'{run_id}.summary.json')
+    path = os.path.join(output_dir, run_files.LOGS_DIR, f'{run_id}.summary.json')
     try:
         with open(path, encoding='utf-8') as handle:
             saved = json.load(handle)

@@ -13,17 +13,15 @@ failed and its error; sections of stages that never ran are left out.
 """
 import html
 import os
-import re
 from typing import List, Optional, Tuple
 
 from core import properties, serving_labels
 from pipeline.runs import summary as summary_lib
-from pipeline.runs import stages, summary_text
+from pipeline.runs import run_files, stages, summary_text
 from pipeline.report import history as history_lib, readers
 from pipeline.report import sections as sections_lib
 
 REPORT_FILE = 'report.html'
-REPORTS_DIR = 'reports'
 # Every section a page can have, in page order; a run's page has those its stages reached.
 SECTIONS = ('Data', 'Anomalies', 'Drift', 'Settings', 'Training', 'Evaluation', 'Blessing',
             'Push', 'History')
@@ -37,13 +35,9 @@ _STYLE = ('body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#2
           'background:#fff4f4;padding:.2em 1em;margin:1em 0}.failed h2{color:#b00}')
 
 
-def run_file_name(run_id: str) -> str:
-    """The run id as a file name: letters, digits, '.', '_' and '-' only (':' is not portable)."""
-    return re.sub(r'[^A-Za-z0-9._-]', '_', run_id).strip('.') or 'run'
-
-
 def run_report_path(output_dir: str, run_id: str) -> str:
-    return os.path.join(os.path.abspath(output_dir), REPORTS_DIR, run_file_name(run_id) + '.html')
+    return os.path.join(os.path.abspath(output_dir), run_files.REPORTS_DIR,
+                        run_files.run_file_name(run_id) + '.html')
 
 
 def _failure_section(summary) -> str:
@@ -145,8 +139,8 @@ def write_report(summary: summary_lib.RunSummary, output_dir: str,
     with the History of every run of that pipeline in this output's ML Metadata, and which of
     serving_dir's versions is served (default <output_dir>/serving; a bucket's too)."""
     folder = os.path.abspath(output_dir)
-    name = run_file_name(summary.run_id)
-    pictures = os.path.join(folder, REPORTS_DIR, name)
+    name = run_files.run_file_name(summary.run_id)
+    pictures = os.path.join(folder, run_files.REPORTS_DIR, name)
     os.makedirs(pictures, exist_ok=True)
     history = pipeline_name and (history_lib.read_rows(
         os.path.join(folder, 'metadata.sqlite'), pipeline_name, folder, summary),
@@ -154,5 +148,5 @@ def write_report(summary: summary_lib.RunSummary, output_dir: str,
     sections = _sections(summary, pictures, history or None)
     _write(run_report_path(folder, summary.run_id), _page(summary, sections, f'{name}/'))
     path = os.path.join(folder, REPORT_FILE)
-    _write(path, _page(summary, sections, f'{REPORTS_DIR}/{name}/'))
+    _write(path, _page(summary, sections, f'{run_files.REPORTS_DIR}/{name}/'))
     return path

@@ -44,7 +44,7 @@ from ml_metadata.proto import metadata_store_pb2
 from core import versions
 from pipeline.runs import retention_plan as plan_lib
 from pipeline.runs import rollback as rollback_lib
-from pipeline.runs import runlock
+from pipeline.runs import run_files, runlock
 
 TRAINING_DATA = os.path.join('assets.extra', 'training_data.json')   # contract: the window
 HIDDEN_PREFIX = '.deleting-'
@@ -410,8 +410,7 @@ def collect_run_files(output_dir: str, kept_runs, keep: int) -> int:
     `keep` (run ids sort as times) that retention does not keep; returns how many runs'.
     report.html (the newest run's page) stays. Runs that never reached ML Metadata count by
     their log alone."""
-    from pipeline.report import page  # pylint: disable=import-outside-toplevel
-    logs_dir = os.path.join(output_dir, 'logs')
+    logs_dir = os.path.join(output_dir, run_files.LOGS_DIR)
     if not os.path.isdir(logs_dir):
         return 0
     run_ids = sorted({name[:-len('.log')] for name in os.listdir(logs_dir)
@@ -420,7 +419,7 @@ def collect_run_files(output_dir: str, kept_runs, keep: int) -> int:
     for run_id in run_ids[keep:]:
         if run_id in kept_runs:
             continue
-        report = os.path.join(output_dir, page.REPORTS_DIR, page.run_file_name(run_id))
+        report = os.path.join(output_dir, run_files.REPORTS_DIR, run_files.run_file_name(run_id))
         doomed += [os.path.join(logs_dir, f'{run_id}.log'),
                    os.path.join(logs_dir, f'{run_id}.summary.json'), report + '.html', report]
     for path in doomed:

@@ -25,6 +25,7 @@ import pytest
 
 from pipeline.definition.config import SETUP_FILE_ARG
 from pipeline.report import page
+from pipeline.runs import run_files
 
 from helpers import copy_digits, run_command, run_log
 
@@ -40,7 +41,7 @@ def _run(data, out, *flags, code=0, said=None):
     assert result.returncode == code, result.stderr[-3000:]
     if said is not None:
         said.append(result.stdout)
-    reports = os.path.join(out, page.REPORTS_DIR)
+    reports = os.path.join(out, run_files.REPORTS_DIR)
     return sorted(n for n in os.listdir(reports) if n.endswith('.html'))
 
 
@@ -96,7 +97,7 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     assert len(first) == 1
     assert 'notification failed: on-finish command exited with status 5: ' in said[0]
     _assert_ran_on_the_portable_runner(said[0])
-    first_pictures = os.path.join(out, page.REPORTS_DIR, first[0][:-len('.html')])
+    first_pictures = os.path.join(out, run_files.REPORTS_DIR, first[0][:-len('.html')])
     stamps = {n: os.stat(os.path.join(first_pictures, n)).st_mtime_ns
               for n in os.listdir(first_pictures)}
     assert set(stamps) == {'data_classes.png', 'training_curves.png', 'confusion_matrix.png',
@@ -117,9 +118,9 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     second = [n for n in both if n not in first][0]
     with open(os.path.join(out, page.REPORT_FILE), encoding='utf-8') as handle:
         newest = handle.read()
-    with open(os.path.join(out, page.REPORTS_DIR, second), encoding='utf-8') as handle:
+    with open(os.path.join(out, run_files.REPORTS_DIR, second), encoding='utf-8') as handle:
         own = handle.read()
-    assert newest.replace(f'{page.REPORTS_DIR}/', '') == own  # the same page, links aside
+    assert newest.replace(f'{run_files.REPORTS_DIR}/', '') == own  # the same page, links aside
     for src in re.findall(r'<img src="([^"]+)"', newest):
         assert os.path.getsize(os.path.join(out, src)) > 1000
 
@@ -169,7 +170,8 @@ def test_two_runs_keep_their_own_reports_with_settings_from_metadata(tmp_path):
     assert [c[0] for c in counts] == [LONG.format(d) for d in '0123'] + ['total']
     assert counts[-1][1:] == (str(train), str(evaluated))
     # Long class names: the confusion matrix is drawn big enough for its rotated labels.
-    matrix = os.path.join(out, page.REPORTS_DIR, second[:-len('.html')], 'confusion_matrix.png')
+    matrix = os.path.join(out, run_files.REPORTS_DIR, second[:-len('.html')],
+                          'confusion_matrix.png')
     with Image.open(matrix) as image:
         assert image.size[0] >= 450 and image.size[1] >= 450
 

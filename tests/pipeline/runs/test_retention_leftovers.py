@@ -5,7 +5,7 @@ import os
 import time
 
 from pipeline.runs import retention
-from pipeline.report import page
+from pipeline.runs import run_files
 
 
 def _touch(path, text='x', age_s=0.0):
@@ -23,9 +23,9 @@ def test_logs_and_pages_of_runs_beyond_the_newest_k_go(tmp_path):
     for run in runs:
         _touch(os.path.join(out, 'logs', f'{run}.log'))
         _touch(os.path.join(out, 'logs', f'{run}.summary.json'), '{}')
-        name = page.run_file_name(run)
-        _touch(os.path.join(out, page.REPORTS_DIR, f'{name}.html'))
-        _touch(os.path.join(out, page.REPORTS_DIR, name, 'history_accuracy.png'))
+        name = run_files.run_file_name(run)
+        _touch(os.path.join(out, run_files.REPORTS_DIR, f'{name}.html'))
+        _touch(os.path.join(out, run_files.REPORTS_DIR, name, 'history_accuracy.png'))
     _touch(os.path.join(out, 'logs', 'score-2026-12-01T09:00:00.log'))
     _touch(os.path.join(out, 'report.html'))
     # Keep 2, and run 1 is kept too (unfinished, say): runs 2 and 3 lose their files.
@@ -34,8 +34,8 @@ def test_logs_and_pages_of_runs_beyond_the_newest_k_go(tmp_path):
     assert left == sorted([f'{r}.{ext}' for r in (runs[0], runs[3], runs[4])
                            for ext in ('log', 'summary.json')]
                           + ['score-2026-12-01T09:00:00.log'])
-    pages = sorted(os.listdir(os.path.join(out, page.REPORTS_DIR)))
-    assert pages == sorted(page.run_file_name(r) + suffix for r in (runs[0], runs[3], runs[4])
+    pages = sorted(os.listdir(os.path.join(out, run_files.REPORTS_DIR)))
+    assert pages == sorted(run_files.run_file_name(r) + suffix for r in (runs[0], runs[3], runs[4])
                            for suffix in ('', '.html'))
     assert os.path.exists(os.path.join(out, 'report.html'))
     assert retention.collect_run_files(out, {runs[0]}, keep=2) == 0   # nothing more
