@@ -206,13 +206,14 @@ def kubeflow_runs(args, keep: int, work: str) -> List[KubeflowRow]:
     import kfp_launcher
     from pipeline.definition import config as config_lib
     from pipeline.kubeflow import compiler
+    from pipeline.definition.config_kubeflow import KubeflowConfig
     from pipeline.definition.config_retraining import RetentionConfig
     data, root = os.path.join(work, 'data'), os.path.join(work, 'root')
     add_span(data, 1, args.per_class)   # before the compile, which lists span-<N>/ folders
     cfg = _bench_settings(config_lib.smoke_config(
         data, root, schema_path=config_lib.DIGITS_SCHEMA,
         retention=RetentionConfig(keep_runs=keep)), args)
-    kf = config_lib.KubeflowConfig(image='local', output_file=os.path.join(work, 'pipeline.json'),
+    kf = KubeflowConfig(image='local', output_file=os.path.join(work, 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
     job = kfp_launcher.load_job(compiler.compile_pipeline(cfg, kf))
     launcher = kfp_launcher.Launcher(workdir=os.path.join(work, 'pods'))

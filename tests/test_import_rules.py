@@ -11,6 +11,21 @@ inside functions), so that a docstring's "no TFX imports" is a rule a change can
   training/, launch/, models/, pipeline/ or runner;
 - components/, training/, launch/: no pipeline/ or runner;
 - pipeline/: no stage's executor (what it needs of a stage is in the stage's libraries).
+
+Inside pipeline/, every module is in one of its packages, and each package imports only those
+below it (PIPELINE_PACKAGES), so there is no cycle between them:
+
+    definition/  the typed config and the factories: no other package of pipeline/
+    runs/        around a run (summary, notification, retention, rollback): definition/
+    report/      the run report: definition/, runs/
+    local/       the local orchestrator: definition/, runs/, report/ (not kubeflow/)
+    kubeflow/    the Kubeflow orchestrator: definition/, runs/, report/ (not local/)
+
+A pipeline/ package's __init__.py is its docstring: it imports nothing, so it re-exports
+nothing. And in every layer (and runner.py), a name is used from the module that defines it:
+no module imports or reads another module's private (`_name`) names, none keeps another
+module's name under its own (`Alias = other.Name` at module level), and none imports one of
+ours only to hand it on (`# noqa: F401`).
 """
 import ast
 import os
@@ -19,6 +34,16 @@ from typing import Dict, Iterator, List, Tuple
 from helpers import REPO_ROOT
 
 LAYERS = ('core', 'training', 'launch', 'components', 'pipeline')
+# Walked for the rules on names (private names, aliases, re-exports) besides the layers.
+_OURS = LAYERS + ('models', 'runner')
+# pipeline/'s packages, bottom up: which others each may import (besides itself).
+PIPELINE_PACKAGES = {
+    'definition': (),
+    'runs': ('definition',),
+    'report': ('definition', 'runs'),
+    'local': ('definition', 'runs', 'report'),
+    'kubeflow': ('definition', 'runs', 'report'),
+}
 _ABOVE_CORE = ('components', 'training', 'launch', 'models', 'pipeline', 'runner')
 _NOT_IN_TRAINING = ('tfx', 'tfx_bsl', 'tensorflow_model_analysis', 'tensorflow_data_validation',
                     'apache_beam', 'ml_metadata', 'kubernetes', 'subprocess')
@@ -50,6 +75,12 @@ def _stage(name: str) -> str:
     return parts[1]
 
 
+def _package(name: str) -> str:
+    """'runs' for pipeline.runs.summary; '' for pipeline itself and outside pipeline/."""
+    parts = name.split('.')
+    return parts[1] if parts[0] == 'pipeline' and len(parts) > 1 else ''
+
+
 def violation(module: str, imported: str, common_ok=lambda name: True) -> str:
     """Why `module` may not import `imported`, or ''. common_ok tells whether a
     core module is fit for the training library."""
@@ -73,13 +104,22 @@ def violation(module: str, imported: str, common_ok=lambda name: True) -> str:
                 f'(components.{_stage(imported)}): shared code goes to core/')
     if layer == 'pipeline' and _stage(imported) and imported.split('.')[2:3] == ['executor']:
         return "pipeline/ imports no stage's executor: shared code goes to a library"
+    source, target = _package(module), _package(imported)
+    below = PIPELINE_PACKAGES.get(source, ())
+    if layer == 'pipeline' and target and target != source and target not in below:
+        return f'pipeline.{source} imports ' + (
+            f"of pipeline/ only {', '.join(f'pipeline.{p}' for p in below)} (and itself)"
+            if below else 'no other package of pipeline/')
     return ''
 
 
 def _modules() -> Dict[str, Tuple[str, str]]:
-    """module name -> (path relative to the checkout, source), for every layer's .py file."""
+    """module name -> (path relative to the checkout, source), for every .py file of the layers,
+    models/ and runner.py."""
     found = {}
-    for layer in LAYERS:
+    with open(os.path.join(REPO_ROOT, 'runner.py')) as handle:
+        found['runner'] = ('runner.py', handle.read())
+    for layer in _OURS[:-1]:
         for folder, _, names in os.walk(os.path.join(REPO_ROOT, layer)):
             for name in sorted(names):
                 if name.endswith('.py'):
@@ -108,21 +148,127 @@ def _fit_for_training(modules) -> Dict[str, bool]:
     return fit
 
 
+def _private(name: str) -> bool:
+    return name.startswith('_') and not name.startswith('__')
+
+
+def name_rules(module: str, path: str, source: str, modules) -> Iterator[str]:
+    """The rules on names: no other module's private names, no module-level alias of another
+    module's name, no import of ours kept only to hand it on (`noqa: F401`), and in a pipeline/
+    package's __init__.py no import at all."""
+    tree, lines = ast.parse(source), source.splitlines()
+    ours = lambda name: _within(name, _OURS)  # noqa: E731
+    bound_modules, bound_names = {}, {}   # local name -> our module / our module's name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if ours(alias.name):
+                    bound_modules[alias.asname or alias.name.split('.')[0]] = (
+                        alias.name if alias.asname else alias.name.split('.')[0])
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level and \
+                ours(node.module):
+            for alias in node.names:
+                full = f'{node.module}.{alias.name}'
+                target = bound_modules if full in modules else bound_names
+                target[alias.asname or alias.name] = full
+                if _private(alias.name):
+                    yield f'{path}:{node.lineno}: {full}: imports a private name of another module'
+    if path.endswith('__init__.py') and module.split('.')[0] == 'pipeline':
+        for line, imported in imports(source):
+            yield (f'{path}:{line}: {imported}: a package of pipeline/ is its docstring: its '
+                   '__init__.py imports (and so re-exports) nothing')
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id in bound_modules and _private(node.attr):
+            yield (f'{path}:{node.lineno}: {bound_modules[node.value.id]}.{node.attr}: uses a '
+                   'private name of another module')
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and 'noqa: F401' in \
+                lines[node.end_lineno - 1] and any(ours(n) for _, n in imports(ast.unparse(node))):
+            yield (f'{path}:{node.lineno}: {ast.unparse(node)}: an import kept only to hand it on '
+                   '(a re-export): import it where it is defined')
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        root = value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and (
+                (root is value and root.id in bound_names) or
+                (root is not value and root.id in bound_modules)):
+            yield (f'{path}:{node.lineno}: {ast.unparse(value)}: an alias of another module\'s '
+                   'name: use it from its module')
+
+
+def _defined(source: str) -> set:
+    """The names a module defines at its top level (not those it imports)."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        targets = node.targets if isinstance(node, ast.Assign) else [
+            node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def through_rules(path: str, source: str, modules) -> Iterator[str]:
+    """No name is read through a module that only imported it (`images.BadImage` where images
+    has it from image_formats): that is a re-export; import the name where it is defined."""
+    tree, bound = ast.parse(source), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update({a.asname: a.name for a in node.names if a.asname and a.name in modules})
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            bound.update({a.asname or a.name: f'{node.module}.{a.name}' for a in node.names
+                          if f'{node.module}.{a.name}' in modules})
+    defined = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id in bound:
+            read = [(bound[node.value.id], node.attr)]
+        elif isinstance(node, ast.ImportFrom) and node.module in modules and not node.level:
+            read = [(node.module, alias.name) for alias in node.names]
+        else:
+            continue
+        for owner, name in read:
+            if owner not in defined:
+                defined[owner] = _defined(modules[owner][1])
+            if name not in defined[owner] and f'{owner}.{name}' not in modules and \
+                    not name.startswith('__'):
+                yield (f'{path}:{node.lineno}: {owner}.{name}: read through a module that only '
+                       'imports it (a re-export): import it where it is defined')
+
+
+def layout_rules(modules) -> Iterator[str]:
+    """Every module of pipeline/ is in one of PIPELINE_PACKAGES, each a package of its own."""
+    for module, (path, _) in modules.items():
+        if module.startswith('pipeline.') and _package(module) not in PIPELINE_PACKAGES:
+            yield (f'{path}:1: {module}: pipeline/ holds its packages only '
+                   f'({", ".join(PIPELINE_PACKAGES)})')
+
+
 def broken_rules(modules) -> List[str]:
     fit = _fit_for_training(modules)
-    found = []
+    found = list(layout_rules(modules))
     for module, (path, source) in sorted(modules.items()):
         for line, imported in imports(source):
             why = violation(module, imported, lambda name: fit.get(name, True))
             if why:
                 found.append(f'{path}:{line}: {imported}: {why}')
+        found.extend(name_rules(module, path, source, modules))
+        found.extend(through_rules(path, source, modules))
     return sorted(set(found))
 
 
 def test_every_module_keeps_to_its_layers_imports():
     modules = _modules()
     assert {'training.loop', 'launch.sequence', 'components.trainer.executor',
-            'core.properties', 'pipeline.local.console'} <= set(modules)  # all walked
+            'core.properties', 'pipeline.local.console', 'models.resnet', 'runner'} <= set(
+                modules)  # all walked
+    assert {f'pipeline.{package}' for package in PIPELINE_PACKAGES} <= set(modules)
+    packages = list(PIPELINE_PACKAGES)  # bottom up: each imports only packages before it, so
+    assert all(set(below) <= set(packages[:i])  # no two import each other
+               for i, below in enumerate(PIPELINE_PACKAGES.values()))
     assert broken_rules(modules) == []
 
 
@@ -132,7 +278,7 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         'training.data': ('d.py', 'from core import served_baseline\n'),
         'training.job': ('j.py', 'import tensorflow\nfrom core import props\n'),
         'core.served_baseline': ('b.py', 'from tfx import types\n'),
-        'core.props': ('c.py', 'import json\n'),
+        'core.props': ('c.py', 'import json\nNAME = "x"\n'),
         'core.x': ('x.py', 'from components.baseline import executor\n'),
         'launch.local': ('l.py', 'import subprocess\nfrom components.trainer import executor\n'),
         'components.push.executor': ('p.py', 'from components.evaluate import checks\n'),
@@ -141,6 +287,24 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         'components.gate.anomalies': ('g.py', 'from pipeline import summary\n'),
         'pipeline.report.readers': ('r.py', 'from components.trainer import executor\n'
                                     'from components.evaluate import checks\n'),
+        # pipeline/'s packages: each imports only those below it (PIPELINE_PACKAGES).
+        'pipeline.definition.config': ('dc.py', 'from pipeline.runs import summary\n'),
+        'pipeline.runs.summary': ('rs.py', 'from pipeline.definition import config\n'
+                                  'def f():\n    from pipeline.local import console\n'),
+        'pipeline.report.page': ('rp.py', 'from pipeline.runs import summary\n'
+                                 'from pipeline.kubeflow import compiler\n'),
+        'pipeline.local.run': ('lr.py', 'from pipeline.report import page\n'
+                               'from pipeline.kubeflow import compiler\n'),
+        'pipeline.kubeflow.compiler': ('kc.py', 'from pipeline.definition import config\n'
+                                       'from pipeline.local import run\n'),
+        'pipeline.flat': ('pf.py', 'import os\n'),           # a module in no package
+        'pipeline.runs': ('pipeline/runs/__init__.py', 'import json\n'),
+        # names: no private name of another module, no alias, no re-export
+        'pipeline.local.score': ('ls.py', 'from pipeline.local import run\n'
+                                 'from pipeline.runs.summary import _custom\nrun._exit(1)\n'),
+        'core.labels': ('cl.py', 'from core import props\nNAME = props.NAME\n'),
+        'training.steps': ('ts.py', 'from core.props import json  # noqa: F401\n'),
+        'launch.cluster': ('lc.py', 'from training import job\njob.props\n'),
     }
     flagged = {tuple(found.split(': ')[:2]) for found in broken_rules(modules)}
     assert flagged == {
@@ -151,4 +315,15 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         ('p.py:1', 'components.evaluate'), ('p.py:1', 'components.evaluate.checks'),
         ('g.py:1', 'pipeline'), ('g.py:1', 'pipeline.summary'),
         ('r.py:1', 'components.trainer.executor'),            # a library of a stage is fine
+        ('dc.py:1', 'pipeline.runs'), ('dc.py:1', 'pipeline.runs.summary'),
+        ('rs.py:3', 'pipeline.local'), ('rs.py:3', 'pipeline.local.console'),
+        ('rp.py:2', 'pipeline.kubeflow'), ('rp.py:2', 'pipeline.kubeflow.compiler'),
+        ('lr.py:2', 'pipeline.kubeflow'), ('lr.py:2', 'pipeline.kubeflow.compiler'),
+        ('kc.py:2', 'pipeline.local'), ('kc.py:2', 'pipeline.local.run'),
+        ('pf.py:1', 'pipeline.flat'),
+        ('pipeline/runs/__init__.py:1', 'json'),
+        ('ls.py:2', 'pipeline.runs.summary._custom'), ('ls.py:3', 'pipeline.local.run._exit'),
+        ('cl.py:2', 'props.NAME'),
+        ('ts.py:1', 'from core.props import json'), ('ts.py:1', 'core.props.json'),
+        ('lc.py:2', 'training.job.props'),
     }

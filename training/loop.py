@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from training import plan, progress, stopping
-from training.params import TrainParams
+from training.params import AUTO_MIN_TIMED_EPOCHS, TrainParams
 from training.steps import StepFunctions
 
 
@@ -261,7 +261,7 @@ def _replan(options: LoopOptions, planned: tf.Variable, seconds: float, epoch_se
     done = plan.REPLAN_EPOCH
     epochs = plan.fit_epochs(seconds, epoch_seconds, options.max_epochs,
                              options.time_target_seconds,
-                             max(plan.AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1),
+                             max(AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1),
                              done)
     if epochs >= options.max_epochs:
         logging.info('%d epochs in %.0f s (the last %.0f s): the %g planned epochs fit %.1f min',

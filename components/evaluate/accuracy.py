@@ -5,7 +5,7 @@ It is Keras' `SparseCategoricalAccuracy` (tf_keras/src/metrics/accuracy_metrics.
 the argmax of its predicted probabilities equals its integer label (the first of tied maxima, as
 `tf.argmax` takes); the value is right / all, weighted when examples are, and 0 for no examples
 (Keras divides with `divide_no_nan`). The key keeps Keras' name, so evaluations made before and
-after read alike (the report, the run summary; noise.METRIC is this NAME).
+after read alike (the report, the run summary).
 
 Why not the Keras metric itself: TFMA runs a Keras metric through its compilable-metrics
 combiner (tensorflow_model_analysis/metrics/tf_metric_wrapper.py `_CompilableMetricsCombiner`),

@@ -6,7 +6,7 @@ accuracies are the only pair of figures in the history that come from the same d
 trainer's `eval_accuracy` on the Model, and an older run's figures, come from other windows.
 So the executor reads them back from TFMA's saved metrics (the overall slice) and records them:
 
-- the candidate's accuracy (noise.METRIC);
+- the candidate's accuracy (accuracy.NAME, the blessing's metric);
 - the served model's accuracy on those examples, only when it was compared (TFMA's baseline);
 - how many examples both were evaluated on (TFMA's ExampleCount, unweighted).
 
@@ -18,7 +18,7 @@ from typing import Optional
 
 import tensorflow_model_analysis as tfma
 
-from components.evaluate import noise
+from components.evaluate import accuracy
 
 EXAMPLE_COUNT = 'example_count'   # tfma.metrics.ExampleCount's default name
 _CANDIDATE_NAMES = ('', tfma.CANDIDATE_KEY)
@@ -42,9 +42,9 @@ def read(evaluation_uri: str) -> Figures:
             if key.is_diff or not item.value.HasField('double_value'):
                 continue
             value = item.value.double_value.value
-            if key.name == noise.METRIC and key.model_name in _CANDIDATE_NAMES:
+            if key.name == accuracy.NAME and key.model_name in _CANDIDATE_NAMES:
                 candidate = value
-            elif key.name == noise.METRIC and key.model_name == tfma.BASELINE_KEY:
+            elif key.name == accuracy.NAME and key.model_name == tfma.BASELINE_KEY:
                 served = value
             elif (key.name == EXAMPLE_COUNT and not key.example_weighted.value
                   and key.model_name in _CANDIDATE_NAMES):

@@ -27,7 +27,6 @@ import tensorflow_model_analysis as tfma
 
 from components.evaluate import accuracy
 
-METRIC = accuracy.NAME   # the blessing's metric (accuracy.py)
 LEVEL = '95%'   # TFMA's intervals (tfma.utils.calculate_confidence_interval, alpha 0.05)
 EPSILON = 1e-10  # an identical model (a rerun) has a change of exactly 0
 
@@ -51,7 +50,7 @@ def _bound(max_regression: float) -> str:
 def judge(change: Change, max_regression: float, version: int) -> tuple:
     """(passed, sentence), e.g. (True, 'sparse_categorical_accuracy change vs served version 1
     -0.0098, within noise (95% interval -0.0250..+0.0060)')."""
-    name = f'{METRIC} change vs served version {version} {change.value:+.4f}'
+    name = f'{accuracy.NAME} change vs served version {version} {change.value:+.4f}'
     floor = -max_regression - EPSILON
     if not change.has_interval:
         passed = change.value >= floor
@@ -73,7 +72,7 @@ def read_change(evaluation_uri: str) -> Optional[Change]:
         if metrics.slice_key.ByteSize():  # overall slice only
             continue
         for item in metrics.metric_keys_and_values:
-            if item.key.name == METRIC and item.key.is_diff:
+            if item.key.name == accuracy.NAME and item.key.is_diff:
                 interval = item.confidence_interval
                 bounds = ((interval.lower_bound.double_value.value,
                            interval.upper_bound.double_value.value)

@@ -14,7 +14,7 @@ from PIL import Image, ImageChops
 import tensorflow as tf
 
 from components.ingest import files, image_formats, records
-
+from components.ingest.image_formats import BadImage  # a file that cannot become an example
 
 
 # File signatures, to tell a damaged image from a file that never was one.
@@ -23,9 +23,6 @@ _SIGNATURES = ((b'\x89PNG', 'PNG'), (b'\xff\xd8\xff', 'JPEG'), (b'GIF8', 'GIF'),
 
 _MODES = {1: 'L', 3: 'RGB'}
 _ALPHA_BANDS = ('A', 'a')
-
-
-BadImage = image_formats.BadImage  # a file that cannot become a training example
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,6 @@ from typing import ClassVar, Optional, Tuple
 from core.settings import Settings, setting
 from components.ingest import csv_records, image_formats, registry
 
-SOURCES = registry.NAMES   # --source choices (registry.py)
 STORAGES = ('encoded', 'raw')   # the file's bytes, or decoded uint8 pixels
 _KINDS = ('numeric', 'categorical')
 
@@ -32,8 +31,8 @@ class IngestParams(Settings):
     source: str = setting(
         'images', 'images: one sub-folder per class; csv: CSV files with a header and a label '
         'column; parquet: Parquet files with a label column (docs/data.md)', '--source',
-        choices=SOURCES,
-        check=(lambda source: source in SOURCES, f'must be one of {SOURCES}'))
+        choices=registry.NAMES,
+        check=(lambda source: source in registry.NAMES, f'must be one of {registry.NAMES}'))
     data_dir: str = setting(
         '', 'input base (a URI for Kubeflow); may hold span-<N>/ folders', '--data',
         default_text='the embedded digits, or the embedded wine table for --source csv; needed '

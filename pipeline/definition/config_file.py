@@ -24,7 +24,8 @@ import tomllib
 import typing
 from typing import Any, Dict, Mapping
 
-from pipeline.definition.config import KubeflowConfig, PipelineConfig, is_uri
+from pipeline.definition.config import PipelineConfig, is_uri
+from pipeline.definition.config_kubeflow import KubeflowConfig
 
 # The tables: a stage's settings each (PipelineConfig's fields), and [kubeflow].
 SECTIONS = PipelineConfig.sections()

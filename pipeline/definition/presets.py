@@ -18,10 +18,9 @@ from pipeline.definition import config_file as config_file_lib
 from core import settings
 from core.settings import require
 from components.ingest.params import IngestParams
-from pipeline.definition.config import (SOURCE_DEFAULTS, KubeflowConfig, PipelineConfig,
-                                        ScoreConfig, absolute, default_config, is_uri,
-                                        smoke_config)
-from pipeline.definition.config_kubeflow import check_kubeflow_root
+from pipeline.definition.config import (SOURCE_DEFAULTS, PipelineConfig, ScoreConfig, absolute,
+                                        default_config, is_uri, smoke_config)
+from pipeline.definition.config_kubeflow import KubeflowConfig, check_kubeflow_root
 
 CONFIG_NAMES = ('default', 'smoke')
 # The settings classes whose fields' flags runner.py defines, in --help's order within a group.

@@ -112,7 +112,7 @@ def for_image(config: config_lib.PipelineConfig, workdir: str) -> config_lib.Pip
                                   and to_image_path(config.train.model_weights, workdir)))
 
 
-def trainer_resources(kubeflow: config_lib.KubeflowConfig) -> _ResourceSpec:
+def trainer_resources(kubeflow: config_kubeflow.KubeflowConfig) -> _ResourceSpec:
     if kubeflow.trainer_workers > 1:  # the workers get the resources; the task only waits
         cpu, memory = _WATCHER_CPU, _WATCHER_MEMORY_GB
     else:
@@ -129,7 +129,7 @@ def trainer_resources(kubeflow: config_lib.KubeflowConfig) -> _ResourceSpec:
 
 
 def build_job(config: config_lib.PipelineConfig,
-              kubeflow: config_lib.KubeflowConfig) -> Dict[str, Any]:
+              kubeflow: config_kubeflow.KubeflowConfig) -> Dict[str, Any]:
     """Compiles the pipeline; returns the PipelineJob as a JSON-ready dict."""
     keep_runs = config.retention.keep_runs
     if keep_runs and kubeflow.cache_ingestion:
@@ -204,7 +204,7 @@ def run_end_text(config: config_lib.PipelineConfig) -> Optional[str]:
 
 
 def compile_pipeline(config: config_lib.PipelineConfig,
-                     kubeflow: config_lib.KubeflowConfig) -> str:
+                     kubeflow: config_kubeflow.KubeflowConfig) -> str:
     """Writes the PipelineJob JSON to kubeflow.output_file; returns its path."""
     data = config.ingest.data_dir
     if storage.is_object_store(data):
@@ -224,7 +224,7 @@ def compile_pipeline(config: config_lib.PipelineConfig,
     return kubeflow.output_file
 
 
-def object_store_env(kubeflow: config_lib.KubeflowConfig, root: str) -> List[Dict[str, str]]:
+def object_store_env(kubeflow: config_kubeflow.KubeflowConfig, root: str) -> List[Dict[str, str]]:
     """The plain variables every task container gets for the run root: for an s3:// or minio://
     root, the endpoint (unless AWS's own) and the region; none for gs://."""
     if not config_kubeflow.uses_s3(root):
@@ -241,7 +241,7 @@ def _container_executors(job: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
             if 'container' in executor}
 
 
-def add_object_store_env(job: Dict[str, Any], kubeflow: config_lib.KubeflowConfig,
+def add_object_store_env(job: Dict[str, Any], kubeflow: config_kubeflow.KubeflowConfig,
                          root: str) -> None:
     """object_store_env on every executor's container (PipelineContainerSpec.env, which the
     driver copies into the pod: driver/driver.go initPodSpecPatch)."""
@@ -251,7 +251,7 @@ def add_object_store_env(job: Dict[str, Any], kubeflow: config_lib.KubeflowConfi
             container['env'] = container.get('env', []) + [dict(e) for e in env]
 
 
-def platform_spec(job: Dict[str, Any], kubeflow: config_lib.KubeflowConfig,
+def platform_spec(job: Dict[str, Any], kubeflow: config_kubeflow.KubeflowConfig,
                   root: str) -> Optional[Dict[str, Any]]:
     """The Kubernetes PlatformSpec of the job: every container executor gets the object store's
     Secret as env (secretAsEnv: `accesskey` -> AWS_ACCESS_KEY_ID, `secretkey` ->
@@ -281,7 +281,7 @@ def platform_spec(job: Dict[str, Any], kubeflow: config_lib.KubeflowConfig,
 
 
 def write_pipeline_spec(job_file: str, pipeline_root: str,
-                        kubeflow: config_lib.KubeflowConfig) -> str:
+                        kubeflow: config_kubeflow.KubeflowConfig) -> str:
     """The file the KFP API server takes on upload, beside the job file; returns its path.
 
     The bare PipelineSpec (the server rejects a PipelineJob wrapper), with the pipeline root as

@@ -34,7 +34,7 @@ class SchedulingError(Exception):
 _UNREACHABLE = (TimeoutError, urllib3.exceptions.HTTPError)
 
 
-def connect(kubeflow: config_lib.KubeflowConfig):
+def connect(kubeflow: config_kubeflow.KubeflowConfig):
     """A kfp.Client for kubeflow.endpoint with the configured namespace and credentials, passed
     the way kfp.Client takes them: a token as `existing_token` (sent as "Authorization: Bearer"),
     a token file as `credentials` (ServiceAccountTokenVolumeCredentials re-reads it for every
@@ -105,7 +105,7 @@ def _refusal(error) -> str:
 
 
 def schedule(client, job_file: str, config: config_lib.PipelineConfig,
-             kubeflow: config_lib.KubeflowConfig):
+             kubeflow: config_kubeflow.KubeflowConfig):
     """Uploads the compiled pipeline and leaves exactly one recurring run named after it.
 
     KFP's v2beta1 API cannot edit a recurring run, so "update" is: create the new one (pointing

@@ -27,8 +27,8 @@ from pipeline.kubeflow import compiler
 from pipeline.definition import scoring
 
 
-def build_job(config: config_lib.PipelineConfig, kubeflow_config: config_lib.KubeflowConfig,
-              score: scoring.ScoreConfig) -> Dict[str, Any]:
+def build_job(config: config_lib.PipelineConfig, kubeflow_config: config_kubeflow.KubeflowConfig,
+              score: config_lib.ScoreConfig) -> Dict[str, Any]:
     """Compiles the scoring pipeline; returns the PipelineJob as a JSON-ready dict."""
     workdir = kubeflow_config.image_workdir
     # The scored input is what the Beam mode is chosen from (pipeline/definition/beam_mode.py).
@@ -49,8 +49,8 @@ def build_job(config: config_lib.PipelineConfig, kubeflow_config: config_lib.Kub
 
 
 def compile_pipeline(config: config_lib.PipelineConfig,
-                     kubeflow_config: config_lib.KubeflowConfig,
-                     score: scoring.ScoreConfig) -> str:
+                     kubeflow_config: config_kubeflow.KubeflowConfig,
+                     score: config_lib.ScoreConfig) -> str:
     """Writes the scoring PipelineJob JSON to kubeflow_config.output_file; returns its path."""
     job = build_job(config, kubeflow_config, score)
     os.makedirs(os.path.dirname(os.path.abspath(kubeflow_config.output_file)), exist_ok=True)
@@ -59,8 +59,8 @@ def compile_pipeline(config: config_lib.PipelineConfig,
     return kubeflow_config.output_file
 
 
-def compile_for(config: config_lib.PipelineConfig, kubeflow_config: config_lib.KubeflowConfig,
-                score: scoring.ScoreConfig, output: Optional[str]
+def compile_for(config: config_lib.PipelineConfig, kubeflow_config: config_kubeflow.KubeflowConfig,
+                score: config_lib.ScoreConfig, output: Optional[str]
                 ) -> Tuple[str, config_lib.PipelineConfig]:
     """runner.py --kubeflow --score: (the compiled file, the config to schedule it with). The
     file defaults to config_kubeflow.SCORE_SPEC_FILE, not the training pipeline's; the config is

@@ -21,6 +21,8 @@ import tensorflow as tf
 from google.protobuf import json_format
 
 from pipeline.definition import config as config_lib
+from pipeline.definition.config_kubeflow import KubeflowConfig
+from pipeline.definition.config_retraining import RetentionConfig
 from pipeline.kubeflow import compiler
 
 from helpers import copy_digits, version_folders
@@ -40,9 +42,9 @@ def runs(tmp_path_factory):
     # scenario, test_kubeflow_retention.py.
     cfg = config_lib.smoke_config(str(data), str(base / 'out'),
                                   schema_path=config_lib.DIGITS_SCHEMA,
-                                  retention=config_lib.RetentionConfig(keep_runs=0))
+                                  retention=RetentionConfig(keep_runs=0))
     # The "image" is this checkout: its paths stay as they are.
-    kf = config_lib.KubeflowConfig(image='local', output_file=str(base / 'pipeline.json'),
+    kf = KubeflowConfig(image='local', output_file=str(base / 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
     job = kfp_launcher.load_job(compiler.compile_pipeline(cfg, kf))
     launcher = kfp_launcher.Launcher(workdir=str(base / 'pods'))

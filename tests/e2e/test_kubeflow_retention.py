@@ -24,6 +24,8 @@ from google.protobuf import json_format
 
 import runner
 from pipeline.definition import config as config_lib
+from pipeline.definition.config_kubeflow import KubeflowConfig
+from pipeline.definition.config_retraining import RetentionConfig
 from pipeline.definition import presets
 from pipeline.kubeflow import compiler
 from pipeline.kubeflow import run_end as run_end_lib, task_record
@@ -202,8 +204,8 @@ def test_a_deleted_output_comes_back_from_kfps_cache_only_without_retention(
     data = copy_digits(str(tmp_path / 'data' / 'span-1'), per_class=5)
     cfg = config_lib.smoke_config(os.path.dirname(data), str(tmp_path / 'out'),
                                   schema_path=config_lib.DIGITS_SCHEMA,
-                                  retention=config_lib.RetentionConfig(keep_runs=keep))
-    kf = config_lib.KubeflowConfig(image='local', output_file=str(tmp_path / 'pipeline.json'),
+                                  retention=RetentionConfig(keep_runs=keep))
+    kf = KubeflowConfig(image='local', output_file=str(tmp_path / 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
     job = only_tasks(kfp_launcher.load_job(compiler.compile_pipeline(cfg, kf)),
                      'ImportSchemaGen')

@@ -17,6 +17,7 @@ import kfp_launcher
 import runner
 import saved_models
 from pipeline.definition import config as config_lib
+from pipeline.definition.config_kubeflow import KubeflowConfig
 from pipeline.kubeflow import score
 from pipeline.runs import logs
 
@@ -37,7 +38,7 @@ def scored(tmp_path_factory):
         (folder / name).write_bytes(saved_models.png(value))
     (folder / 'cut.png').write_bytes(saved_models.png(0.5)[:50])
     # The "image" is this checkout: its paths stay as they are.
-    kf = config_lib.KubeflowConfig(image='local', output_file=str(base / 'score.json'),
+    kf = KubeflowConfig(image='local', output_file=str(base / 'score.json'),
                                    image_workdir=config_lib.REPO_ROOT)
     job_file = score.compile_pipeline(cfg, kf, config_lib.ScoreConfig(str(folder)))
     launcher = kfp_launcher.Launcher(workdir=str(base / 'pods'))

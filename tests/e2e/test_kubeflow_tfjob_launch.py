@@ -13,6 +13,7 @@ import pytest
 from google.protobuf import json_format
 
 from pipeline.definition import config as config_lib
+from pipeline.definition.config_kubeflow import KubeflowConfig
 from pipeline.kubeflow import compiler
 
 import fake_k8s_server
@@ -28,7 +29,7 @@ def test_the_compiled_trainer_task_trains_in_a_two_pod_tfjob(tmp_path, monkeypat
         str(tmp_path / 'kubeconfig'), server, 'pipelines'))
     try:
         cfg = smoke_sample_config(str(tmp_path))
-        kf = config_lib.KubeflowConfig(image='local', output_file=str(tmp_path / 'p.json'),
+        kf = KubeflowConfig(image='local', output_file=str(tmp_path / 'p.json'),
                                        image_workdir=config_lib.REPO_ROOT, trainer_workers=2)
         outputs = kfp_launcher.Launcher(workdir=str(tmp_path / 'pods')).run_job(
             kfp_launcher.load_job(compiler.compile_pipeline(cfg, kf)), 'run-1')

@@ -13,6 +13,7 @@ import pytest
 from google.protobuf import json_format
 
 from pipeline.definition import config as config_lib
+from pipeline.definition.config_kubeflow import KubeflowConfig
 from pipeline.kubeflow import compiler
 
 from helpers import smoke_sample_config
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.e2e
 def run(tmp_path_factory):
     base = tmp_path_factory.mktemp('kfp_vertex')
     cfg = smoke_sample_config(str(base))
-    kf = config_lib.KubeflowConfig(image='local', output_file=str(base / 'pipeline.json'),
+    kf = KubeflowConfig(image='local', output_file=str(base / 'pipeline.json'),
                                    image_workdir=config_lib.REPO_ROOT)
     job = kfp_launcher.load_job(compiler.compile_pipeline(cfg, kf))
     launcher = kfp_launcher.Launcher(mode='vertex', workdir=str(base / 'pods'))

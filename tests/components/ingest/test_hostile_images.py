@@ -126,7 +126,7 @@ def test_the_rejected_fraction_still_decides(small_images, tmp_path):
 @pytest.mark.filterwarnings('ignore::PIL.Image.DecompressionBombWarning')  # ours decides
 def test_a_lower_pixel_limit_rejects_from_the_header(png_bytes):
     width, height = Image.open(io.BytesIO(png_bytes)).size
-    with pytest.raises(images.BadImage, match=r'over ingest.max_image_pixels') as raised:
+    with pytest.raises(image_formats.BadImage, match=r'over ingest.max_image_pixels') as raised:
         images.inspect_image(png_bytes, max_pixels=width * height - 1)
     assert raised.value.reason == 'too_large'
     assert images.inspect_image(png_bytes, max_pixels=width * height).width == width
@@ -134,7 +134,7 @@ def test_a_lower_pixel_limit_rejects_from_the_header(png_bytes):
 
 def test_pillow_bomb_error_is_a_rejection_not_a_crash():
     # Over twice the limit Pillow itself raises DecompressionBombError inside Image.open.
-    with pytest.raises(images.BadImage, match=r'900,000,000 pixels is over') as raised:
+    with pytest.raises(image_formats.BadImage, match=r'900,000,000 pixels is over') as raised:
         images.inspect_image(bomb_png(), max_pixels=1000)
     assert raised.value.reason == 'too_large'
     assert Image.MAX_IMAGE_PIXELS == 1000
@@ -149,7 +149,7 @@ def test_conversion_to_png_keeps_lossless_pixels_and_names_the_setting_otherwise
     assert np.array_equal(np.asarray(Image.open(io.BytesIO(stored.payload))),
                           np.asarray(Image.open(io.BytesIO(grey_tiff))))
     cmyk = _encoded('CMYK', 'TIFF')
-    with pytest.raises(images.BadImage, match='mode CMYK becomes 8-bit.*--convert-formats'):
+    with pytest.raises(image_formats.BadImage, match='mode CMYK becomes 8-bit.*--convert-formats'):
         images.inspect_image(cmyk)
     allowed = images.inspect_image(cmyk, convert_formats=('TIFF',))
     assert images.prepare(cmyk, allowed, None, 'encoded', 0).mode == 'RGB'
@@ -158,7 +158,7 @@ def test_conversion_to_png_keeps_lossless_pixels_and_names_the_setting_otherwise
 def test_formats_we_never_decode_are_rejected_before_decoding():
     buffer = io.BytesIO()
     Image.new('1', (4, 4)).save(buffer, 'XBM')
-    with pytest.raises(images.BadImage, match='unsupported image format XBM') as raised:
+    with pytest.raises(image_formats.BadImage, match='unsupported image format XBM') as raised:
         images.inspect_image(buffer.getvalue())
     assert raised.value.reason == 'unsupported_format'
     assert 'XBM' not in image_formats.STORED_FORMATS | image_formats.CONVERTED_FORMATS

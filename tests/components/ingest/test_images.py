@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from components.ingest import images
+from components.ingest import image_formats, images
 
 
 def _encode(fmt: str, size=(5, 7), mode='RGB') -> bytes:
@@ -31,19 +31,19 @@ def test_inspect_reads_the_embedded_digit(png_bytes):
     (b'hello, not an image', 'not a recognised image format'),
 ])
 def test_inspect_rejects_non_images(data, reason):
-    with pytest.raises(images.BadImage, match=reason):
+    with pytest.raises(image_formats.BadImage, match=reason):
         images.inspect_image(data)
 
 
 def test_inspect_rejects_truncated_png(png_bytes):
-    with pytest.raises(images.BadImage, match='corrupt or truncated'):
+    with pytest.raises(image_formats.BadImage, match='corrupt or truncated'):
         images.inspect_image(png_bytes[: len(png_bytes) // 2])
 
 
 def test_inspect_accepts_tiff_for_conversion_and_rejects_formats_we_do_not_read():
     # TIFF is read only to be converted to PNG (test_hostile_images.py); XBM is not read at all.
     assert images.inspect_image(_encode('TIFF')).converted
-    with pytest.raises(images.BadImage, match='unsupported image format XBM'):
+    with pytest.raises(image_formats.BadImage, match='unsupported image format XBM'):
         images.inspect_image(_encode('XBM', mode='1'))
 
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from components.ingest import images, records
+from components.ingest import image_formats, images, records
 
 
 def test_bad_record_needs_a_known_reason():
@@ -11,7 +11,7 @@ def test_bad_record_needs_a_known_reason():
     assert error.reason == 'empty_file' and str(error) == 'empty file (0 bytes)'
     with pytest.raises(KeyError, match='unknown rejection reason'):
         records.BadRecord('typo', 'x')
-    assert isinstance(images.BadImage('not_an_image', 'x'), records.BadRecord)
+    assert isinstance(image_formats.BadImage('not_an_image', 'x'), records.BadRecord)
 
 
 def test_quarantine_line_has_source_reason_detail_and_raw_row():

@@ -7,6 +7,7 @@ from components.evaluate.params import EvalParams
 from components.ingest.params import IngestParams
 from components.push.params import PushParams
 from pipeline.definition import config, presets
+from pipeline.definition.config_kubeflow import KubeflowConfig
 from training.params import TrainParams
 
 
@@ -140,13 +141,13 @@ _SCHEDULED = dict(image='img:1', endpoint='http://kfp', schedule='0 0 3 * * *')
 ])
 def test_scheduling_settings_are_checked(settings, message):
     with pytest.raises(ValueError, match=message):
-        config.KubeflowConfig(**dict(_SCHEDULED, **settings))
+        KubeflowConfig(**dict(_SCHEDULED, **settings))
 
 
 def test_scheduling_settings_kfp_accepts():
     for schedule in ('0 0 3 * * *', '@daily', '@every 6h'):
-        assert config.KubeflowConfig(**dict(_SCHEDULED, schedule=schedule)).schedule == schedule
-    kubeflow = config.KubeflowConfig(**_SCHEDULED, namespace='team-ml', token_env='KFP_TOKEN')
+        assert KubeflowConfig(**dict(_SCHEDULED, schedule=schedule)).schedule == schedule
+    kubeflow = KubeflowConfig(**_SCHEDULED, namespace='team-ml', token_env='KFP_TOKEN')
     assert (kubeflow.namespace, kubeflow.token_env) == ('team-ml', 'KFP_TOKEN')
 
 

@@ -9,6 +9,7 @@ import pytest
 from components.evaluate.params import EvalParams
 from components.ingest.params import IngestParams
 from pipeline.definition import config, config_file, presets
+from pipeline.definition.config_kubeflow import KubeflowConfig
 from training.params import TrainParams
 
 from helpers import REPO_ROOT
@@ -172,7 +173,7 @@ token_file = "kfp-token"
     assert (kubeflow.endpoint, kubeflow.schedule) == ('https://kfp', '@daily')
     assert kubeflow.namespace == 'team-b' and kubeflow.output_file == 'pipeline.json'
     assert kubeflow.token_file == str(tmp_path / 'kfp-token')  # relative to the file
-    assert kubeflow.experiment == config.KubeflowConfig.experiment  # the default
+    assert kubeflow.experiment == KubeflowConfig.experiment  # the default
     assert _build(path, output=str(tmp_path)).train.train_steps == 30  # a local run ignores it
 
 
@@ -218,7 +219,7 @@ def test_the_example_holds_every_kubeflow_setting_and_documents_the_pipeline_nam
         text = handle.read()
     table = text.split('[kubeflow]')[1]
     keys = set(re.findall(r'^# (\w+) = ', table, re.M))
-    expected = {f.name for f in dataclasses.fields(config.KubeflowConfig)} - {'output_file'}
+    expected = {f.name for f in dataclasses.fields(KubeflowConfig)} - {'output_file'}
     assert expected | {'pipeline_root'} == keys
     assert re.search(r'^# name = "image-pipeline"', text, re.M)
     assert 'replaces' in text.split('# name =')[0].rsplit('\n\n', 1)[1]  # what a name decides

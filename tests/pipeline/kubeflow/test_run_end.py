@@ -10,6 +10,7 @@ from google.protobuf import struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from pipeline.definition import config as config_lib
+from pipeline.definition.config_kubeflow import KubeflowConfig
 from pipeline.kubeflow import compiler
 from pipeline.kubeflow import run_end as run_end_lib, task_record
 from pipeline.runs import notify
@@ -56,7 +57,7 @@ def _tasks(job):
 def test_the_cache_rule_of_the_compile(tmp_path, keep, url, uncached):
     """--keep-runs K > 0: no task cached (KFP would hand over deleted artifacts); a run end
     without retention: the Pusher uncached, so that it runs (and notifies) every time."""
-    kf = config_lib.KubeflowConfig(image='local', output_file=str(tmp_path / 'p.json'))
+    kf = KubeflowConfig(image='local', output_file=str(tmp_path / 'p.json'))
     job = compiler.build_job(_config(tmp_path, keep=keep, url=url), kf)
     tasks = _tasks(job)
     cached = {name for name, task in tasks.items()
@@ -69,7 +70,7 @@ def test_the_cache_rule_of_the_compile(tmp_path, keep, url, uncached):
 
 
 def test_cached_ingestion_and_retention_are_refused_together(tmp_path):
-    kf = config_lib.KubeflowConfig(image='local', cache_ingestion=True)
+    kf = KubeflowConfig(image='local', cache_ingestion=True)
     with pytest.raises(ValueError, match='cache_ingestion = true and --keep-runs K > 0'):
         compiler.build_job(_config(tmp_path, keep=1), kf)
     assert compiler.run_end_text(_config(tmp_path, keep=0)) is None

@@ -4,6 +4,7 @@ The store is laid out as TFX's LocalDagRunner records runs: a `pipeline` context
 execution, a `pipeline_run` context per run, OUTPUT and INPUT events, artifacts at
 <pipeline_root>/<node>/<key>/<id>. Each run here ingests, computes statistics and trains.
 """
+import dataclasses
 import json
 import os
 import subprocess
@@ -90,7 +91,7 @@ class Store:
         return self.store.get_artifacts_by_id([artifact_id])[0].uri
 
     def apply(self, keep, current, lock='held'):
-        cfg = config_lib.dataclasses.replace(self.cfg, retention=RetentionConfig(keep))
+        cfg = dataclasses.replace(self.cfg, retention=RetentionConfig(keep))
         held = runlock.OutputLock(cfg.output_dir) if lock == 'held' else None
         return retention.apply(cfg, current, held)
 
