@@ -4,7 +4,7 @@
 
 Reads a finished `runner.py --local` output (--run): its served model and its newest eval split.
 For each size k the split is written k times over into one file, and TFMA evaluates it as our
-Evaluator does after the first run: the pipeline's eval config (`pipeline.make_eval_config`,
+Evaluator does after the first run: the pipeline's eval config (`factory.make_eval_config`,
 both slicings, jackknife intervals) with the served model as candidate and as baseline. The
 accuracy metric is the pipeline's (components/evaluate/accuracy.py) or Keras'
 SparseCategoricalAccuracy under the same name, in turns, so that machine noise hits both

@@ -24,7 +24,8 @@ NAME = 'sparse_categorical_accuracy'   # Keras' name for it (see the docstring)
 
 
 class SparseCategoricalAccuracy(metric_types.Metric):
-    """Named in a MetricConfig by class_name and this module (pipeline.make_eval_config)."""
+    """Named in a MetricConfig by class_name and this module (make_eval_config,
+    pipeline/definition/factory.py)."""
 
     def __init__(self, name: str = NAME):
         super().__init__(metric_util.merge_per_key_computations(_computations), name=name)

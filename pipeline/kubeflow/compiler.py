@@ -1,4 +1,4 @@
-"""Kubeflow Pipelines: compile create_pipeline() to a KFP v2 spec, and schedule it.
+"""Kubeflow Pipelines: compile create_pipeline() to a KFP v2 spec.
 
     compile_pipeline(config, kubeflow)  -> the PipelineJob JSON file (TFX's KubeflowV2DagRunner)
     write_pipeline_spec(job_file, root, kubeflow)  -> what the KFP API server takes on upload

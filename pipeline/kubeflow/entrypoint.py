@@ -1,5 +1,4 @@
-"""The container entry point of every compiled Kubeflow task: `python -m
-pipeline.kubeflow.entrypoint`.
+"""Every compiled Kubeflow task's container entry point: `python -m pipeline.kubeflow.entrypoint`.
 
 It takes exactly the arguments of TFX's own entry point
 (tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor): --executor_class_path,

@@ -5,5 +5,6 @@ summary.py reads a run back from ML Metadata, stages.py names each stage and its
 summary_text.py puts the run into words, notify.py and notify_facts.py tell people how it
 ended; retention.py and retention_plan.py delete what older runs left, rollback.py and
 approval.py change what is served; runlock.py is the output folder's lock, logs.py where a run's
-output goes. It imports pipeline.definition only; the report and both orchestrators build on it.
+output goes, run_files.py what a run's own files are called. It imports pipeline.definition only;
+the report and both orchestrators build on it.
 """
