@@ -25,7 +25,7 @@ def _run(tmp_path, *args):
 
 
 def test_a_script_runs_in_a_child_with_its_cwd_env_argv_and_exit_status(tmp_path):
-    assert warm_python.takes(['script.py']) and warm_python.takes(['-m', 'pipeline.local.run'])
+    assert warm_python.takes(['script.py']) and warm_python.takes(['-m', 'pipeline.local'])
     result = _run(tmp_path, '3')
     assert result.returncode == 3
     out, cwd, env, argv, pid = result.stdout.split(' ', 4)
