@@ -27,9 +27,9 @@ def test_patience_budget_and_epoch_rules():
     assert not stopping.patience_ran_out(epoch=6, best_epoch=3, patience=3, counted_from=5)
     assert stopping.patience_ran_out(epoch=8, best_epoch=3, patience=3, counted_from=5)
     assert stopping.patience_ran_out(epoch=9, best_epoch=6, patience=3, counted_from=5)
-    # Cosine after the warm-up: half the peak at the middle of the decay.
-    assert stopping.patience_start(train_steps=40, warmup_steps=0, steps_per_epoch=2) == 10
-    assert stopping.patience_start(train_steps=44, warmup_steps=4, steps_per_epoch=4) == 6
+    # The last quarter of the cosine decay, after the warm-up.
+    assert stopping.patience_start(train_steps=40, warmup_steps=0, steps_per_epoch=2) == 15
+    assert stopping.patience_start(train_steps=44, warmup_steps=4, steps_per_epoch=4) == 9
     assert stopping.patience_start(train_steps=40, warmup_steps=0, steps_per_epoch=0) == 0
     assert stopping.budget_spent(600.0, 600.0) and not stopping.budget_spent(599.0, 600.0)
     assert not stopping.budget_spent(1e9, 0.0)  # 0 = no budget
@@ -47,7 +47,7 @@ def test_stop_reasons_say_why():
                                 epoch=13, best_epoch=9, best_accuracy=0.93124, patience=3,
                                 restored=True, counted_from=10) == (
         'early stopping: held-out accuracy did not improve for 3 epochs after epoch 10, where '
-        "the learning rate fell to half its peak (best 0.9312 at epoch 9); restored epoch 9's "
+        "the schedule entered its last quarter (best 0.9312 at epoch 9); restored epoch 9's "
         'weights')
     assert stopping.stop_reason(stopping.RUNNING, steps=200, steps_per_epoch=10, max_epochs=20,
                                 epoch=20, best_epoch=18, best_accuracy=0.5,
@@ -138,16 +138,16 @@ def _run(tmp_dir=None, stream_limit=None, **option_overrides):
 def test_early_stopping_fires_and_restores_the_best_epochs_weights():
     result, weights, snapshots = _run()
     best, run = result['best_epoch'], result['epochs_run']
-    # Patience 2, counted from epoch 10 (half the peak rate: 20 of 40 updates), as the best
-    # epoch came before it; well before the maximum.
-    assert 1 <= best < 10 and run == 12
+    # Patience 2, counted from epoch 15 (the schedule's last quarter: 30 of 40 updates), as the
+    # best epoch came before it; before the maximum.
+    assert 1 <= best < 15 and run == 17
     assert result['steps_run'] == 2 * run and result['held_out_accuracy'] > 0
     for restored, judged in zip(weights, snapshots[2 * best]):
         np.testing.assert_array_equal(restored, judged)
     assert any(not np.array_equal(a, b) for a, b in zip(weights, snapshots[2 * run]))
     assert result['stop_reason'] == (
-        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 10, where '
-        f"the learning rate fell to half its peak (best {result['held_out_accuracy']:.4f} at "
+        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 15, where '
+        f"the schedule entered its last quarter (best {result['held_out_accuracy']:.4f} at "
         f"epoch {best}); restored epoch {best}'s weights")
 
 

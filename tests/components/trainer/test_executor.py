@@ -101,8 +101,8 @@ def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypa
     model_run = standard_artifacts.ModelRun()
     model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '4')
     # Half of the train split held out, and a model training cannot change: epoch 1 stays the
-    # best, and patience 2, counted from epoch 6 (the learning rate at half its peak: 6 of 12
-    # one-update epochs, no warm-up), stops training after epoch 8.
+    # best, and patience 2, counted from epoch 9 (the schedule's last quarter: 9 of 12
+    # one-update epochs, no warm-up), stops training after epoch 11.
     props = inputs.properties(train_epochs=12.0, validation_percent=50, patience=2,
                         warmup_steps=0,
                         model_builder='helpers.unlearnable_model', accumulation_steps=1,
@@ -115,10 +115,10 @@ def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypa
     got = {name: model.get_float_custom_property(name) for name in (
         'held_out_examples', 'best_epoch', 'epochs_run', 'held_out_accuracy')}
     assert got['held_out_examples'] == held_out
-    assert (got['best_epoch'], got['epochs_run']) == (1, 8)  # stopped before 12
+    assert (got['best_epoch'], got['epochs_run']) == (1, 11)  # stopped before 12
     assert model.get_string_custom_property('stop_reason') == (
-        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 6, where the '
-        f'learning rate fell to half its peak (best {got["held_out_accuracy"]:.4f} at epoch 1); '
+        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 9, where the '
+        f'schedule entered its last quarter (best {got["held_out_accuracy"]:.4f} at epoch 1); '
         'restored epoch 1\'s weights')
 
 
