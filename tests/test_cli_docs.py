@@ -60,7 +60,7 @@ def test_every_training_parameter_shows_its_flag_key_and_default_from_the_datacl
 
 def test_a_new_flag_or_key_missing_from_the_page_fails():
     parser = runner.build_parser()
-    parser.add_argument_group('training').add_argument('--label-smoothing', type=float,
+    parser.add_argument_group('training').add_argument('--mixup-alpha', type=float,
                                                        help='x (default: 0)')
-    assert '--label-smoothing' in cli_docs.markdown(parser)
+    assert '--mixup-alpha' in cli_docs.markdown(parser)
     assert cli_docs.page_with(parser, _page()) != _page()

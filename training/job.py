@@ -194,7 +194,8 @@ def build_steps(job: TrainJob, strategy: tf.distribute.Strategy,
                         model.outputs[0].dtype)
     return steps_lib.StepFunctions(model, optimizer, strategy, params.global_batch_size,
                                    params.accumulation_steps, loss_scale, jit_compile=xla,
-                                   planned_steps=planned)
+                                   planned_steps=planned,
+                                   label_smoothing=params.label_smoothing)
 
 
 def _against_peak(model: keras.Model, policy: str, examples_per_second) -> Dict[str, float]:
@@ -218,9 +219,9 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                      strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, float]:
     """Trains (resuming from checkpoint_dir), evaluates, exports, and writes metrics.json."""
     # The strategy first: a multi-worker one must be made before TensorFlow runs much.
-    params = job.params
-    strategy = strategy or distribute.make_strategy(params.devices)
+    strategy = strategy or distribute.make_strategy(job.params.devices)
     job, held_out, note = plan.plan_epochs(job)
+    params = job.params   # with the batch from the data, when it was 0
     start = time.perf_counter()
     decision = decide_step(job, strategy)
     policy, why = decision.policy, decision.precision_reason
@@ -289,6 +290,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
             metrics['step_trial'] = decision.trial_text()
             metrics['step_trial_seconds'] = decide_seconds
         metrics.update(_against_peak(steps.model, policy, metrics.get('examples_per_second')))
+        metrics['global_batch_size'] = params.global_batch_size
         metrics['num_replicas'] = strategy.num_replicas_in_sync
         metrics['num_workers'] = workers
         metrics['input_sharding'] = shard

@@ -30,6 +30,14 @@ from training.choices import AUGMENTS, OPTIMIZERS, POLICIES, XLA_CHOICES
 # (docs/training.md, "Training length").
 AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 1_000_000, 10, 20, 400
 AUTO_TRAIN_MINUTES, AUTO_MIN_TIMED_EPOCHS = 12.0, 3
+# Batch from the data (global_batch_size 0): AUTO_BATCH, or AUTO_LARGE_BATCH when the held-in
+# train split gives at least AUTO_LARGE_BATCH_UPDATES updates an epoch at that batch. On a CPU
+# the larger batch about doubles the examples a second (per-step costs are shared by twice the
+# examples: bench/bench_step.py), which a time-bound run turns into more epochs; a small split
+# keeps the smaller batch and its updates (the AUTO_MIN_UPDATES floor above). A length from the
+# data at the larger batch keeps the updates of the smaller one: twice the examples, up to
+# twice AUTO_MAX_EPOCHS (docs/training.md, "Batch and length").
+AUTO_BATCH, AUTO_LARGE_BATCH, AUTO_LARGE_BATCH_UPDATES = 64, 128, 200
 
 # --model short names: standard architectures (keras.applications, see models/applications.py).
 NAMED_MODELS = {name: 'models.applications.' + name
@@ -83,8 +91,10 @@ class TrainParams(Settings):
     freeze_epochs: int = setting(
         0, "first N epochs train only the head of a model with a 'backbone' layer (--model "
         'resnet50 ...; with --weights), then all layers', '--freeze-epochs', metavar='N')
-    global_batch_size: int = setting(64, 'global batch over all replicas', '--batch-size',
-                                    metavar='N')
+    global_batch_size: int = setting(
+        0, 'global batch over all replicas', '--batch-size', metavar='N',
+        default_text=f'from the data: {AUTO_BATCH}, or {AUTO_LARGE_BATCH} when an epoch has '
+        f'>= {AUTO_LARGE_BATCH_UPDATES} updates of it')
     workers: int = setting(
         1, 'training processes on this machine, one MultiWorkerMirroredStrategy worker each; '
         '1 = in-process', '--workers', metavar='N', property='num_workers')
@@ -107,6 +117,9 @@ class TrainParams(Settings):
     augment: str = setting(
         'light', 'random changes to train images: light = small shifts; standard = shifts, '
         'crops and contrast', '--augment', choices=AUGMENTS)
+    label_smoothing: float = setting(
+        0.1, 'train towards (1 - e) on the label and e / classes on every class; 0 = none',
+        '--label-smoothing', metavar='E')
     flip: bool = setting(False, 'random horizontal flips of train images too (not for digits '
                         'or text)', '--flip')
     # Config file only (no flag):
@@ -137,9 +150,12 @@ class TrainParams(Settings):
         yield (self.train_steps >= 0,
                f'train_steps must be >= 0 (0 = by epochs), got {self.train_steps}')
         yield self.train_epochs >= 0, f'train_epochs must be >= 0, got {self.train_epochs}'
-        yield (self.global_batch_size >= 1,
-               f'global_batch_size must be >= 1, got {self.global_batch_size}')
+        yield (self.global_batch_size >= 0,
+               f'global_batch_size must be >= 0 (0 = from the data), got '
+               f'{self.global_batch_size}')
         yield self.learning_rate > 0, f'learning_rate must be > 0, got {self.learning_rate}'
+        yield (0 <= self.label_smoothing < 1,
+               f'label_smoothing must be in [0, 1), got {self.label_smoothing}')
         yield self.weight_decay >= 0, f'weight_decay must be >= 0, got {self.weight_decay}'
         yield (self.warmup_steps >= 0 and (not self.train_steps
                                            or self.warmup_steps < self.train_steps),
@@ -169,7 +185,7 @@ class TrainParams(Settings):
                'freeze_epochs must be fewer than train_epochs, and training must be by epochs '
                f'(not train_steps), got {self.freeze_epochs}')
         # Every worker process takes an equal share of each global batch.
-        yield (self.workers >= 1 and self.global_batch_size % self.workers == 0,
+        yield (self.workers >= 1 and (self.global_batch_size or AUTO_BATCH) % self.workers == 0,
                f'workers must be >= 1 and split global_batch_size ({self.global_batch_size}) '
                f'evenly, got {self.workers}')
         yield (self.time_budget_minutes >= 0,
@@ -186,6 +202,7 @@ class TrainParams(Settings):
     def bare(cls, **changes) -> 'TrainParams':
         """No warm-up, augmentation, held-out slice or early stopping, float32 without XLA,
         seed 0: the plain training the library's tests and benchmarks start from."""
-        return cls(**dict(dict(warmup_steps=0, augment='none', validation_percent=0,
+        return cls(**dict(dict(global_batch_size=AUTO_BATCH, warmup_steps=0, augment='none',
+                               label_smoothing=0.0, validation_percent=0,
                                patience=0, mixed_precision='float32', xla='off', seed=0),
                           **changes))

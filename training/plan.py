@@ -14,7 +14,8 @@ from absl import logging
 
 from core import inputs
 from training import data
-from training.params import (AUTO_EXAMPLES, AUTO_MAX_EPOCHS, AUTO_MIN_EPOCHS,
+from training.params import (AUTO_BATCH, AUTO_EXAMPLES, AUTO_LARGE_BATCH,
+                             AUTO_LARGE_BATCH_UPDATES, AUTO_MAX_EPOCHS, AUTO_MIN_EPOCHS,
                              AUTO_MIN_TIMED_EPOCHS, AUTO_MIN_UPDATES, AUTO_TRAIN_MINUTES)
 
 
@@ -46,12 +47,25 @@ MIN_HELD_OUT = 500
 AUTO_EPOCHS = -1.0
 
 
-def auto_epochs(held_in: int, examples_per_update: int) -> float:
-    """The most epochs for a train split of held_in examples, when none are configured."""
-    epochs = min(AUTO_MAX_EPOCHS,
-                 max(AUTO_MIN_EPOCHS, math.ceil(AUTO_EXAMPLES / max(1, held_in))))
+def auto_batch(held_in: int) -> int:
+    """The global batch when none is configured (AUTO_BATCH* in training/params.py)."""
+    large = held_in // AUTO_LARGE_BATCH >= AUTO_LARGE_BATCH_UPDATES
+    return AUTO_LARGE_BATCH if large else AUTO_BATCH
+
+
+def auto_epochs(held_in: int, examples_per_update: int, scale: float = 1.0) -> float:
+    """The most epochs for a train split of held_in examples, when none are configured; `scale`
+    multiplies the examples and the epoch cap (the larger batch from the data: batch_scale)."""
+    epochs = min(AUTO_MAX_EPOCHS * scale,
+                 max(AUTO_MIN_EPOCHS, math.ceil(AUTO_EXAMPLES * scale / max(1, held_in))))
     per_epoch = max(1, held_in // examples_per_update)
     return float(max(epochs, math.ceil(AUTO_MIN_UPDATES / per_epoch)))
+
+
+def batch_scale(configured: int, batch: int) -> float:
+    """How much longer a length from the data is at this batch: the larger batch from the data
+    keeps the smaller one's updates (twice the examples); a configured batch keeps the rule."""
+    return 1.0 if configured else batch / AUTO_BATCH
 
 
 # The length is re-planned at the end of this epoch, from its cost: the first epoch costs more
@@ -82,11 +96,13 @@ def resolve_train_steps(exec_properties: Mapping[str, Any], num_train_examples: 
     """
     steps = int(exec_properties['train_steps'])
     if steps <= 0:
-        per_update = (int(exec_properties['global_batch_size'])
-                      * int(exec_properties['accumulation_steps']))
         held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
         held_in //= 100
-        epochs = float(exec_properties['train_epochs']) or auto_epochs(held_in, per_update)
+        configured = int(exec_properties['global_batch_size'])
+        batch = configured or auto_batch(held_in)
+        per_update = batch * int(exec_properties['accumulation_steps'])
+        epochs = float(exec_properties['train_epochs']) or auto_epochs(
+            held_in, per_update, batch_scale(configured, batch))
         steps = max(1, math.ceil(epochs * max(1, held_in // per_update)))
     return max(1, steps)
 
@@ -97,8 +113,9 @@ def plan_epochs(job) -> Tuple[Any, int, str]:
     Counts the train split's held-in and held-out records once (no decoding); an epoch is one
     pass over the held-in part, and the learning rate decays over the maximum of epochs.
     """
-    if job.epochs == 0:  # a fixed length trains on the whole train split
-        return dataclasses.replace(job, held_out_percent=0), 0, ''
+    if job.epochs == 0:  # a fixed length trains on the whole train split, uncounted
+        return dataclasses.replace(job, held_out_percent=0,
+                                   options=_with_batch(job.options, AUTO_BATCH)), 0, ''
     percent = job.held_out_percent
     held_in, held_out = data.count_split(job.train_pattern, percent)
     note = '' if percent else 'no held-out slice (validation_percent is 0)'
@@ -106,8 +123,11 @@ def plan_epochs(job) -> Tuple[Any, int, str]:
         note = (f'only {held_out} held-out examples (fewer than {MIN_HELD_OUT}), so they were '
                 f'trained on')
         held_in, held_out, percent = held_in + held_out, 0, 0
-    options = job.options
-    epochs = job.epochs if job.epochs > 0 else auto_epochs(held_in, options.examples_per_update)
+    configured = job.options.params.global_batch_size
+    options = _with_batch(job.options, auto_batch(held_in))
+    epochs = job.epochs if job.epochs > 0 else auto_epochs(
+        held_in, options.examples_per_update,
+        batch_scale(configured, options.params.global_batch_size))
     if options.params.freeze_epochs >= epochs:
         raise ValueError(f'freeze_epochs ({options.params.freeze_epochs}) must be fewer than the '
                          f'{epochs:g} epochs planned')
@@ -124,3 +144,12 @@ def plan_epochs(job) -> Tuple[Any, int, str]:
                  '' if job.epochs > 0 else ' (from the data)', total)
     return (dataclasses.replace(job, options=options, held_out_percent=percent, epochs=epochs),
             held_out, note)
+
+
+def _with_batch(options, batch: int):
+    """The loop options with `batch` as the global batch when none was configured (0)."""
+    if options.params.global_batch_size:
+        return options
+    logging.info('Batch from the data: %d', batch)
+    return dataclasses.replace(options, params=dataclasses.replace(
+        options.params, global_batch_size=batch))

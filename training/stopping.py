@@ -22,9 +22,21 @@ def improved(accuracy: float, loss: float, best_accuracy: float, best_loss: floa
     return accuracy > best_accuracy or (accuracy == best_accuracy and loss < best_loss)
 
 
-def patience_ran_out(epoch: int, best_epoch: int, patience: int) -> bool:
-    """True after `patience` epochs without improvement (patience 0: never)."""
-    return patience > 0 and epoch - best_epoch >= patience
+def patience_ran_out(epoch: int, best_epoch: int, patience: int, counted_from: int = 0) -> bool:
+    """True after `patience` epochs without improvement (patience 0: never), counted from the
+    best epoch, or from epoch `counted_from` when that is later (see patience_start)."""
+    return patience > 0 and epoch - max(best_epoch, counted_from) >= patience
+
+
+def patience_start(train_steps: int, warmup_steps: int, steps_per_epoch: int) -> int:
+    """The epoch from whose end patience counts: the one in which the cosine schedule enters its
+    last quarter (the rate under 15% of its peak). Before it, held-out accuracy swings from epoch
+    to epoch by more than an epoch gains, and most of the gain comes as the rate decays: counted
+    from the start, or from half the peak, patience stopped long Fashion-MNIST plans a third and
+    two thirds of the way in (docs/training.md, "Training length and early stopping")."""
+    if not steps_per_epoch:
+        return 0
+    return epoch_of(warmup_steps + 3 * (train_steps - warmup_steps) // 4, steps_per_epoch)
 
 
 def budget_spent(seconds: float, budget_seconds: float) -> bool:
@@ -44,17 +56,22 @@ def _minutes(seconds: float) -> str:
 def stop_reason(code: int, *, steps: int, steps_per_epoch: int = 0, max_epochs: float = 0.0,
                 epoch: int = 0, best_epoch: int = 0, best_accuracy: float = 0.0,
                 patience: int = 0, budget_seconds: float = 0.0, restored: bool = False,
-                note: str = '') -> str:
+                note: str = '', counted_from: int = 0) -> str:
     """Why training stopped, as one sentence for the log, the summary and the report.
 
     steps_per_epoch 0 = a fixed length (train_steps); best_epoch 0 = no held-out evaluation.
-    `note` says why there was no early stopping, when there was none.
+    `note` says why there was no early stopping, when there was none; counted_from is
+    patience_start's epoch.
     """
     best = (f'best {best_accuracy:.4f} at epoch {best_epoch}' if best_epoch else '')
     restore = f"; restored epoch {best_epoch}'s weights" if restored else ''
     if code == PATIENCE:
-        return (f'early stopping: held-out accuracy did not improve for {patience} '
-                f'epoch{"s" if patience != 1 else ""} after '
+        epochs = f'{patience} epoch{"s" if patience != 1 else ""}'
+        if counted_from > best_epoch:
+            return (f'early stopping: held-out accuracy did not improve for {epochs} after '
+                    f'epoch {counted_from}, where the schedule entered its last quarter '
+                    f'({best}){restore}')
+        return (f'early stopping: held-out accuracy did not improve for {epochs} after '
                 f'epoch {best_epoch} (best {best_accuracy:.4f}){restore}')
     if code == BUDGET:
         where = f'in epoch {epoch}' if steps_per_epoch else f'after {steps} steps'
@@ -135,7 +152,9 @@ def describe(state: StoppingState, options, step: int, restored: bool,
         max_epochs=options.max_epochs, epoch=epoch_of(step, options.steps_per_epoch)
         if options.steps_per_epoch else 0, best_epoch=s['best_epoch'],
         best_accuracy=s['best_accuracy'], patience=options.params.patience,
-        budget_seconds=options.time_budget_seconds, restored=restored, note=note or '')
+        budget_seconds=options.time_budget_seconds, restored=restored, note=note or '',
+        counted_from=patience_start(options.train_steps, options.warmup_steps,
+                                    options.steps_per_epoch))
 
 
 def agreed_seconds(strategy: tf.distribute.Strategy, seconds: float) -> float:
@@ -163,7 +182,8 @@ def after_update(state, options, step, held_out_fn, clock):
         logging.info('epoch %d/%g  held-out acc %.4f loss %.4f (best %.4f at epoch %d)', epoch,
                      options.max_epochs, metrics['accuracy'], metrics['loss'],
                      best['best_accuracy'], best['best_epoch'])
-        if patience_ran_out(epoch, best['best_epoch'], options.params.patience):
+        if patience_ran_out(epoch, best['best_epoch'], options.params.patience,
+                            patience_start(options.train_steps, options.warmup_steps, per_epoch)):
             state.stop(PATIENCE, step)
             return True
     if over:

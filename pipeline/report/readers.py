@@ -263,8 +263,10 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
                                                     else '')))
     elif asked:
         rows.append(('precision policy', f'{asked} (asked; no policy recorded)'))
-    batch = properties.get('global_batch_size')
+    # What the trainer used (recorded), else what was asked (0: from the data, not yet known).
+    batch = recorded('global_batch_size') or properties.get('global_batch_size') or None
     if batch is not None:
+        batch = int(batch)
         per_replica = f'; {int(batch) // int(replicas)} per replica' if replicas else ''
         rows.append(('batch', f'{batch} per micro-batch (all replicas together{per_replica})'))
     accumulation = properties.get('accumulation_steps')

@@ -97,9 +97,9 @@ def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
 
 
 def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
-    """How long the model trained and why it stopped, as the trainer recorded on the Model:
-    e.g. '14 epochs, early stopping: ... (held-out 4,812 examples of train)'. None for a
-    model that records no stop reason."""
+    """How long the model trained, at what batch and why it stopped, as the trainer recorded
+    on the Model: e.g. '14 epochs at batch 64, early stopping: ... (held-out 4,812 examples of
+    train)'. None for a model that records no stop reason."""
     reason = _custom(model, 'stop_reason')
     if not reason:
         return None
@@ -107,7 +107,9 @@ def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
     if epochs is None:  # a fixed length: the reason says how many steps
         return reason
     held_out = int(_custom(model, 'held_out_examples') or 0)
-    return (f'{epochs:g} epoch{"" if epochs == 1 else "s"}, {reason}'
+    batch = int(_custom(model, 'global_batch_size') or 0)
+    return (f'{epochs:g} epoch{"" if epochs == 1 else "s"}'
+            + (f' at batch {batch:,}' if batch else '') + f', {reason}'
             + (f' (held-out {held_out:,} examples of train)' if held_out else ''))
 
 

@@ -43,9 +43,9 @@ def _digits_job(tmp_path, **overrides):
     job = job_lib.TrainJob(
         train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'eval' / '*'),
         class_names=classes, image_shape=(8, 8, 1),
-        options=loop.LoopOptions.of(train_steps=60, global_batch_size=32, learning_rate=3e-3,
-                                    log_every=20, model_builder='models.resnet.build_model',
-                                    seed=1, **params), **fields)
+        options=loop.LoopOptions.of(**{**dict(
+            train_steps=60, global_batch_size=32, learning_rate=3e-3, log_every=20,
+            model_builder='models.resnet.build_model', seed=1), **params}), **fields)
     return job, eval_examples
 
 
@@ -98,6 +98,32 @@ def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp
     (469, 58)])       # a 469-row table: 7 updates per epoch
 def test_training_length_from_the_data(held_in, epochs):
     assert plan.auto_epochs(held_in, 64) == epochs
+
+
+@pytest.mark.parametrize('held_in, batch, epochs', [
+    (1427, 64, 20),       # the digits: 11 updates an epoch at 128; the smaller batch
+    (25_599, 64, 20),     # 199 updates an epoch at 128
+    (25_600, 128, 40),    # 200: the larger batch, and twice the epochs (2M examples: 79)
+    (43_036, 128, 40),    # Fashion-MNIST: the same 13,440 updates as 20 epochs would take...
+    (70_000, 128, 29),    # ...twice 1M examples are 28.6 passes
+    (1_000_000, 128, 10)])  # never below 10 passes (then cut to the time: fit_epochs)
+def test_the_batch_from_the_data_keeps_the_updates(held_in, batch, epochs):
+    assert plan.auto_batch(held_in) == batch
+    assert plan.auto_epochs(held_in, batch, plan.batch_scale(0, batch)) == epochs
+    assert plan.batch_scale(128, 128) == 1.0   # a configured batch keeps the rule
+    # The report's estimate of the updates resolves the batch the same way.
+    properties = dict(train_steps=0, train_epochs=0.0, global_batch_size=0,
+                      accumulation_steps=1, validation_percent=0)
+    assert plan.resolve_train_steps(properties, held_in) == epochs * (held_in // batch)
+
+
+def test_a_batch_from_the_data_is_planned_and_a_configured_one_kept(tmp_path):
+    def batch(epochs, **params):
+        job, _ = _digits_job(tmp_path, epochs=epochs, **params)
+        return plan.plan_epochs(job)[0].params.global_batch_size
+    assert batch(plan.AUTO_EPOCHS, global_batch_size=0) == 64     # 120 digits: the smaller
+    assert batch(0.0, global_batch_size=0, train_steps=5) == 64   # a fixed length: uncounted
+    assert batch(plan.AUTO_EPOCHS, global_batch_size=32) == 32
 
 
 @pytest.mark.parametrize('spent, epoch, planned, expected', [

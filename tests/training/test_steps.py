@@ -27,11 +27,12 @@ def _model():
     return keras.Model(inputs, keras.layers.Dense(3, dtype='float32')(hidden))
 
 
-def _steps(batch, scale=None, accumulation=1):
+def _steps(batch, scale=None, accumulation=1, label_smoothing=0.0):
     options = loop.LoopOptions.of(train_steps=10, global_batch_size=batch, learning_rate=0.1,
                                optimizer='sgd', accumulation_steps=accumulation)
     return steps_lib.StepFunctions(_model(), loop.make_optimizer(options),
-                                   tf.distribute.get_strategy(), batch, accumulation, scale)
+                                   tf.distribute.get_strategy(), batch, accumulation, scale,
+                                   label_smoothing=label_smoothing)
 
 
 def _iterator(images, labels, batch):
@@ -47,6 +48,21 @@ def test_reported_loss_is_the_mean_over_the_update():
     assert float(loss) == pytest.approx(expected, rel=1e-5)
     assert 0 <= float(correct) <= 32 and float(wait) >= 0 and bool(applied)
     assert int(steps.optimizer.iterations.numpy()) == 1 and int(steps.step.numpy()) == 1
+
+
+@pytest.mark.parametrize('smoothing', [0.1, 0.3])
+def test_label_smoothing_is_keras_categorical_smoothing(smoothing):
+    """The smoothed loss of sparse labels equals Keras' one-hot categorical cross-entropy with
+    the same `label_smoothing`, and differs from the plain loss."""
+    images, labels = _data()
+    steps = _steps(32, label_smoothing=smoothing)
+    logits = steps.model(images)
+    expected = float(keras.losses.CategoricalCrossentropy(
+        from_logits=True, label_smoothing=smoothing)(tf.one_hot(labels, 3), logits))
+    plain = float(keras.losses.SparseCategoricalCrossentropy(from_logits=True)(labels, logits))
+    loss, _, _, _ = steps.train_step(_iterator(images, labels, 32))
+    assert float(loss) == pytest.approx(expected, rel=1e-5)
+    assert abs(expected - plain) > 1e-3
 
 
 def test_loss_scaling_is_undone_exactly_once():

@@ -23,6 +23,14 @@ def test_patience_budget_and_epoch_rules():
     assert not stopping.patience_ran_out(epoch=5, best_epoch=3, patience=3)
     assert stopping.patience_ran_out(epoch=6, best_epoch=3, patience=3)
     assert not stopping.patience_ran_out(epoch=60, best_epoch=3, patience=0)  # 0 = never
+    # Counted from the schedule's half-peak epoch when the best came before it.
+    assert not stopping.patience_ran_out(epoch=6, best_epoch=3, patience=3, counted_from=5)
+    assert stopping.patience_ran_out(epoch=8, best_epoch=3, patience=3, counted_from=5)
+    assert stopping.patience_ran_out(epoch=9, best_epoch=6, patience=3, counted_from=5)
+    # The last quarter of the cosine decay, after the warm-up.
+    assert stopping.patience_start(train_steps=40, warmup_steps=0, steps_per_epoch=2) == 15
+    assert stopping.patience_start(train_steps=44, warmup_steps=4, steps_per_epoch=4) == 9
+    assert stopping.patience_start(train_steps=40, warmup_steps=0, steps_per_epoch=0) == 0
     assert stopping.budget_spent(600.0, 600.0) and not stopping.budget_spent(599.0, 600.0)
     assert not stopping.budget_spent(1e9, 0.0)  # 0 = no budget
     assert [stopping.epoch_of(s, 4) for s in (1, 4, 5, 8, 9)] == [1, 1, 2, 2, 3]
@@ -34,6 +42,13 @@ def test_stop_reasons_say_why():
                                 restored=True) == (
         "early stopping: held-out accuracy did not improve for 3 epochs after epoch 9 "
         "(best 0.9312); restored epoch 9's weights")
+    # The best epoch before the half-peak epoch: patience counted from the latter.
+    assert stopping.stop_reason(stopping.PATIENCE, steps=90, steps_per_epoch=10, max_epochs=20,
+                                epoch=13, best_epoch=9, best_accuracy=0.93124, patience=3,
+                                restored=True, counted_from=10) == (
+        'early stopping: held-out accuracy did not improve for 3 epochs after epoch 10, where '
+        "the schedule entered its last quarter (best 0.9312 at epoch 9); restored epoch 9's "
+        'weights')
     assert stopping.stop_reason(stopping.RUNNING, steps=200, steps_per_epoch=10, max_epochs=20,
                                 epoch=20, best_epoch=18, best_accuracy=0.5,
                                 restored=True) == (
@@ -123,14 +138,17 @@ def _run(tmp_dir=None, stream_limit=None, **option_overrides):
 def test_early_stopping_fires_and_restores_the_best_epochs_weights():
     result, weights, snapshots = _run()
     best, run = result['best_epoch'], result['epochs_run']
-    assert 1 <= best < run < 20 and run == best + 2  # patience 2, well before the maximum
+    # Patience 2, counted from epoch 15 (the schedule's last quarter: 30 of 40 updates), as the
+    # best epoch came before it; before the maximum.
+    assert 1 <= best < 15 and run == 17
     assert result['steps_run'] == 2 * run and result['held_out_accuracy'] > 0
     for restored, judged in zip(weights, snapshots[2 * best]):
         np.testing.assert_array_equal(restored, judged)
     assert any(not np.array_equal(a, b) for a, b in zip(weights, snapshots[2 * run]))
     assert result['stop_reason'] == (
-        f'early stopping: held-out accuracy did not improve for 2 epochs after epoch {best} '
-        f"(best {result['held_out_accuracy']:.4f}); restored epoch {best}'s weights")
+        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 15, where '
+        f"the schedule entered its last quarter (best {result['held_out_accuracy']:.4f} at "
+        f"epoch {best}); restored epoch {best}'s weights")
 
 
 def test_a_run_killed_mid_epoch_stops_like_an_uninterrupted_one(tmp_path):

@@ -101,8 +101,10 @@ def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypa
     model_run = standard_artifacts.ModelRun()
     model_run.uri = str(tmp_path / 'root' / 'ImageTrainer' / 'model_run' / '4')
     # Half of the train split held out, and a model training cannot change: epoch 1 stays the
-    # best, and patience 2 stops training after epoch 3.
+    # best, and patience 2, counted from epoch 9 (the schedule's last quarter: 9 of 12
+    # one-update epochs, no warm-up), stops training after epoch 11.
     props = inputs.properties(train_epochs=12.0, validation_percent=50, patience=2,
+                        warmup_steps=0,
                         model_builder='helpers.unlearnable_model', accumulation_steps=1,
                         pipeline_root=str(tmp_path / 'root'))
     executor.Executor().Do({'examples': [examples]},
@@ -113,10 +115,11 @@ def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypa
     got = {name: model.get_float_custom_property(name) for name in (
         'held_out_examples', 'best_epoch', 'epochs_run', 'held_out_accuracy')}
     assert got['held_out_examples'] == held_out
-    assert (got['best_epoch'], got['epochs_run']) == (1, 3)  # stopped long before 12
+    assert (got['best_epoch'], got['epochs_run']) == (1, 11)  # stopped before 12
     assert model.get_string_custom_property('stop_reason') == (
-        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 1 (best '
-        f'{got["held_out_accuracy"]:.4f}); restored epoch 1\'s weights')
+        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 9, where the '
+        f'schedule entered its last quarter (best {got["held_out_accuracy"]:.4f} at epoch 1); '
+        'restored epoch 1\'s weights')
 
 
 def _ingested_photos(tmp_path):

@@ -130,8 +130,8 @@ def test_a_flag_error_names_the_flag_not_the_field(tmp_path):
         _build(output=str(tmp_path), steps=-1)
     with pytest.raises(ValueError, match='^--time-budget must be >= 0'):
         _build(output=str(tmp_path), time_budget=-2.0)
-    with pytest.raises(ValueError, match='^--batch-size must be >= 1'):
-        _build(output=str(tmp_path), batch_size=0)
+    with pytest.raises(ValueError, match=r'^--batch-size must be >= 0 \(0 = from the data\)'):
+        _build(output=str(tmp_path), batch_size=-1)
 
 
 @pytest.mark.parametrize('text, size', [('28x28', (28, 28)), ('32×40', (32, 40)),

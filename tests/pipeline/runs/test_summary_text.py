@@ -41,6 +41,9 @@ def test_the_training_line_says_how_long_and_why_it_stopped():
     index = next(i for i, line in enumerate(lines) if line.startswith('  accuracy:'))
     assert lines[index + 1] == (f'  training: 14 epochs, {reason} (held-out 4,812 examples '
                                 'of train)')
+    batched = summary_text.format_summary(_summary(_model(
+        stop_reason=reason, epochs_run=14.0, global_batch_size=128.0))).splitlines()
+    assert f'  training: 14 epochs at batch 128, {reason}' in batched
     fixed = summary_text.format_summary(_summary(_model(
         stop_reason='fixed length: 30 steps (train_steps / --steps)', steps_run=30.0)))
     assert '  training: fixed length: 30 steps (train_steps / --steps)' in fixed.splitlines()
