@@ -22,10 +22,16 @@ def improved(accuracy: float, loss: float, best_accuracy: float, best_loss: floa
     return accuracy > best_accuracy or (accuracy == best_accuracy and loss < best_loss)
 
 
-def patience_ran_out(epoch: int, best_epoch: int, patience: int, counted_from: int = 0) -> bool:
-    """True after `patience` epochs without improvement (patience 0: never), counted from the
-    best epoch, or from epoch `counted_from` when that is later (see patience_start)."""
-    return patience > 0 and epoch - max(best_epoch, counted_from) >= patience
+def patience_ran_out(epoch: int, progress_epoch: int, patience: int,
+                     counted_from: int = 0) -> bool:
+    """True after `patience` epochs without progress (patience 0: never), counted from the last
+    epoch that made progress, or from epoch `counted_from` when that is later (patience_start).
+
+    Progress is a held-out accuracy above the best or a held-out loss below the lowest so far
+    (StoppingState.record): the loss moves smoothly where the accuracy of a few thousand examples
+    swings by tenths of a point either way, so a plateau is where both have stopped improving.
+    """
+    return patience > 0 and epoch - max(progress_epoch, counted_from) >= patience
 
 
 def patience_start(train_steps: int, warmup_steps: int, steps_per_epoch: int) -> int:
@@ -56,23 +62,22 @@ def _minutes(seconds: float) -> str:
 def stop_reason(code: int, *, steps: int, steps_per_epoch: int = 0, max_epochs: float = 0.0,
                 epoch: int = 0, best_epoch: int = 0, best_accuracy: float = 0.0,
                 patience: int = 0, budget_seconds: float = 0.0, restored: bool = False,
-                note: str = '', counted_from: int = 0) -> str:
+                note: str = '', counted_from: int = 0, progress_epoch: int = 0) -> str:
     """Why training stopped, as one sentence for the log, the summary and the report.
 
     steps_per_epoch 0 = a fixed length (train_steps); best_epoch 0 = no held-out evaluation.
     `note` says why there was no early stopping, when there was none; counted_from is
-    patience_start's epoch.
+    patience_start's epoch, progress_epoch the last that improved accuracy or loss (0: the best).
     """
     best = (f'best {best_accuracy:.4f} at epoch {best_epoch}' if best_epoch else '')
     restore = f"; restored epoch {best_epoch}'s weights" if restored else ''
     if code == PATIENCE:
         epochs = f'{patience} epoch{"s" if patience != 1 else ""}'
-        if counted_from > best_epoch:
-            return (f'early stopping: held-out accuracy did not improve for {epochs} after '
-                    f'epoch {counted_from}, where the schedule entered its last quarter '
-                    f'({best}){restore}')
-        return (f'early stopping: held-out accuracy did not improve for {epochs} after '
-                f'epoch {best_epoch} (best {best_accuracy:.4f}){restore}')
+        progress_epoch = progress_epoch or best_epoch
+        where = (f'epoch {counted_from}, where the schedule entered its last quarter'
+                 if counted_from > progress_epoch else f'epoch {progress_epoch}')
+        return (f'early stopping: neither held-out accuracy nor loss improved for {epochs} after '
+                f'{where} ({best}){restore}')
     if code == BUDGET:
         where = f'in epoch {epoch}' if steps_per_epoch else f'after {steps} steps'
         return (f'time budget of {_minutes(budget_seconds)} spent {where}'
@@ -101,6 +106,10 @@ class StoppingState(tf.Module):
         self.best_accuracy = scalar(-1.0, tf.float64, 'best_accuracy')
         self.best_loss = scalar(math.inf, tf.float64, 'best_loss')
         self.best_epoch = scalar(0, tf.int64, 'best_epoch')     # 0 = none evaluated yet
+        # The lowest held-out loss of any epoch, and the last epoch that improved on the best
+        # accuracy or the lowest loss (patience counts from it).
+        self.lowest_loss = scalar(math.inf, tf.float64, 'lowest_loss')
+        self.progress_epoch = scalar(0, tf.int64, 'progress_epoch')
         self.last_epoch = scalar(0, tf.int64, 'last_epoch')     # the last epoch evaluated
         self.seconds = scalar(0.0, tf.float64, 'seconds')       # training time spent so far
         self.stop_code = scalar(RUNNING, tf.int64, 'stop_code')
@@ -112,6 +121,10 @@ class StoppingState(tf.Module):
     def record(self, epoch: int, accuracy: float, loss: float) -> bool:
         """Notes one epoch's held-out metrics; copies the weights if they are the best so far."""
         self.last_epoch.assign(epoch)
+        if (accuracy > float(self.best_accuracy.numpy())
+                or loss < float(self.lowest_loss.numpy())):
+            self.progress_epoch.assign(epoch)
+        self.lowest_loss.assign(min(loss, float(self.lowest_loss.numpy())))
         if not improved(accuracy, loss, float(self.best_accuracy.numpy()),
                         float(self.best_loss.numpy())):
             return False
@@ -140,6 +153,7 @@ class StoppingState(tf.Module):
                 'best_accuracy': float(self.best_accuracy.numpy()),
                 'best_loss': float(self.best_loss.numpy()),
                 'last_epoch': int(self.last_epoch.numpy()),
+                'progress_epoch': int(self.progress_epoch.numpy()),
                 'stop_code': int(self.stop_code.numpy())}
 
 
@@ -154,7 +168,8 @@ def describe(state: StoppingState, options, step: int, restored: bool,
         best_accuracy=s['best_accuracy'], patience=options.params.patience,
         budget_seconds=options.time_budget_seconds, restored=restored, note=note or '',
         counted_from=patience_start(options.train_steps, options.warmup_steps,
-                                    options.steps_per_epoch))
+                                    options.steps_per_epoch),
+        progress_epoch=s['progress_epoch'])
 
 
 def agreed_seconds(strategy: tf.distribute.Strategy, seconds: float) -> float:
@@ -182,7 +197,7 @@ def after_update(state, options, step, held_out_fn, clock):
         logging.info('epoch %d/%g  held-out acc %.4f loss %.4f (best %.4f at epoch %d)', epoch,
                      options.max_epochs, metrics['accuracy'], metrics['loss'],
                      best['best_accuracy'], best['best_epoch'])
-        if patience_ran_out(epoch, best['best_epoch'], options.params.patience,
+        if patience_ran_out(epoch, best['progress_epoch'], options.params.patience,
                             patience_start(options.train_steps, options.warmup_steps, per_epoch)):
             state.stop(PATIENCE, step)
             return True

@@ -20,13 +20,13 @@ def test_higher_accuracy_improves_and_lower_loss_breaks_ties(accuracy, loss, exp
 
 
 def test_patience_budget_and_epoch_rules():
-    assert not stopping.patience_ran_out(epoch=5, best_epoch=3, patience=3)
-    assert stopping.patience_ran_out(epoch=6, best_epoch=3, patience=3)
-    assert not stopping.patience_ran_out(epoch=60, best_epoch=3, patience=0)  # 0 = never
+    assert not stopping.patience_ran_out(epoch=5, progress_epoch=3, patience=3)
+    assert stopping.patience_ran_out(epoch=6, progress_epoch=3, patience=3)
+    assert not stopping.patience_ran_out(epoch=60, progress_epoch=3, patience=0)  # 0 = never
     # Counted from the schedule's half-peak epoch when the best came before it.
-    assert not stopping.patience_ran_out(epoch=6, best_epoch=3, patience=3, counted_from=5)
-    assert stopping.patience_ran_out(epoch=8, best_epoch=3, patience=3, counted_from=5)
-    assert stopping.patience_ran_out(epoch=9, best_epoch=6, patience=3, counted_from=5)
+    assert not stopping.patience_ran_out(epoch=6, progress_epoch=3, patience=3, counted_from=5)
+    assert stopping.patience_ran_out(epoch=8, progress_epoch=3, patience=3, counted_from=5)
+    assert stopping.patience_ran_out(epoch=9, progress_epoch=6, patience=3, counted_from=5)
     # The last quarter of the cosine decay, after the warm-up.
     assert stopping.patience_start(train_steps=40, warmup_steps=0, steps_per_epoch=2) == 15
     assert stopping.patience_start(train_steps=44, warmup_steps=4, steps_per_epoch=4) == 9
@@ -40,15 +40,21 @@ def test_stop_reasons_say_why():
     assert stopping.stop_reason(stopping.PATIENCE, steps=90, steps_per_epoch=10, max_epochs=20,
                                 epoch=12, best_epoch=9, best_accuracy=0.93124, patience=3,
                                 restored=True) == (
-        "early stopping: held-out accuracy did not improve for 3 epochs after epoch 9 "
-        "(best 0.9312); restored epoch 9's weights")
+        "early stopping: neither held-out accuracy nor loss improved for 3 epochs after epoch 9 "
+        "(best 0.9312 at epoch 9); restored epoch 9's weights")
+    # The loss improved after the best accuracy: patience counted from that epoch.
+    assert stopping.stop_reason(stopping.PATIENCE, steps=110, steps_per_epoch=10, max_epochs=20,
+                                epoch=14, best_epoch=9, best_accuracy=0.93124, patience=3,
+                                restored=True, progress_epoch=11) == (
+        "early stopping: neither held-out accuracy nor loss improved for 3 epochs after epoch 11 "
+        "(best 0.9312 at epoch 9); restored epoch 9's weights")
     # The best epoch before the half-peak epoch: patience counted from the latter.
     assert stopping.stop_reason(stopping.PATIENCE, steps=90, steps_per_epoch=10, max_epochs=20,
                                 epoch=13, best_epoch=9, best_accuracy=0.93124, patience=3,
                                 restored=True, counted_from=10) == (
-        'early stopping: held-out accuracy did not improve for 3 epochs after epoch 10, where '
-        "the schedule entered its last quarter (best 0.9312 at epoch 9); restored epoch 9's "
-        'weights')
+        'early stopping: neither held-out accuracy nor loss improved for 3 epochs after epoch '
+        "10, where the schedule entered its last quarter (best 0.9312 at epoch 9); restored "
+        "epoch 9's weights")
     assert stopping.stop_reason(stopping.RUNNING, steps=200, steps_per_epoch=10, max_epochs=20,
                                 epoch=20, best_epoch=18, best_accuracy=0.5,
                                 restored=True) == (
@@ -146,9 +152,10 @@ def test_early_stopping_fires_and_restores_the_best_epochs_weights():
         np.testing.assert_array_equal(restored, judged)
     assert any(not np.array_equal(a, b) for a, b in zip(weights, snapshots[2 * run]))
     assert result['stop_reason'] == (
-        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 15, where '
-        f"the schedule entered its last quarter (best {result['held_out_accuracy']:.4f} at "
-        f"epoch {best}); restored epoch {best}'s weights")
+        'early stopping: neither held-out accuracy nor loss improved for 2 epochs after epoch '
+        '15, where the schedule entered its last quarter '
+        f"(best {result['held_out_accuracy']:.4f} at epoch {best}); restored epoch {best}'s "
+        'weights')
 
 
 def test_a_run_killed_mid_epoch_stops_like_an_uninterrupted_one(tmp_path):

@@ -117,8 +117,9 @@ def test_do_stops_early_on_the_held_out_slice_and_records_why(tmp_path, monkeypa
     assert got['held_out_examples'] == held_out
     assert (got['best_epoch'], got['epochs_run']) == (1, 11)  # stopped before 12
     assert model.get_string_custom_property('stop_reason') == (
-        'early stopping: held-out accuracy did not improve for 2 epochs after epoch 9, where the '
-        f'schedule entered its last quarter (best {got["held_out_accuracy"]:.4f} at epoch 1); '
+        'early stopping: neither held-out accuracy nor loss improved for 2 epochs after epoch 9, '
+        'where the schedule entered its last quarter '
+        f'(best {got["held_out_accuracy"]:.4f} at epoch 1); '
         'restored epoch 1\'s weights')
 
 
