@@ -190,7 +190,8 @@ def test_parameters_are_2_1_constants_typed_in_the_components(spec):
     # Lists and dicts are compiled as JSON strings, a bool as an integer (compiler_utils).
     assert seen == set(kinds)
     trainer = spec.root.dag.tasks['ImageTrainer'].inputs.parameters
-    assert trainer['global_batch_size'].runtime_value.constant.number_value == 64
+    assert trainer['global_batch_size'].runtime_value.constant.number_value == 0  # from the data
+    assert trainer['label_smoothing'].runtime_value.constant.number_value == 0.1
     assert trainer['learning_rate'].runtime_value.constant.number_value == 0.003
 
 
