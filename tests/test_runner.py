@@ -36,7 +36,7 @@ def test_missing_data_folder_is_a_clear_error_without_traceback(tmp_path):
     (['--patience', '-1'], '--patience must be >= 0'),
     (['--config', 'large'], "argument --config: invalid choice: 'large'"),
     (['--batch-size', 'many'], "argument --batch-size: invalid int value: 'many'"),
-    (['--batch-size', '0'], '--batch-size must be >= 1'),
+    (['--batch-size', '-1'], '--batch-size must be >= 0'),
     (['--accumulation-steps', '0'], '--accumulation-steps must be >= 1'),
     (['--learning-rate', '0'], '--learning-rate must be > 0'),
     (['--min-accuracy', '1.5'], '--min-accuracy must be in [0, 1]'),

@@ -33,7 +33,7 @@ def _stream(points, labels, batch):
 
 
 @pytest.mark.parametrize('kwargs, field', [
-    (dict(train_steps=0), 'train_steps'), (dict(global_batch_size=0), 'global_batch_size'),
+    (dict(train_steps=0), 'train_steps'), (dict(global_batch_size=-1), 'global_batch_size'),
     (dict(learning_rate=-1.0), 'learning_rate'), (dict(warmup_steps=-1), 'warmup'),
     (dict(accumulation_steps=0), 'accumulation_steps'), (dict(optimizer='lamb'), 'optimizer'),
     (dict(checkpoint_interval=0), 'checkpoint_interval'), (dict(eval_steps=-1), 'eval_steps'),

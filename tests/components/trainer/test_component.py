@@ -70,7 +70,7 @@ def test_skip_unchanged_and_warm_start_need_the_serving_folder():
     (dict(accumulation_steps=0), 'accumulation_steps must be >= 1'),
     (dict(optimizer='lamb'), 'optimizer must be one of'),
     (dict(augment='heavy'), 'augment must be one of'),
-    (dict(global_batch_size=0), 'global_batch_size must be >= 1'),
+    (dict(global_batch_size=-1), 'global_batch_size must be >= 0'),
     (dict(image_size=(28, 0)), r'image_size must be \(height, width\) >= 1'),
     (dict(channels=2), 'channels must be 1 or 3'),
     (dict(pipeline_root=''), 'pipeline_root is required'),
