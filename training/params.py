@@ -36,7 +36,7 @@ AUTO_TRAIN_MINUTES, AUTO_MIN_TIMED_EPOCHS = 12.0, 3
 # examples: bench/bench_step.py), which a time-bound run turns into more epochs; a small split
 # keeps the smaller batch and its updates (the AUTO_MIN_UPDATES floor above). A length from the
 # data at the larger batch keeps the updates of the smaller one: twice the examples, up to
-# twice AUTO_MAX_EPOCHS (docs/training.md, "Batch and length").
+# twice AUTO_MAX_EPOCHS (docs/training.md, "Training length and early stopping": batch and length).
 AUTO_BATCH, AUTO_LARGE_BATCH, AUTO_LARGE_BATCH_UPDATES = 64, 128, 200
 
 # --model short names: standard architectures (keras.applications, see models/applications.py).
