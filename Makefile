@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # TFX 1.16 declares Requires-Python <3.11 but runs on 3.11; see docs/install.md.
 PIP_FLAGS := --ignore-requires-python --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install run lint test test-fast bench clean
+.PHONY: install run lint test test-fast bench clean cluster cluster-down
 
 # SeaweedFS, the S3 server the tests start (tests/support/seaweedfs.py; docs/testing.md "S3"),
 # built from the Go module proxy when missing: minutes cold, seconds from Go's build cache.
@@ -43,6 +43,42 @@ test: lint $(WEED)
 # Unit and executor tests only (no end-to-end pipeline runs, no multi-process training).
 test-fast: install $(WEED)
 	$(BIN)/python -m pytest -q -m 'not e2e and not slow' $(PYTEST_ARGS)
+
+# The real single-node Kubernetes of the cluster tests (tools/cluster/; docs/testing.md "The real
+# cluster"): Kubernetes v1.33.13 from the Go module proxy, its version stamped as its own build
+# does (clients and controllers check it), all five binaries from one `go build`.
+KUBE := .tools/kubernetes
+KUBE_VERSION := v1.33.13
+KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+  -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=33 \
+  -X k8s.io/component-base/version.gitTreeState=clean \
+  -X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION) \
+  -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=33
+$(KUBE)/kubelet: tools/kubernetes/go.mod tools/kubernetes/go.sum
+	cd tools/kubernetes && CGO_ENABLED=0 go build -trimpath -ldflags '$(KUBE_LDFLAGS)' \
+	  -o ../../$(KUBE)/ $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver \
+	  kube-controller-manager kube-scheduler kubectl kubelet)
+
+# The pod sandbox image's program (tools/pause/main.go).
+.tools/pause: tools/pause/main.go tools/pause/go.mod
+	cd tools/pause && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o ../../.tools/pause .
+
+# Debian's runtime parts, installed when missing (these machines run as root).
+CLUSTER_PACKAGES := containerd runc podman buildah containernetworking-plugins etcd-server \
+  debootstrap iptables iproute2 openssl
+.tools/packages.stamp:
+	@command -v containerd >/dev/null && command -v etcd >/dev/null && command -v podman \
+	  >/dev/null && command -v debootstrap >/dev/null && test -x /usr/lib/cni/bridge || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	    $(CLUSTER_PACKAGES); }
+	@mkdir -p .tools && touch $@
+
+cluster: install .tools/packages.stamp $(KUBE)/kubelet .tools/pause
+	$(BIN)/python -m tools.cluster up
+
+cluster-down:
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m tools.cluster down; \
+	  else python3 -m tools.cluster down; fi
 
 $(WEED): tools/seaweedfs/go.mod tools/seaweedfs/go.sum
 	cd tools/seaweedfs && CGO_ENABLED=0 go build -o ../../$(WEED) \

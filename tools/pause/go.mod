@@ -1,0 +1,3 @@
+module pipeline-tests/pause
+
+go 1.26.6
