@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # TFX 1.16 declares Requires-Python <3.11 but runs on 3.11; see docs/install.md.
 PIP_FLAGS := --ignore-requires-python --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install run lint test test-fast bench clean cluster cluster-down
+.PHONY: install run lint test test-fast bench clean cluster cluster-down cluster-parts image
 
 # SeaweedFS, the S3 server the tests start (tests/support/seaweedfs.py; docs/testing.md "S3"),
 # built from the Go module proxy when missing: minutes cold, seconds from Go's build cache.
@@ -36,13 +36,25 @@ lint: install
 # one group on one worker, the long groups first (tests/conftest.py). TEST_WORKERS=0 runs in
 # this process, one by one.
 TEST_WORKERS ?= 2
-test: lint $(WEED)
+# Everything the tests need is built first, side by side (-j: Go's builds, podman's image, pip);
+# then the cluster comes up (unless one is already running, which is then left running), the
+# suite runs, and the cluster this run started goes down even when tests fail.
+test: install
+	$(MAKE) -j4 --no-print-directory lint $(WEED) cluster-parts image
+	@was_up=$$($(BIN)/python -m tools.cluster status >/dev/null 2>&1 && echo yes); \
+	$(BIN)/python -m tools.cluster up || exit 1; status=0; \
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
-	  $(PYTEST_ARGS)
+	  $(PYTEST_ARGS) || status=$$?; \
+	[ -n "$$was_up" ] || $(BIN)/python -m tools.cluster down; exit $$status
 
-# Unit and executor tests only (no end-to-end pipeline runs, no multi-process training).
+# Unit and executor tests only (no end-to-end pipeline runs, no multi-process training, no
+# cluster).
 test-fast: install $(WEED)
-	$(BIN)/python -m pytest -q -m 'not e2e and not slow' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m 'not e2e and not slow and not cluster' $(PYTEST_ARGS)
+
+# The project's image, built with podman on a local Debian base (tools/cluster/image.py).
+image: install .tools/packages.stamp
+	$(BIN)/python -m tools.cluster.image build
 
 # The real single-node Kubernetes of the cluster tests (tools/cluster/; docs/testing.md "The real
 # cluster"): Kubernetes v1.33.13 from the Go module proxy, its version stamped as its own build
@@ -73,7 +85,11 @@ CLUSTER_PACKAGES := containerd runc podman buildah containernetworking-plugins e
 	    $(CLUSTER_PACKAGES); }
 	@mkdir -p .tools && touch $@
 
-cluster: install .tools/packages.stamp $(KUBE)/kubelet .tools/pause
+include tools/controllers.mk
+
+cluster-parts: install .tools/packages.stamp $(KUBE)/kubelet .tools/pause controllers
+
+cluster: cluster-parts image
 	$(BIN)/python -m tools.cluster up
 
 cluster-down:

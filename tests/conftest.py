@@ -27,8 +27,12 @@ def pytest_collection_modifyitems(items):
     for item in items:
         shared = 'served_digits' in getattr(item, 'fixturenames', ())
         groups[item] = 'served_digits' if shared else os.path.relpath(str(item.path), ROOT)
+        if item.get_closest_marker('cluster'):
+            # One worker runs them all, in order: they share the cluster's cluster-scoped
+            # objects (the runtime, the CRDs) and its two cores.
+            groups[item] = 'cluster'
         item.add_marker(pytest.mark.xdist_group(groups[item]))
-        if item.get_closest_marker('e2e') or item.get_closest_marker('slow'):
+        if any(item.get_closest_marker(m) for m in ('e2e', 'slow', 'cluster')):
             heavy.add(groups[item])
     if os.environ.get('PYTEST_XDIST_WORKER'):  # every worker collects, and sorts alike
         items.sort(key=lambda item: groups[item] not in heavy)  # stable: file order kept

@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Callable, List
 
-from tools.cluster import control_plane, layout, netns
+from tools.cluster import control_plane, dns, layout, netns
 from tools.cluster.state import State
 
 GATEWAY = 'api'   # the namespace holding the `kubernetes` Service's address
@@ -32,7 +32,7 @@ def running(where: layout.Layout) -> bool:
         return False
     state = State(where.state_file)
     pid = state.pid('kube-apiserver')
-    if not pid or not _alive(pid):
+    if not state.data.get('complete') or not pid or not _alive(pid):
         return False
     try:
         return control_plane.ControlPlane(where, state, print).get('/readyz') == b'ok'
@@ -48,6 +48,16 @@ def gateway(where: layout.Layout, state: State, say: Callable[[str], None]) -> N
                                      f'127.0.0.1:{layout.API_PORT}'],
                 os.path.join(where.log_dir, 'api-relay.log'), cwd=where.root)
     say(f'{"API gateway":<24} {layout.API_SERVICE_IP}:443 in {space.name}')
+
+
+def coredns(where: layout.Layout, state: State, say: Callable[[str], None]) -> None:
+    started = time.monotonic()
+    pid = dns.start(where, state)
+    name = f'kubernetes.default.svc.{layout.CLUSTER_DOMAIN}'
+    control_plane.wait('CoreDNS', lambda: dns.query(name, timeout=0.5) == [layout.API_SERVICE_IP],
+                       60, os.path.join(where.log_dir, 'coredns.log'))
+    say(f'{"CoreDNS":<24} pid {pid:<7} ready in {time.monotonic() - started:4.1f} s '
+        f'({layout.DNS_SERVICE_IP}:53)')
 
 
 def up(where: layout.Layout, say: Callable[[str], None] = print) -> None:
@@ -71,6 +81,9 @@ def up(where: layout.Layout, say: Callable[[str], None] = print) -> None:
     plane.controller_manager()
     plane.scheduler()
     plane.kubelet()
+    coredns(where, state, say)
+    state.data['complete'] = True
+    state.save()
     say(f'cluster up in {time.monotonic() - started:.1f} s: KUBECONFIG={where.kubeconfig}')
 
 

@@ -55,6 +55,9 @@ class ControlPlane:
     # --- the node's runtime ---------------------------------------------------------------
     def containerd(self) -> None:
         w = self.where
+        # restrict_oom_score_adj: a sandbox asks for oom_score_adj -998, which this machine's
+        # kernel refuses (runc then fails with "can't get final child's PID from pipe"); with
+        # it, containerd never sets a score below its own.
         config = _write(w.path('containerd', 'config.toml'), f"""version = 2
 root = "{w.path('containerd', 'root')}"
 state = "{w.path('containerd', 'state')}"
@@ -64,6 +67,7 @@ state = "{w.path('containerd', 'state')}"
   sandbox_image = "{pause_image.NAME}"
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"

@@ -16,7 +16,7 @@ from tools.cluster.state import State
 
 
 def ip(*args: str, netns: Optional[str] = None) -> None:
-    command = (['ip', 'netns', 'exec', netns] if netns else []) + list(args)
+    command = (['ip', 'netns', 'exec', netns] if netns else []) + ['ip', *args]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f'{" ".join(command)}: {done.stderr.strip()}')
@@ -29,7 +29,7 @@ class Namespace:
 
 
 def _link_index(state: State) -> int:
-    used = {int(link[len('kclh'):]) for link in state.data['links']}
+    used = {int(link[len('kclh'):]) for link in state.data['links'] if link.startswith('kclh')}
     return next(i for i in range(1, 250) if i not in used)
 
 

@@ -1,0 +1,204 @@
+"""How the training task (launch/tfjob.py, launch/trainjob.py) survives what a real cluster does
+to it: a same-name job left by a killed attempt, pods that never start, the task itself being
+cancelled, a worker that fails or is killed. The Training Operator, Trainer v2, JobSet, the Job
+controller, the scheduler and the kubelet are the real ones; the pods run the project's image."""
+import dataclasses
+import json
+import logging as std_logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from launch import k8s, tfjob, trainjob
+import real_cluster
+import tfjob_helpers
+
+pytestmark = pytest.mark.cluster
+
+# A worker that outlives SIGTERM: only the end of its grace period (SIGKILL) stops it.
+_STUBBORN = ['python', '-c', 'import signal, time; signal.signal(signal.SIGTERM, '
+             'signal.SIG_IGN); print("stubborn", flush=True); time.sleep(600)']
+
+
+def _pods_running(namespace, selector, count, seconds=120):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pods = namespace.pods(selector)
+        if sum(p['status'].get('phase') == 'Running' for p in pods) == count:
+            return pods
+        time.sleep(0.5)
+    raise AssertionError(f'{count} pods of {selector} not Running after {seconds} s: '
+                         f'{[(p["metadata"]["name"], p["status"].get("phase")) for p in pods]}')
+
+
+def _tfjob(name, image, command, grace=3, **run_policy):
+    body = tfjob.manifest(name, tfjob.TFJobSpec(workers=2, image=image, cpu=0.25,
+                                                memory_gb=1.0), [])
+    pod = body['spec']['tfReplicaSpecs']['Worker']['template']['spec']
+    pod['containers'][0]['command'] = command
+    pod['terminationGracePeriodSeconds'] = grace
+    body['spec']['runPolicy'].update(run_policy)
+    return body
+
+
+def _create(body):
+    real_cluster.kubectl('create', '-f', '-', stdin=json.dumps(body))
+
+
+@pytest.mark.slow
+def test_a_job_left_by_a_killed_attempt_is_deleted_and_waited_for(namespace, pod_bucket, image,
+                                                                   pod_s3, tmp_path, caplog):
+    stale = _tfjob('train-same', image, _STUBBORN)
+    stale['metadata']['namespace'] = namespace.name
+    _create(stale)
+    _pods_running(namespace, f'{k8s.JOB_LABEL}=train-same', 2)
+    spec = real_cluster.worker_spec(image, pod_s3, runtime='no-such-runtime')
+    job = tfjob_helpers.failing_job(tmp_path)   # its train pattern matches nothing
+    job = dataclasses.replace(job, train_pattern=pod_bucket.uri('missing/*'),
+                              eval_pattern=pod_bucket.uri('missing-eval/*'))
+    caplog.set_level(std_logging.INFO)
+    with pytest.raises(RuntimeError, match='No files matched pattern') as error:
+        tfjob.run(job, spec=spec, name='train-same', poll_seconds=0.5,
+                  serving_dir=pod_bucket.uri('s'), log_dir=pod_bucket.uri('logs'),
+                  checkpoint_dir=pod_bucket.uri('c'))
+    said = caplog.text
+    assert 'TFJob ' + namespace.name + '/train-same: left by an earlier attempt: TFJob ' \
+        'train-same, pod train-same-worker-0 (Running)' in said, said
+    # The failed pods were the new job's (the old ones never fail), and nothing is left.
+    assert 'stubborn' not in str(error.value)
+    assert real_cluster.get('tfjobs,pods', '-n', namespace.name)['items'] == []
+
+
+@pytest.mark.parametrize('trouble, expected', [
+    ('gpu', ['pod train-stuck-worker-0: Pending',
+             'PodScheduled=False Unschedulable: 0/1 nodes are available: 1 Insufficient '
+             'nvidia.com/gpu.', 'Warning FailedScheduling: 0/1 nodes are available']),
+    ('image', ['pod train-stuck-worker-1: Pending',
+               'container tensorflow waiting: ', 'registry.invalid/missing:1'])])
+def test_a_job_whose_pods_never_start_fails_after_the_deadline_with_their_state(
+        namespace, tmp_path, trouble, expected):
+    spec = tfjob.TFJobSpec(
+        workers=2, image='registry.invalid/missing:1' if trouble == 'image' else 'unused:1',
+        cpu=0.25, memory_gb=1.0, gpus=int(trouble == 'gpu'), start_timeout_s=15,
+        runtime='no-such-runtime')
+    began = time.monotonic()
+    with pytest.raises(RuntimeError) as error:
+        tfjob.run(tfjob_helpers.failing_job(tmp_path), spec=spec, name='train-stuck',
+                  poll_seconds=0.5, **tfjob_helpers.paths(tmp_path))
+    assert 15 <= time.monotonic() - began < 120
+    message = str(error.value)
+    assert message.startswith(f'TFJob {namespace.name}/train-stuck: its 2 workers had not all '
+                              'started after 15 s (start_timeout_s)'), message
+    for text in expected:
+        assert text in message, message
+    assert real_cluster.get('tfjobs,pods', '-n', namespace.name)['items'] == []
+
+
+@pytest.mark.slow
+def test_terminating_the_task_deletes_the_job(namespace, pod_bucket, image, pod_s3, tmp_path):
+    """KFP cancels a run by deleting the task's pod: SIGTERM. The job's workers, which would
+    train for a very long time, must not train on."""
+    inputs, _ = pod_bucket.artifacts(tmp_path, 'cancel')
+    [examples] = inputs['examples']
+    spec = real_cluster.worker_spec(image, pod_s3, runtime='no-such-runtime')
+    script = tmp_path / 'task.py'
+    script.write_text(
+        'import dataclasses, pathlib\n'
+        'from launch import tfjob\n'
+        'from training import loop\n'
+        'import tfjob_helpers\n'
+        f'job = dataclasses.replace(tfjob_helpers.failing_job(pathlib.Path("/nonexistent")), '
+        f'train_pattern={examples.uri + "/Split-train/*"!r}, '
+        f'eval_pattern={examples.uri + "/Split-eval/*"!r}, '
+        'options=loop.LoopOptions.of(train_steps=100_000, global_batch_size=8, '
+        'learning_rate=1e-3, checkpoint_interval=100_000, '
+        'model_builder="models.resnet.build_model"))\n'
+        f'tfjob.run(job, spec=tfjob.TFJobSpec.from_json({spec.to_json()!r}), '
+        f'name="train-cancel", serving_dir={pod_bucket.uri("s")!r}, '
+        f'log_dir={pod_bucket.uri("logs")!r}, checkpoint_dir={pod_bucket.uri("c")!r}, '
+        'poll_seconds=0.5)\n')
+    support = os.path.join(real_cluster.WHERE.root, 'tests', 'support')
+    task = subprocess.Popen([sys.executable, str(script)], cwd=real_cluster.WHERE.root,
+                            env=dict(os.environ, PYTHONPATH=f'{real_cluster.WHERE.root}:{support}'),
+                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / 'task.log', 'w'))
+    try:
+        _pods_running(namespace, f'{k8s.JOB_LABEL}=train-cancel', 2, seconds=240)
+        os.kill(task.pid, signal.SIGTERM)
+        assert task.wait(timeout=60) != 0
+    finally:
+        task.kill()
+    deadline = time.monotonic() + 90   # deletion is asynchronous: the pods' grace, then gone
+    while real_cluster.get('tfjobs,pods', '-n', namespace.name)['items']:
+        assert time.monotonic() < deadline, (tmp_path / 'task.log').read_text()[-2000:]
+        time.sleep(1)
+
+
+def test_the_failed_worker_log_is_reported_and_backoff_limit_deletes_it(namespace, image):
+    """One worker fails, the other waits in its collectives: the task reports the failed pod's
+    own log. With backoffLimit 0 (why launch/tfjob.py sets none) the real operator deletes
+    every pod before marking the job Failed (kubeflow/trainer#3419): no log is left."""
+    fails = ['python', '-c', 'import json, os, sys, time\n'
+             'if json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 1:\n'
+             '    sys.exit("worker 1: bad record in shard 1")\n'
+             'print("worker 0 waiting", flush=True); time.sleep(600)\n']
+    for name, run_policy in (('train-kept', {}), ('train-limited', {'backoffLimit': 0})):
+        body = _tfjob(name, image, fails, **run_policy)
+        body['metadata']['namespace'] = namespace.name
+        _create(body)
+    objects, core, name_space = k8s.clients()
+    spec = tfjob.TFJobSpec(workers=2, image=image, start_timeout_s=120)
+    for name in ('train-kept', 'train-limited'):
+        assert tfjob._wait(objects, core, name_space, name, spec, poll_seconds=0.5) == 'Failed'
+    kept = k8s.failed_pod_logs(core, name_space, 'train-kept')
+    assert kept.startswith('--- pod train-kept-worker-1 (Failed), last lines:\n'), kept
+    assert 'worker 1: bad record in shard 1' in kept and 'worker 0' not in kept
+    deadline = time.monotonic() + 60
+    while k8s.pods(core, name_space, 'train-limited'):
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    assert k8s.failed_pod_logs(core, name_space, 'train-limited') == '(no pods found)'
+
+
+@pytest.mark.slow
+def test_a_trainjob_pod_killed_fails_the_task_within_a_bound_with_its_log(
+        namespace, pod_bucket, image, pod_s3, tmp_path):
+    """A worker's process SIGKILLed (an OOM kill, a node's hard stop): with the runtime's
+    backoffLimit 0 and no JobSet restarts (deploy/tensorflow-runtime.yaml), the Job, the JobSet
+    and the TrainJob fail, and the task says so with the killed pod's last lines."""
+    inputs, _ = pod_bucket.artifacts(tmp_path, 'killed')
+    [examples] = inputs['examples']
+    job = dataclasses.replace(
+        tfjob_helpers.failing_job(tmp_path), train_pattern=examples.uri + '/Split-train/*',
+        eval_pattern=examples.uri + '/Split-eval/*',
+        options=dataclasses.replace(tfjob_helpers.failing_job(tmp_path).options,
+                                    train_steps=100_000, checkpoint_interval=100_000))
+    spec = real_cluster.worker_spec(image, pod_s3)
+    name = 'train-killed'
+    errors = []
+
+    def kill_worker_1():
+        pods = _pods_running(namespace, f'{k8s.TRAINJOB.pod_label}={name}', 2, seconds=240)
+        [pod] = [p for p in pods if p['metadata']['name'].startswith(f'{name}-node-0-1')]
+        time.sleep(20)   # training: the workers have met
+        errors.append(real_cluster.kill_container(pod, k8s.TRAINJOB.container))
+
+    killer = threading.Thread(target=kill_worker_1)
+    killer.start()
+    began = time.monotonic()
+    with pytest.raises(RuntimeError) as error:
+        trainjob.run(job, spec=spec, name=name, poll_seconds=1.0,
+                     serving_dir=pod_bucket.uri('s'), log_dir=pod_bucket.uri('logs'),
+                     checkpoint_dir=pod_bucket.uri('c'))
+    killer.join()
+    took = time.monotonic() - began
+    message = str(error.value)
+    assert message.startswith(f'TrainJob {namespace.name}/{name} failed; --- pod '), message
+    assert f'{name}-node-0-1' in message and '(Failed), last lines:' in message, message
+    assert 'TrainJob pod: TF_CONFIG=' in message, message   # the killed pod's own lines
+    assert took < 400, took
+    assert real_cluster.get('trainjobs,jobsets,pods', '-n', namespace.name)['items'] == []
