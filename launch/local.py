@@ -20,15 +20,18 @@ this process's listeners (the console).
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Dict, List, Optional
 
 from absl import logging
 
+from core import storage
 from launch import sequence, worker
 
 _TAIL_LINES = 20   # of a failed worker's log, in the error
@@ -93,9 +96,13 @@ class LocalWorkers(sequence.Launcher):
     folder = 'workers'
 
     def __init__(self, log_dir: str, num_workers: int):
-        self._folder = os.path.join(log_dir, self.folder)
+        self._folder = storage.normpath(os.path.join(log_dir, self.folder))
+        # A worker's output is a file the process writes as it goes, and the relay follows: on
+        # this machine's disk. With the run root in a bucket they are copied there at the end.
+        self._scratch = tempfile.mkdtemp(prefix='workers-') if '://' in log_dir else ''
         self._count = num_workers
-        self._logs = [os.path.join(self._folder, f'worker-{i}.log') for i in range(num_workers)]
+        self._logs = [os.path.join(self._scratch or self._folder, f'worker-{i}.log')
+                      for i in range(num_workers)]
         self._processes: List[subprocess.Popen] = []
         self._group = 0
 
@@ -133,6 +140,13 @@ class LocalWorkers(sequence.Launcher):
             os.killpg(self._group, signal.SIGKILL)
         for process in self._processes:
             process.wait()
+        if self._scratch:
+            import tensorflow as tf
+            tf.io.gfile.makedirs(self._folder)
+            for path in self._logs:
+                if os.path.exists(path):
+                    storage.copy_file(path, f'{self._folder}/{os.path.basename(path)}')
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def chief_output(self) -> Optional[str]:
         return self._logs[0]

@@ -86,7 +86,7 @@ class PodReachable:
 def image() -> str:
     """The project's image as the kubelet's containerd has it (tools/cluster/image.py)."""
     from tools.cluster import image as image_lib
-    return image_lib.ensure_imported(WHERE.containerd_socket)
+    return image_lib.import_into(WHERE.containerd_socket)
 
 
 def kill_container(pod: Dict, container: str) -> str:

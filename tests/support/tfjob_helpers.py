@@ -73,7 +73,8 @@ def properties(spec, **overrides):
         model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
         train_steps=6, global_batch_size=8, learning_rate=3e-3, seed=1,
         skip_unchanged=False).to_properties()
-    props.update(tfjob=spec.to_json(), **overrides)
+    props['tfjob'] = spec.to_json()
+    props.update(overrides)
     return props
 
 
@@ -88,5 +89,5 @@ def assert_two_workers_trained(model, model_run) -> None:
     recorded = {key: model.get_float_custom_property(key)
                 for key in ('num_workers', 'num_replicas', 'steps_run')}
     assert recorded == {'num_workers': 2.0, 'num_replicas': 2.0, 'steps_run': 6.0}
-    with open(os.path.join(model_run.uri, 'metrics.json')) as handle:
+    with tf.io.gfile.GFile(os.path.join(model_run.uri, 'metrics.json')) as handle:
         assert json.load(handle)['num_workers'] == 2

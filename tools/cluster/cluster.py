@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Callable, List
 
-from tools.cluster import control_plane, dns, layout, netns
+from tools.cluster import control_plane, dns, layout, netns, services
 from tools.cluster.state import State
 
 GATEWAY = 'api'   # the namespace holding the `kubernetes` Service's address
@@ -82,6 +82,10 @@ def up(where: layout.Layout, say: Callable[[str], None] = print) -> None:
     plane.scheduler()
     plane.kubelet()
     coredns(where, state, say)
+    services.reserve_dns_address(where)
+    for name in services.ORDER:
+        services.start(where, state, name, say)
+    services.apply_runtime(where, say)
     state.data['complete'] = True
     state.save()
     say(f'cluster up in {time.monotonic() - started:.1f} s: KUBECONFIG={where.kubeconfig}')
