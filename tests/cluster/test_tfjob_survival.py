@@ -15,6 +15,7 @@ import time
 import pytest
 
 from launch import k8s, tfjob, trainjob
+from training import loop
 import real_cluster
 import tfjob_helpers
 
@@ -109,7 +110,9 @@ def test_terminating_the_task_deletes_the_job(namespace, pod_bucket, image, pod_
     script = tmp_path / 'task.py'
     script.write_text(
         'import dataclasses, pathlib\n'
+        'from core import storage\n'
         'from launch import tfjob\n'
+        'storage.enable()\n'
         'from training import loop\n'
         'import tfjob_helpers\n'
         f'job = dataclasses.replace(tfjob_helpers.failing_job(pathlib.Path("/nonexistent")), '
@@ -127,7 +130,12 @@ def test_terminating_the_task_deletes_the_job(namespace, pod_bucket, image, pod_
                             env=dict(os.environ, PYTHONPATH=f'{real_cluster.WHERE.root}:{support}'),
                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / 'task.log', 'w'))
     try:
-        _pods_running(namespace, f'{k8s.JOB_LABEL}=train-cancel', 2, seconds=240)
+        deadline = time.monotonic() + 240
+        while sum(p['status'].get('phase') == 'Running' for p in namespace.pods(
+                f'{k8s.JOB_LABEL}=train-cancel')) < 2:
+            assert task.poll() is None and time.monotonic() < deadline, \
+                (tmp_path / 'task.log').read_text()[-3000:]
+            time.sleep(0.5)
         os.kill(task.pid, signal.SIGTERM)
         assert task.wait(timeout=60) != 0
     finally:
@@ -175,8 +183,9 @@ def test_a_trainjob_pod_killed_fails_the_task_within_a_bound_with_its_log(
     job = dataclasses.replace(
         tfjob_helpers.failing_job(tmp_path), train_pattern=examples.uri + '/Split-train/*',
         eval_pattern=examples.uri + '/Split-eval/*',
-        options=dataclasses.replace(tfjob_helpers.failing_job(tmp_path).options,
-                                    train_steps=100_000, checkpoint_interval=100_000))
+        options=loop.LoopOptions.of(train_steps=100_000, global_batch_size=8,
+                                    learning_rate=1e-3, checkpoint_interval=100_000,
+                                    model_builder='models.resnet.build_model'))
     spec = real_cluster.worker_spec(image, pod_s3)
     name = 'train-killed'
     errors = []
