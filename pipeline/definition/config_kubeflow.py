@@ -66,8 +66,9 @@ class KubeflowConfig(Settings):
     # TFJob (Training Operator v1, deprecated) where the cluster serves only that, each with the
     # trainer's cpu/memory/gpus, and waits for it (launch/cluster.py).
     trainer_workers: int = setting(
-        1, 'N > 1: train in a TFJob of N pods, each with the resources above (needs the '
-        'Training Operator)', '--trainer-workers', metavar='N',
+        1, 'N > 1: train in N pods, each with the resources above: a TrainJob (Kubeflow '
+        'Trainer v2), or a TFJob where the cluster has only the Training Operator',
+        '--trainer-workers', metavar='N',
         check=(lambda workers: workers >= 1, 'must be >= 1'))
     # The Kubernetes service account of those worker pods (e.g. one bound to a cloud identity
     # that can write the gs:// pipeline root). Kubernetes ValidateServiceAccountName: a DNS-1123

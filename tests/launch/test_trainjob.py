@@ -1,15 +1,10 @@
-"""The trainer as a Kubeflow Trainer v2 TrainJob (launch/trainjob.py, chosen by
-launch/cluster.py's discovery) against the fake cluster with Trainer v2.3, JobSet and the Job
-controller transcribed (tests/support/fake_k8s_trainjob.py, fake_k8s_jobset.py,
-fake_k8s_batchjob.py; their own rules: tests/test_fake_k8s_trainer.py). Each node "pod" is a
-local process in its own network namespace with only what the cluster gives it: no TF_CONFIG
-(Trainer writes none), JOB_COMPLETION_INDEX from the Job controller and the JobSet labels
-through the shipped runtime's downward API (deploy/tensorflow-runtime.yaml), from which
-launch/worker.py builds TF_CONFIG. The `kubernetes` client calls, the executor's path and the
-2-worker MultiWorkerMirroredStrategy training are real.
+"""The TrainJob the trainer creates (launch/trainjob.py), the runtime the project ships
+(deploy/tensorflow-runtime.yaml), the TF_CONFIG a TrainJob pod builds (launch/worker.py), and
+discovery's choice and sentences for every answer the API can give (launch/cluster.py). The
+same on the real Trainer v2, JobSet, Training Operator and API server:
+tests/cluster/test_trainjob.py, test_cluster.py.
 """
 import dataclasses
-import glob
 import json
 import os
 
@@ -17,9 +12,7 @@ import pytest
 import yaml
 from absl import logging
 
-from components.trainer import executor
 from launch import cluster as cluster_lib, k8s, tfjob, trainjob, worker
-import tfjob_helpers
 
 RUNTIME_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'deploy', 'tensorflow-runtime.yaml')
@@ -101,133 +94,49 @@ def test_the_worker_builds_tf_config_from_the_jobset_index_and_hostnames():
                                    if k not in ('JOBSET_NAME', 'JOB_INDEX')})
 
 
-def _start(tmp_path, monkeypatch, runtime=True, **options):
-    server, state = tfjob_helpers.start(tmp_path, monkeypatch, grace_seconds=2, **options)
-    if runtime:
-        objects, _, _ = k8s.clients()
-        objects.create_cluster_custom_object('trainer.kubeflow.org', 'v1alpha1',
-                                             'clustertrainingruntimes', _runtime())
-    return server, state
+class _Api:
+    """What discovery asks of the cluster (launch/k8s.py served, trainjob.runtime_exists),
+    answered as the API server answers: which APIs it serves, whether the runtime exists. The
+    real server's answers, for the same questions: tests/cluster/test_trainjob.py."""
+
+    def __init__(self, monkeypatch, trainer, tfjob_served, runtime):
+        served = {k8s.TRAINJOB.plural: trainer, k8s.TFJOB.plural: tfjob_served}
+        monkeypatch.setattr(k8s, 'clients', lambda: (object(), object(), 'ml-team'))
+        monkeypatch.setattr(k8s, 'served', lambda objects, api: served[api.plural])
+        monkeypatch.setattr(trainjob, 'runtime_exists', lambda objects, name: runtime)
 
 
 @pytest.mark.parametrize('installed, runtime, expected, said', [
-    (dict(trainer=True, tfjob=False), True, 'TrainJob', 'Training API: TrainJob (Kubeflow '
-     'Trainer v2, trainer.kubeflow.org/v1alpha1) with the ClusterTrainingRuntime '
+    (dict(trainer=True, tfjob_served=False), True, 'TrainJob', 'Training API: TrainJob '
+     '(Kubeflow Trainer v2, trainer.kubeflow.org/v1alpha1) with the ClusterTrainingRuntime '
      'image-pipeline-tensorflow, in ml-team'),
-    (dict(trainer=True, tfjob=True), True, 'TrainJob', 'Training API: TrainJob'),
-    (dict(trainer=False, tfjob=True), False, 'TFJob', 'Training API: TFJob (Kubeflow Training '
-     'Operator v1, kubeflow.org/v1, deprecated), in ml-team'),
-    (dict(trainer=True, tfjob=True), False, 'TFJob', 'Training API: TFJob (Kubeflow Training '
-     'Operator v1, kubeflow.org/v1, deprecated); the cluster serves TrainJob but has no '
-     'ClusterTrainingRuntime image-pipeline-tensorflow, in ml-team'),
+    (dict(trainer=True, tfjob_served=True), True, 'TrainJob', 'Training API: TrainJob'),
+    (dict(trainer=False, tfjob_served=True), False, 'TFJob', 'Training API: TFJob (Kubeflow '
+     'Training Operator v1, kubeflow.org/v1, deprecated), in ml-team'),
+    (dict(trainer=True, tfjob_served=True), False, 'TFJob', 'Training API: TFJob (Kubeflow '
+     'Training Operator v1, kubeflow.org/v1, deprecated); the cluster serves TrainJob but has '
+     'no ClusterTrainingRuntime image-pipeline-tensorflow, in ml-team'),
 ])
-def test_discovery_picks_trainjob_first_then_tfjob(tmp_path, monkeypatch, installed, runtime,
-                                                   expected, said):
-    server, state = _start(tmp_path, monkeypatch, runtime, **installed)
+def test_discovery_picks_trainjob_first_then_tfjob(monkeypatch, installed, runtime, expected,
+                                                   said):
+    _Api(monkeypatch, runtime=runtime, **installed)
     said_lines = []
     monkeypatch.setattr(logging, 'info', lambda fmt, *args: said_lines.append(fmt % args))
-    try:
-        assert cluster_lib.discover(SPEC).kind == expected
-    finally:
-        server.shutdown()
-        state.shutdown()
+    assert cluster_lib.discover(SPEC).kind == expected
     assert [line for line in said_lines if line.startswith('Training API')][0].startswith(said)
-    assert state.discoveries[0]['path'] == '/apis/trainer.kubeflow.org/v1alpha1'
 
 
 @pytest.mark.parametrize('installed, message', [
-    (dict(trainer=True, tfjob=False), "the cluster serves Kubeflow Trainer v2 (TrainJob, "
+    (dict(trainer=True, tfjob_served=False), "the cluster serves Kubeflow Trainer v2 (TrainJob, "
      "trainer.kubeflow.org/v1alpha1) but has no ClusterTrainingRuntime "
      "'image-pipeline-tensorflow', and no Training Operator v1 (TFJob): apply the runtime "
      "once, `kubectl apply -f deploy/tensorflow-runtime.yaml`"),
-    (dict(trainer=False, tfjob=False), '--trainer-workers 2: the cluster serves neither '
+    (dict(trainer=False, tfjob_served=False), '--trainer-workers 2: the cluster serves neither '
      'Kubeflow Trainer v2 (TrainJob, trainer.kubeflow.org/v1alpha1) nor the Training Operator '
      'v1 (TFJob, kubeflow.org/v1)'),
 ])
-def test_discovery_fails_clearly_when_neither_is_usable(tmp_path, monkeypatch, installed,
-                                                        message):
-    server, state = _start(tmp_path, monkeypatch, runtime=False, **installed)
-    try:
-        with pytest.raises(RuntimeError) as error:
-            cluster_lib.discover(SPEC)
-    finally:
-        server.shutdown()
-        state.shutdown()
-    assert str(error.value).startswith(message)
-
-
-@pytest.fixture
-def cluster(tmp_path, monkeypatch):
-    server, state = _start(tmp_path, monkeypatch, trainer=True, tfjob=False)
-    yield state
-    server.shutdown()
-    state.shutdown()
-    assert state.errors == []
-
-
-def _pod_log(tmp_path, hostname: str) -> str:
-    """A container's log as the node keeps it; the pod name is the hostname and a suffix."""
-    [path] = glob.glob(str(tmp_path / 'pods' / f'ml-team_{hostname}-?????_*' / 'node' / '0.log'))
-    with open(path) as handle:
-        return handle.read()
-
-
-def _check_lifecycle(state, name):
-    """Discovery (TrainJob served, the runtime there), nothing left of an earlier job, the
-    TrainJob created, polled, deleted in the background (launch/k8s.py TRAINJOB says why) and
-    waited for until it and its pods were gone."""
-    assert [r['path'] for r in state.discoveries] == ['/apis/trainer.kubeflow.org/v1alpha1']
-    calls = tfjob_helpers.calls(state)
-    assert calls[:2] == [('POST', 'clustertrainingruntimes'),   # the test's kubectl apply
-                         ('GET', 'image-pipeline-tensorflow')]  # the task: the runtime exists
-    post, delete = calls.index(('POST', 'trainjobs')), calls.index(('DELETE', name))
-    assert set(calls[2:post]) == {('GET', name), ('GET', 'pods')}
-    assert {c for c in calls[post + 1:delete]} <= {('GET', name), ('GET', 'pods'),
-                                                   ('GET', 'log')}
-    assert state.requests[delete]['query']['propagationPolicy'] == ['Background']
-    assert set(calls[delete + 1:]) == {('GET', name), ('GET', 'pods')}
-    assert all('/namespaces/ml-team/' in r['path'] for r in state.requests[2:])
-    assert sorted(k for k, _, _ in state.objects) == ['ClusterTrainingRuntime']
-    assert state.pods == {} and state.services == {}
-
-
-@pytest.mark.slow
-def test_two_nodes_train_with_tf_config_from_the_jobset_and_the_chief_exports(cluster, tmp_path):
-    inputs, outputs = tfjob_helpers.artifacts(tmp_path)
-    executor.Executor().Do(inputs, outputs, tfjob_helpers.properties(
-        tfjob.TFJobSpec(workers=2, image='local'), pipeline_root=str(tmp_path / 'root')))
-    [model], [model_run] = outputs['model'], outputs['model_run']
-    [created] = cluster.created
-    name = created['metadata']['name']
-    assert created['kind'] == 'TrainJob' and created['spec']['trainer']['numNodes'] == 2
-    hosts = [f'{name}-node-0-{i}.{name}:2222' for i in range(2)]
-    for index in range(2):   # each pod trained on the cluster its JobSet index placed it in
-        text = _pod_log(tmp_path, f'{name}-node-0-{index}')
-        config = {'cluster': {'worker': hosts}, 'task': {'type': 'worker', 'index': index}}
-        assert f'TrainJob pod: TF_CONFIG={json.dumps(config)}' in text, text[-2000:]
-        assert 'Training models.resnet.build_model on 2 replica(s)' in text, text[-2000:]
-        assert 'FILE sharding of the train split' in text
-    tfjob_helpers.assert_two_workers_trained(model, model_run)
-    assert model.get_string_custom_property('training_api') == 'TrainJob'
-    assert os.path.exists(os.path.join(model_run.uri, 'trainjob', 'job.json'))
-    _check_lifecycle(cluster, name)
-
-
-@pytest.mark.slow
-def test_a_failing_node_fails_the_task_with_its_log_and_the_trainjob_is_deleted(cluster,
-                                                                                tmp_path):
-    inputs, outputs = tfjob_helpers.artifacts(tmp_path, train_files=1)
-    train = os.path.join(inputs['examples'][0].uri, 'Split-train')
-    for name in os.listdir(train):
-        os.remove(os.path.join(train, name))
+def test_discovery_fails_clearly_when_neither_is_usable(monkeypatch, installed, message):
+    _Api(monkeypatch, runtime=False, **installed)
     with pytest.raises(RuntimeError) as error:
-        executor.Executor().Do(inputs, outputs, tfjob_helpers.properties(
-            tfjob.TFJobSpec(workers=2, image='local'), pipeline_root=str(tmp_path / 'root')))
-    message = str(error.value)
-    name = cluster.created[0]['metadata']['name']
-    assert message.startswith(f'TrainJob ml-team/{name} failed; --- pod {name}-node-0-')
-    assert '(Failed), last lines:' in message
-    assert f'No files matched pattern: {os.path.join(train, "*")}' in message  # the pod's own
-    assert ('GET', 'log') in tfjob_helpers.calls(cluster)
-    _check_lifecycle(cluster, name)
-    assert not os.path.exists(os.path.join(outputs['model'][0].uri, 'Format-Serving'))
+        cluster_lib.discover(SPEC)
+    assert str(error.value).startswith(message)

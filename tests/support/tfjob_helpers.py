@@ -1,30 +1,7 @@
-"""Shared by the TFJob tests (tests/launch/test_tfjob*.py): the fake cluster with a
-kubeconfig naming it, a job whose workers fail at once, and the request log's shape."""
+"""Shared by the training-job tests on the real cluster (tests/cluster/): a job whose workers
+fail at once, the trainer's artifacts and properties, and what two workers leave."""
 from core import inputs as inputs_lib
 from training import job as job_lib, loop
-import fake_k8s_server
-
-
-def start(tmp_path, monkeypatch, **options):
-    """The fake API server, and a kubeconfig naming it (what the task reads outside a pod)."""
-    server, state = fake_k8s_server.start(str(tmp_path), **options)
-    monkeypatch.setenv('KUBECONFIG', fake_k8s_server.write_kubeconfig(
-        str(tmp_path / 'kubeconfig'), server, 'ml-team'))
-    return server, state
-
-
-def cluster(tmp_path, monkeypatch):
-    """The body of the tests' `cluster` fixture: pods get 2 s of grace."""
-    server, state = start(tmp_path, monkeypatch, grace_seconds=2)
-    yield state
-    server.shutdown()
-    state.shutdown()
-    assert state.errors == []
-
-
-def calls(state):
-    """(method, last path segment) of every request: a job name, 'tfjobs', 'pods', 'log'."""
-    return [(r['method'], r['path'].rsplit('/', 1)[-1]) for r in state.requests]
 
 
 def failing_job(tmp_path):
