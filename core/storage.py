@@ -36,6 +36,8 @@ import os
 import posixpath
 from typing import Iterable, Mapping, MutableMapping, Optional, Tuple
 
+from core import store_watch
+
 S3 = 's3://'
 MINIO = 'minio://'
 SCHEMES = (S3, MINIO)
@@ -79,8 +81,9 @@ def copy_file(source: str, target: str) -> None:
 
 
 def tensorflow_variables(environ: Mapping[str, str]) -> dict:
-    """What tensorflow-io's S3 file system needs, derived from the standard AWS variables;
-    variables already set win (a user may tune tensorflow-io directly)."""
+    """What tensorflow-io's S3 file system needs, derived from the standard AWS variables, and
+    the store clients' timeouts and retries (core/store_watch.py CLIENT_VARIABLES, which
+    botocore reads too); variables already set win (a user may tune the clients directly)."""
     derived = {}
     endpoint = environ.get(ENDPOINT_VARIABLE, '')
     if endpoint:
@@ -91,6 +94,8 @@ def tensorflow_variables(environ: Mapping[str, str]) -> dict:
     region = environ.get(REGION_VARIABLE) or environ.get('AWS_DEFAULT_REGION') or DEFAULT_REGION
     # AWS_DEFAULT_REGION: boto3's name; tensorflow-io reads AWS_REGION or S3_REGION.
     derived.update(AWS_REGION=region, S3_REGION=region, AWS_DEFAULT_REGION=region)
+    # The clients' timeouts and retries (core/store_watch.py): tensorflow-io's and botocore's.
+    derived.update(store_watch.CLIENT_VARIABLES)
     return {k: v for k, v in derived.items() if k not in environ}
 
 
@@ -165,15 +170,82 @@ def unreachable(paths: Iterable[str], timeout: float = 10.0) -> Optional[str]:
     return None
 
 
-def _client(timeout: float = 10.0):
-    """A boto3 S3 client with short timeouts and one attempt; boto3 reads AWS_ENDPOINT_URL,
-    AWS_REGION and the keys itself, as the pipeline's own reads do."""
+def _client(timeout: float = 10.0, attempts: int = 1):
+    """A boto3 S3 client with short timeouts and one attempt (or `attempts`, with the
+    standard mode's backoff); boto3 reads AWS_ENDPOINT_URL, AWS_REGION and the keys itself, as
+    the pipeline's own reads do."""
     import boto3  # pylint: disable=import-outside-toplevel  (apache-beam[aws] brings it)
     from botocore import config as botocore_config  # pylint: disable=import-outside-toplevel
     # Its INFO lines (where it found the credentials) are not for the console.
     logging.getLogger('botocore').setLevel(logging.WARNING)
     return boto3.client('s3', config=botocore_config.Config(
-        connect_timeout=timeout, read_timeout=timeout, retries={'max_attempts': 1}))
+        connect_timeout=timeout, read_timeout=timeout,
+        retries={'max_attempts': attempts, 'mode': 'standard'}))
+
+
+class StoreUnanswered(OSError):
+    """The object store did not answer (no response, a timeout or a 5xx) after the bounded
+    retries: not the same as "not there"."""
+
+
+_checking_client = None
+
+
+def _checker():
+    """The client of exists() and children(): the retries of store_watch.CLIENT_VARIABLES
+    (a blip of about 30 s is ridden out), one per process (boto3 clients are thread-safe)."""
+    global _checking_client
+    if _checking_client is None:
+        _checking_client = _client(
+            float(store_watch.CLIENT_VARIABLES['S3_REQUEST_TIMEOUT_MSEC']) / 1000,
+            int(os.environ.get('AWS_MAX_ATTEMPTS') or store_watch.CLIENT_VARIABLES[
+                'AWS_MAX_ATTEMPTS']))
+    return _checking_client
+
+
+def _unanswered(uri: str, error: Exception) -> StoreUnanswered:
+    where = os.environ.get(ENDPOINT_VARIABLE) or 'the AWS endpoint'
+    return StoreUnanswered(f'the store at {where} did not answer for {uri}: '
+                           f'{" ".join(str(error).split())[:200]}')
+
+
+def exists(uri: str) -> bool:
+    """tf.io.gfile.exists for an object, or a folder (a prefix with objects), on an object
+    store, except that a store that does not answer raises StoreUnanswered: tensorflow-io's
+    Stat reports any failed request as NotFound, so during an outage a complete version would
+    read as absent, and be deleted or overwritten as a killed push's leftover."""
+    from botocore import exceptions  # pylint: disable=import-outside-toplevel
+    bucket, _, key = to_s3(uri)[len(S3):].partition('/')
+    key = key.rstrip('/')
+    try:
+        try:
+            _checker().head_object(Bucket=bucket, Key=key)
+            return True
+        except exceptions.ClientError as error:
+            if error.response.get('ResponseMetadata', {}).get('HTTPStatusCode') != 404:
+                raise
+        listed = _checker().list_objects_v2(Bucket=bucket, Prefix=key + '/', MaxKeys=1)
+        return bool(listed.get('KeyCount') or listed.get('Contents'))
+    except (exceptions.BotoCoreError, exceptions.ClientError) as error:
+        raise _unanswered(uri, error) from error
+
+
+def children(uri: str) -> list:
+    """The names directly under an object-store folder (files and sub-folders, sorted; [] when
+    there is none), or StoreUnanswered: tf.io.gfile.isdir reads an outage as "no folder"."""
+    from botocore import exceptions  # pylint: disable=import-outside-toplevel
+    bucket, _, prefix = to_s3(uri)[len(S3):].partition('/')
+    prefix = prefix.rstrip('/') + '/' if prefix.rstrip('/') else ''
+    names = set()
+    try:
+        for page in _checker().get_paginator('list_objects_v2').paginate(
+                Bucket=bucket, Prefix=prefix, Delimiter='/'):
+            names.update(p['Prefix'][len(prefix):].rstrip('/')
+                         for p in page.get('CommonPrefixes', ()))
+            names.update(o['Key'][len(prefix):] for o in page.get('Contents', ()))
+    except (exceptions.BotoCoreError, exceptions.ClientError) as error:
+        raise _unanswered(uri, error) from error
+    return sorted(n for n in names if n)
 
 
 def sizes(uri: str) -> Optional[Tuple[int, int]]:
