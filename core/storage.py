@@ -149,7 +149,7 @@ def unreachable(paths: Iterable[str], timeout: float = 10.0) -> Optional[str]:
     if not buckets:
         return None
     from botocore import exceptions  # pylint: disable=import-outside-toplevel
-    client = _client(timeout)
+    client = s3_client(timeout)
     where = os.environ.get(ENDPOINT_VARIABLE) or 'the AWS endpoint (AWS_ENDPOINT_URL not set)'
     for bucket in buckets:
         try:
@@ -170,7 +170,7 @@ def unreachable(paths: Iterable[str], timeout: float = 10.0) -> Optional[str]:
     return None
 
 
-def _client(timeout: float = 10.0, attempts: int = 1):
+def s3_client(timeout: float = 10.0, attempts: int = 1):
     """A boto3 S3 client with short timeouts and one attempt (or `attempts`, with the
     standard mode's backoff); boto3 reads AWS_ENDPOINT_URL, AWS_REGION and the keys itself, as
     the pipeline's own reads do."""
@@ -196,7 +196,7 @@ def _checker():
     (a blip of about 30 s is ridden out), one per process (boto3 clients are thread-safe)."""
     global _checking_client
     if _checking_client is None:
-        _checking_client = _client(
+        _checking_client = s3_client(
             float(store_watch.CLIENT_VARIABLES['S3_REQUEST_TIMEOUT_MSEC']) / 1000,
             int(os.environ.get('AWS_MAX_ATTEMPTS') or store_watch.CLIENT_VARIABLES[
                 'AWS_MAX_ATTEMPTS']))
@@ -255,7 +255,7 @@ def sizes(uri: str) -> Optional[Tuple[int, int]]:
     prefix = prefix.rstrip('/') + '/' if prefix else ''
     count = size = 0
     try:
-        for page in _client().get_paginator('list_objects_v2').paginate(
+        for page in s3_client().get_paginator('list_objects_v2').paginate(
                 Bucket=bucket, Prefix=prefix):
             for item in page.get('Contents', ()):
                 if not any(part.startswith('.') for part in item['Key'][len(prefix):].split('/')):

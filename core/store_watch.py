@@ -34,6 +34,9 @@ import time
 from typing import Callable, Iterable, Iterator, List, Optional, Tuple
 
 DEFAULT_BOUND_SECONDS = 120.0
+# How a Kubeflow task learns --store-timeout: the compiled spec puts it in the container's
+# environment (pipeline/kubeflow/compiler.py object_store_env) when it is not the default.
+BOUND_VARIABLE = 'STORE_TIMEOUT_SECONDS'
 PROBE_INTERVAL_SECONDS = 5.0
 PROBE_TIMEOUT_SECONDS = 5.0
 # sysexits.h EX_TEMPFAIL: a temporary failure, to be retried (a scheduler's retry policy may
@@ -60,6 +63,17 @@ CLIENT_VARIABLES = {
 
 _doing: List[str] = []
 _log = logging.getLogger(__name__)
+
+
+def bound_from_env(environ=None) -> float:
+    """The bound a process started without flags uses (a Kubeflow task): BOUND_VARIABLE, else
+    the default."""
+    environ = os.environ if environ is None else environ
+    try:
+        seconds = float(environ.get(BOUND_VARIABLE) or DEFAULT_BOUND_SECONDS)
+    except ValueError:
+        seconds = DEFAULT_BOUND_SECONDS
+    return seconds if seconds > 0 else DEFAULT_BOUND_SECONDS
 
 
 def client_variables(environ) -> dict:
@@ -112,7 +126,7 @@ def probe(buckets: Iterable[str], timeout: float = PROBE_TIMEOUT_SECONDS
     5xx does not."""
     from botocore import exceptions  # pylint: disable=import-outside-toplevel
     from core import storage  # pylint: disable=import-outside-toplevel  (it imports this module)
-    client = storage._client(timeout)  # pylint: disable=protected-access
+    client = storage.s3_client(timeout)
     for bucket in buckets:
         try:
             client.head_bucket(Bucket=bucket)
