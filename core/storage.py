@@ -34,6 +34,7 @@ import ctypes
 import logging
 import os
 import posixpath
+import time
 from typing import Iterable, Mapping, MutableMapping, Optional, Tuple
 
 from core import store_watch
@@ -192,21 +193,36 @@ _checking_client = None
 
 
 def _checker():
-    """The client of exists() and children(): the retries of store_watch.CLIENT_VARIABLES
-    (a blip of about 30 s is ridden out), one per process (boto3 clients are thread-safe)."""
+    """The client of exists() and children(), one per process (boto3 clients are thread-safe):
+    one attempt per call, _asked() retries."""
     global _checking_client
     if _checking_client is None:
         _checking_client = s3_client(
-            float(store_watch.CLIENT_VARIABLES['S3_REQUEST_TIMEOUT_MSEC']) / 1000,
-            int(os.environ.get('AWS_MAX_ATTEMPTS') or store_watch.CLIENT_VARIABLES[
-                'AWS_MAX_ATTEMPTS']))
+            float(store_watch.CLIENT_VARIABLES['S3_REQUEST_TIMEOUT_MSEC']) / 1000)
     return _checking_client
 
 
-def _unanswered(uri: str, error: Exception) -> StoreUnanswered:
-    where = os.environ.get(ENDPOINT_VARIABLE) or 'the AWS endpoint'
-    return StoreUnanswered(f'the store at {where} did not answer for {uri}: '
-                           f'{" ".join(str(error).split())[:200]}')
+def _asked(uri: str, call):
+    """call(client)'s result, asked again with backoff (0.5 s doubling, at most 8 s apart) while
+    the store does not answer, for store_watch.BLIP_SECONDS: botocore's own standard retries
+    wait only about 4 s in all, and a store restarting refuses connections for longer. Then
+    StoreUnanswered. An answer (a 404 too) is returned or raised at once."""
+    from botocore import exceptions  # pylint: disable=import-outside-toplevel
+    deadline, pause = time.monotonic() + store_watch.BLIP_SECONDS, 0.5
+    while True:
+        try:
+            return call(_checker())
+        except (exceptions.BotoCoreError, exceptions.ClientError) as error:
+            status = getattr(error, 'response', {}).get('ResponseMetadata', {}).get(
+                'HTTPStatusCode') or 0
+            if 0 < status < 500:
+                raise
+            if time.monotonic() + pause > deadline:
+                where = os.environ.get(ENDPOINT_VARIABLE) or 'the AWS endpoint'
+                raise StoreUnanswered(f'the store at {where} did not answer for {uri}: '
+                                      f'{" ".join(str(error).split())[:200]}') from error
+        time.sleep(pause)
+        pause = min(pause * 2, 8.0)
 
 
 def exists(uri: str) -> bool:
@@ -218,34 +234,31 @@ def exists(uri: str) -> bool:
     bucket, _, key = to_s3(uri)[len(S3):].partition('/')
     key = key.rstrip('/')
     try:
-        try:
-            _checker().head_object(Bucket=bucket, Key=key)
-            return True
-        except exceptions.ClientError as error:
-            if error.response.get('ResponseMetadata', {}).get('HTTPStatusCode') != 404:
-                raise
-        listed = _checker().list_objects_v2(Bucket=bucket, Prefix=key + '/', MaxKeys=1)
-        return bool(listed.get('KeyCount') or listed.get('Contents'))
-    except (exceptions.BotoCoreError, exceptions.ClientError) as error:
-        raise _unanswered(uri, error) from error
+        _asked(uri, lambda client: client.head_object(Bucket=bucket, Key=key))
+        return True
+    except exceptions.ClientError as error:
+        if error.response.get('ResponseMetadata', {}).get('HTTPStatusCode') != 404:
+            raise
+    listed = _asked(uri, lambda client: client.list_objects_v2(
+        Bucket=bucket, Prefix=key + '/', MaxKeys=1))
+    return bool(listed.get('KeyCount') or listed.get('Contents'))
 
 
 def children(uri: str) -> list:
     """The names directly under an object-store folder (files and sub-folders, sorted; [] when
     there is none), or StoreUnanswered: tf.io.gfile.isdir reads an outage as "no folder"."""
-    from botocore import exceptions  # pylint: disable=import-outside-toplevel
     bucket, _, prefix = to_s3(uri)[len(S3):].partition('/')
     prefix = prefix.rstrip('/') + '/' if prefix.rstrip('/') else ''
-    names = set()
-    try:
-        for page in _checker().get_paginator('list_objects_v2').paginate(
-                Bucket=bucket, Prefix=prefix, Delimiter='/'):
-            names.update(p['Prefix'][len(prefix):].rstrip('/')
-                         for p in page.get('CommonPrefixes', ()))
-            names.update(o['Key'][len(prefix):] for o in page.get('Contents', ()))
-    except (exceptions.BotoCoreError, exceptions.ClientError) as error:
-        raise _unanswered(uri, error) from error
-    return sorted(n for n in names if n)
+    names, token = set(), None
+    while True:  # 1,000 names a page
+        more = {'ContinuationToken': token} if token else {}
+        page = _asked(uri, lambda client: client.list_objects_v2(
+            Bucket=bucket, Prefix=prefix, Delimiter='/', **more))  # noqa: B023 (called at once)
+        names.update(p['Prefix'][len(prefix):].rstrip('/') for p in page.get('CommonPrefixes', ()))
+        names.update(o['Key'][len(prefix):] for o in page.get('Contents', ()))
+        token = page.get('NextContinuationToken')
+        if not token:
+            return sorted(n for n in names if n)
 
 
 def sizes(uri: str) -> Optional[Tuple[int, int]]:

@@ -37,6 +37,8 @@ DEFAULT_BOUND_SECONDS = 120.0
 # How a Kubeflow task learns --store-timeout: the compiled spec puts it in the container's
 # environment (pipeline/kubeflow/compiler.py object_store_env) when it is not the default.
 BOUND_VARIABLE = 'STORE_TIMEOUT_SECONDS'
+# A blip the clients ride out: the store back within this, a run goes on (retries with backoff).
+BLIP_SECONDS = 30.0
 PROBE_INTERVAL_SECONDS = 5.0
 PROBE_TIMEOUT_SECONDS = 5.0
 # sysexits.h EX_TEMPFAIL: a temporary failure, to be retried (a scheduler's retry policy may

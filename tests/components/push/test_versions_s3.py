@@ -55,7 +55,7 @@ def test_a_store_that_does_not_answer_is_an_error_not_an_empty_folder(s3, tmp_pa
     """tensorflow-io reads an outage as "not found": the push's checks would then take version 1
     for absent (and copy over it) or a complete version for a killed push's leftover (and delete
     it). They ask the store with boto3 instead, which tells the two apart."""
-    from core import storage
+    from core import storage, store_watch
     base = s3.uri('serving')
     versions.push(_model(tmp_path / 'a', 'a'), base, keep=2)
     before = s3.keys('serving/')
@@ -63,7 +63,7 @@ def test_a_store_that_does_not_answer_is_an_error_not_an_empty_folder(s3, tmp_pa
         probe.bind(('127.0.0.1', 0))
         dead = probe.getsockname()[1]
     monkeypatch.setenv('AWS_ENDPOINT_URL', f'http://127.0.0.1:{dead}')
-    monkeypatch.setenv('AWS_MAX_ATTEMPTS', '2')
+    monkeypatch.setattr(store_watch, 'BLIP_SECONDS', 1.0)   # how long a blip is waited out
     monkeypatch.setattr(storage, '_checking_client', None)   # made again for this endpoint
     for check in (versions.list_versions, versions.complete_versions, versions.served_version,
                   versions.remove_leftovers):
