@@ -58,8 +58,10 @@ CLIENT_VARIABLES = {
     # Longer than a SIGSTOPped store's usual pause, so a request waits it out rather than retry.
     'S3_REQUEST_TIMEOUT_MSEC': '20000',
     'AWS_RETRY_MODE': 'standard',
-    # Standard mode's backoff is random(0, 1) x 2^attempt s, at most 20 s: 8 attempts wait about
-    # 35 s in all against a refused port (a store restarting), which covers a 30-s blip.
+    # The C++ SDK's standard backoff is random(0, 1) x 2^attempt s, at most 20 s: 8 attempts
+    # ride out a store restarting (refused) for about 30 s or more; an `exists` (two requests)
+    # took 92 s to give up against a refused port. botocore's standard backoff is much shorter
+    # (8 attempts: 4 s), which is why storage.exists/children retry on their own.
     'AWS_MAX_ATTEMPTS': '8',
 }
 
