@@ -25,6 +25,8 @@ import os
 import uuid
 from typing import Optional, Tuple
 
+from core import storage
+
 CONFIG_FILE = 'models.config'
 STABLE, CANARY = 'stable', 'canary'
 MODES = ('auto', 'candidate')
@@ -95,7 +97,9 @@ def read_config(serving_dir: str) -> Optional[Tuple[str, Labels]]:
     from tensorflow_serving.config import model_server_config_pb2  # pylint: disable=import-outside-toplevel
     path = config_path(serving_dir)
     gfile = _gfile()
-    if not gfile.exists(path):
+    # On a bucket, an outage raises rather than reading as "no file" (storage.exists): the
+    # labels would otherwise be lost by the push that rewrites the file.
+    if not (storage.exists(path) if storage.is_object_store(path) else gfile.exists(path)):
         return None
     with gfile.GFile(path) as handle:
         config = text_format.Parse(handle.read(), model_server_config_pb2.ModelServerConfig())

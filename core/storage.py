@@ -34,7 +34,10 @@ import ctypes
 import logging
 import os
 import posixpath
+import time
 from typing import Iterable, Mapping, MutableMapping, Optional, Tuple
+
+from core import store_watch
 
 S3 = 's3://'
 MINIO = 'minio://'
@@ -79,8 +82,9 @@ def copy_file(source: str, target: str) -> None:
 
 
 def tensorflow_variables(environ: Mapping[str, str]) -> dict:
-    """What tensorflow-io's S3 file system needs, derived from the standard AWS variables;
-    variables already set win (a user may tune tensorflow-io directly)."""
+    """What tensorflow-io's S3 file system needs, derived from the standard AWS variables, and
+    the store clients' timeouts and retries (core/store_watch.py CLIENT_VARIABLES, which
+    botocore reads too); variables already set win (a user may tune the clients directly)."""
     derived = {}
     endpoint = environ.get(ENDPOINT_VARIABLE, '')
     if endpoint:
@@ -91,6 +95,8 @@ def tensorflow_variables(environ: Mapping[str, str]) -> dict:
     region = environ.get(REGION_VARIABLE) or environ.get('AWS_DEFAULT_REGION') or DEFAULT_REGION
     # AWS_DEFAULT_REGION: boto3's name; tensorflow-io reads AWS_REGION or S3_REGION.
     derived.update(AWS_REGION=region, S3_REGION=region, AWS_DEFAULT_REGION=region)
+    # The clients' timeouts and retries (core/store_watch.py): tensorflow-io's and botocore's.
+    derived.update(store_watch.CLIENT_VARIABLES)
     return {k: v for k, v in derived.items() if k not in environ}
 
 
@@ -144,7 +150,7 @@ def unreachable(paths: Iterable[str], timeout: float = 10.0) -> Optional[str]:
     if not buckets:
         return None
     from botocore import exceptions  # pylint: disable=import-outside-toplevel
-    client = _client(timeout)
+    client = s3_client(timeout)
     where = os.environ.get(ENDPOINT_VARIABLE) or 'the AWS endpoint (AWS_ENDPOINT_URL not set)'
     for bucket in buckets:
         try:
@@ -165,15 +171,94 @@ def unreachable(paths: Iterable[str], timeout: float = 10.0) -> Optional[str]:
     return None
 
 
-def _client(timeout: float = 10.0):
-    """A boto3 S3 client with short timeouts and one attempt; boto3 reads AWS_ENDPOINT_URL,
-    AWS_REGION and the keys itself, as the pipeline's own reads do."""
+def s3_client(timeout: float = 10.0, attempts: int = 1):
+    """A boto3 S3 client with short timeouts and one attempt (or `attempts`, with the
+    standard mode's backoff); boto3 reads AWS_ENDPOINT_URL, AWS_REGION and the keys itself, as
+    the pipeline's own reads do."""
     import boto3  # pylint: disable=import-outside-toplevel  (apache-beam[aws] brings it)
     from botocore import config as botocore_config  # pylint: disable=import-outside-toplevel
     # Its INFO lines (where it found the credentials) are not for the console.
     logging.getLogger('botocore').setLevel(logging.WARNING)
     return boto3.client('s3', config=botocore_config.Config(
-        connect_timeout=timeout, read_timeout=timeout, retries={'max_attempts': 1}))
+        connect_timeout=timeout, read_timeout=timeout,
+        retries={'max_attempts': attempts, 'mode': 'standard'}))
+
+
+class StoreUnanswered(OSError):
+    """The object store did not answer (no response, a timeout or a 5xx) after the bounded
+    retries: not the same as "not there"."""
+
+
+_checking_client = None
+
+
+def _checker():
+    """The client of exists() and children(), one per process (boto3 clients are thread-safe):
+    one attempt per call, _asked() retries."""
+    global _checking_client
+    if _checking_client is None:
+        _checking_client = s3_client(
+            float(store_watch.CLIENT_VARIABLES['S3_REQUEST_TIMEOUT_MSEC']) / 1000)
+    return _checking_client
+
+
+def _asked(uri: str, call):
+    """call(client)'s result, asked again with backoff (0.5 s doubling, at most 8 s apart) while
+    the store does not answer, for store_watch.BLIP_SECONDS: botocore's own standard retries
+    wait only about 4 s in all, and a store restarting refuses connections for longer. Then
+    StoreUnanswered. An answer (a 404 too) is returned or raised at once."""
+    from botocore import exceptions  # pylint: disable=import-outside-toplevel
+    deadline, pause = time.monotonic() + store_watch.BLIP_SECONDS, 0.5
+    while True:
+        try:
+            return call(_checker())
+        except (exceptions.BotoCoreError, exceptions.ClientError) as error:
+            status = getattr(error, 'response', {}).get('ResponseMetadata', {}).get(
+                'HTTPStatusCode') or 0
+            if 0 < status < 500:
+                raise
+            if time.monotonic() + pause > deadline:
+                where = os.environ.get(ENDPOINT_VARIABLE) or 'the AWS endpoint'
+                raise StoreUnanswered(f'the store at {where} did not answer for {uri}: '
+                                      f'{" ".join(str(error).split())[:200]}') from error
+        time.sleep(pause)
+        pause = min(pause * 2, 8.0)
+
+
+def exists(uri: str) -> bool:
+    """tf.io.gfile.exists for an object, or a folder (a prefix with objects), on an object
+    store, except that a store that does not answer raises StoreUnanswered: tensorflow-io's
+    Stat reports any failed request as NotFound, so during an outage a complete version would
+    read as absent, and be deleted or overwritten as a killed push's leftover."""
+    from botocore import exceptions  # pylint: disable=import-outside-toplevel
+    bucket, _, key = to_s3(uri)[len(S3):].partition('/')
+    key = key.rstrip('/')
+    try:
+        _asked(uri, lambda client: client.head_object(Bucket=bucket, Key=key))
+        return True
+    except exceptions.ClientError as error:
+        if error.response.get('ResponseMetadata', {}).get('HTTPStatusCode') != 404:
+            raise
+    listed = _asked(uri, lambda client: client.list_objects_v2(
+        Bucket=bucket, Prefix=key + '/', MaxKeys=1))
+    return bool(listed.get('KeyCount') or listed.get('Contents'))
+
+
+def children(uri: str) -> list:
+    """The names directly under an object-store folder (files and sub-folders, sorted; [] when
+    there is none), or StoreUnanswered: tf.io.gfile.isdir reads an outage as "no folder"."""
+    bucket, _, prefix = to_s3(uri)[len(S3):].partition('/')
+    prefix = prefix.rstrip('/') + '/' if prefix.rstrip('/') else ''
+    names, token = set(), None
+    while True:  # 1,000 names a page
+        more = {'ContinuationToken': token} if token else {}
+        page = _asked(uri, lambda client: client.list_objects_v2(
+            Bucket=bucket, Prefix=prefix, Delimiter='/', **more))  # noqa: B023 (called at once)
+        names.update(p['Prefix'][len(prefix):].rstrip('/') for p in page.get('CommonPrefixes', ()))
+        names.update(o['Key'][len(prefix):] for o in page.get('Contents', ()))
+        token = page.get('NextContinuationToken')
+        if not token:
+            return sorted(n for n in names if n)
 
 
 def sizes(uri: str) -> Optional[Tuple[int, int]]:
@@ -183,7 +268,7 @@ def sizes(uri: str) -> Optional[Tuple[int, int]]:
     prefix = prefix.rstrip('/') + '/' if prefix else ''
     count = size = 0
     try:
-        for page in _client().get_paginator('list_objects_v2').paginate(
+        for page in s3_client().get_paginator('list_objects_v2').paginate(
                 Bucket=bucket, Prefix=prefix):
             for item in page.get('Contents', ()):
                 if not any(part.startswith('.') for part in item['Key'][len(prefix):].split('/')):

@@ -28,7 +28,7 @@ from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
-from core import serving_labels, storage
+from core import serving_labels, storage, store_watch
 
 TMP_PREFIX = '.tmp-push-'
 # Custom property on the PushedModel: 1 when the served version already held the model.
@@ -49,13 +49,29 @@ class PushResult:
     labels: Optional[serving_labels.Labels] = None   # after the push (models.config)
 
 
-def list_versions(base_dir: str) -> List[int]:
-    """The integer version folders under base_dir, oldest first (what TF Serving would see)."""
+def _names(base_dir: str) -> List[str]:
+    """What is directly under base_dir ([] when it does not exist). On an object store an
+    outage raises (storage.children) instead of reading as an empty folder."""
+    if storage.is_object_store(base_dir):
+        return storage.children(base_dir)
     if not tf.io.gfile.isdir(base_dir):
         return []
-    names = (n.rstrip('/') for n in tf.io.gfile.listdir(base_dir))
-    return sorted(int(n) for n in names
-                  if n.isdigit() and tf.io.gfile.isdir(os.path.join(base_dir, n)))
+    return [n.rstrip('/') for n in tf.io.gfile.listdir(base_dir)]
+
+
+def _exists(path: str) -> bool:
+    """tf.io.gfile.exists; on an object store an outage raises instead of reading as absent."""
+    return storage.exists(path) if storage.is_object_store(path) else tf.io.gfile.exists(path)
+
+
+def _isdir(path: str) -> bool:
+    return storage.exists(path) if storage.is_object_store(path) else tf.io.gfile.isdir(path)
+
+
+def list_versions(base_dir: str) -> List[int]:
+    """The integer version folders under base_dir, oldest first (what TF Serving would see)."""
+    return sorted(int(n) for n in _names(base_dir)
+                  if n.isdigit() and _isdir(os.path.join(base_dir, n)))
 
 
 def complete_versions(base_dir: str) -> List[int]:
@@ -63,7 +79,7 @@ def complete_versions(base_dir: str) -> List[int]:
     file is a broken or foreign copy (or a push still copying to a bucket) that TF Serving
     would not load either, so it does not count."""
     return [v for v in list_versions(base_dir)
-            if tf.io.gfile.exists(os.path.join(base_dir, str(v), _SAVED_MODEL))]
+            if _exists(os.path.join(base_dir, str(v), _SAVED_MODEL))]
 
 
 def served_version(base_dir: str) -> Optional[int]:
@@ -100,14 +116,11 @@ def remove_leftovers(base_dir: str) -> None:
     """Deletes what killed pushes left: staging folders, and on a bucket a version folder
     without its saved_model.pb (pushed there directly, the graph file last: `stage`).
     Assumes one pusher per base folder."""
-    if not tf.io.gfile.isdir(base_dir):
-        return  # nothing pushed yet (a bucket has no empty folders)
-    for name in tf.io.gfile.listdir(base_dir):
-        name = name.rstrip('/')
+    for name in _names(base_dir):  # none when nothing was pushed yet
         path = os.path.join(base_dir, name)
         if name.startswith(TMP_PREFIX) or (
-                _is_uri(base_dir) and name.isdigit() and tf.io.gfile.isdir(path)
-                and not tf.io.gfile.exists(os.path.join(path, _SAVED_MODEL))):
+                _is_uri(base_dir) and name.isdigit() and _isdir(path)
+                and not _exists(os.path.join(path, _SAVED_MODEL))):
             tf.io.gfile.rmtree(path)
 
 
@@ -160,7 +173,9 @@ def push_new(model_dir: str, base_dir: str) -> int:
     push was killed (docs/storage.md, "Pushing to a bucket")."""
     if _is_uri(base_dir):
         version = max(list_versions(base_dir), default=0) + 1
-        copy_model(model_dir, os.path.join(base_dir, str(version)))
+        target = os.path.join(base_dir, str(version))
+        with store_watch.doing(f'writing {target}/'):  # named if the store stops answering
+            copy_model(model_dir, target)
         return version
     staged = stage(model_dir, base_dir)
     try:

@@ -13,7 +13,7 @@ import os
 import re
 from typing import ClassVar, Optional, Tuple
 
-from core import storage
+from core import storage, store_watch
 from core.settings import Settings, setting
 from components.drift.params import DriftParams
 from components.evaluate.params import EvalParams
@@ -117,6 +117,13 @@ class PipelineConfig(Settings):
         '--beam-args', parse='words',
         default_text='in-process for small inputs, one DirectRunner worker per core for large '
         'ones')
+    # The bound of issue 39 (core/store_watch.py): a store that stops answering ends the run
+    # (exit 75) this long after, rather than leaving it to each client's retry policy.
+    store_timeout_minutes: float = setting(
+        store_watch.DEFAULT_BOUND_SECONDS / 60, 'end the run (exit 75, one line naming the store, '
+        'bucket and stage) once a bucket it uses has not answered for this long: 2, 90s, 5m '
+        '(docs/storage.md, "When the store fails")', '--store-timeout', metavar='MIN',
+        parse='minutes', check=(lambda minutes: minutes > 0, 'must be > 0'))
     enable_cache: bool = setting(True, 're-run every component (enable_cache = false)',
                                  '--no-cache', default_text=None)
     # False when paths name files inside the container image (pipeline/kubeflow/compiler.py): they

@@ -69,7 +69,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from core import storage
+from core import storage, store_watch
 from components.ingest.component import ImageExampleGen
 from components.ingest.params import IngestParams
 from launch import tfjob
@@ -161,7 +161,7 @@ def build_job(config: config_lib.PipelineConfig,
                     gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type,
                     service_account=kubeflow.trainer_service_account,
                     env=tuple((e['name'], e['value']) for e in object_store_env(
-                        kubeflow, config.pipeline_root)),
+                        kubeflow, config.pipeline_root, config.store_timeout_minutes)),
                     secret_env=tuple(
                         (variable, kubeflow.s3_secret, key)
                         for key, variable in config_kubeflow.SECRET_KEYS
@@ -177,7 +177,7 @@ def build_job(config: config_lib.PipelineConfig,
                 or (isinstance(c, ImageExampleGen) and not kubeflow.cache_ingestion)
                 or (isinstance(c, Pusher) and run_end is not None)]
     uncache(job, uncached)
-    add_object_store_env(job, kubeflow, config.pipeline_root)
+    add_object_store_env(job, kubeflow, config.pipeline_root, config.store_timeout_minutes)
     return job
 
 
@@ -224,14 +224,21 @@ def compile_pipeline(config: config_lib.PipelineConfig,
     return kubeflow.output_file
 
 
-def object_store_env(kubeflow: config_kubeflow.KubeflowConfig, root: str) -> List[Dict[str, str]]:
+def object_store_env(kubeflow: config_kubeflow.KubeflowConfig, root: str,
+                     store_timeout_minutes: float = store_watch.DEFAULT_BOUND_SECONDS / 60
+                     ) -> List[Dict[str, str]]:
     """The plain variables every task container gets for the run root: for an s3:// or minio://
-    root, the endpoint (unless AWS's own) and the region; none for gs://."""
+    root, the endpoint (unless AWS's own) and the region, and --store-timeout when it is not
+    the default (the task's store watch reads it: pipeline/kubeflow/entrypoint.py); none for
+    gs://."""
     if not config_kubeflow.uses_s3(root):
         return []
     env = [{'name': 'AWS_ENDPOINT_URL', 'value': kubeflow.s3_endpoint.rstrip('/')}]
-    return env[:bool(kubeflow.s3_endpoint)] + [{'name': 'AWS_REGION',
-                                                 'value': kubeflow.s3_region}]
+    env = env[:bool(kubeflow.s3_endpoint)] + [{'name': 'AWS_REGION', 'value': kubeflow.s3_region}]
+    seconds = store_timeout_minutes * 60
+    if seconds != store_watch.DEFAULT_BOUND_SECONDS:
+        env.append({'name': store_watch.BOUND_VARIABLE, 'value': f'{seconds:g}'})
+    return env
 
 
 def _container_executors(job: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
@@ -242,10 +249,11 @@ def _container_executors(job: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
 
 
 def add_object_store_env(job: Dict[str, Any], kubeflow: config_kubeflow.KubeflowConfig,
-                         root: str) -> None:
+                         root: str, store_timeout_minutes: float = (
+                             store_watch.DEFAULT_BOUND_SECONDS / 60)) -> None:
     """object_store_env on every executor's container (PipelineContainerSpec.env, which the
     driver copies into the pod: driver/driver.go initPodSpecPatch)."""
-    env = object_store_env(kubeflow, root)
+    env = object_store_env(kubeflow, root, store_timeout_minutes)
     for container in _container_executors(job).values():
         if env:
             container['env'] = container.get('env', []) + [dict(e) for e in env]

@@ -38,7 +38,9 @@ task whose custom_config holds the run's end (the Pusher's, when --keep-runs, --
 --on-finish is set: pipeline/kubeflow/run_end.py) then applies retention and notifies.
 """
 import json
+import os
 import re
+import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
@@ -50,7 +52,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 import tensorflow as tf
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
-from core import stable_paths, storage
+from core import stable_paths, storage, store_watch
 from pipeline.kubeflow import run_end as run_end_lib, task_record
 
 # converter.go StructValueToMLMDValue: MLMD has no list value, so a list is stored as the struct
@@ -227,13 +229,47 @@ def write_record(args, state: str, error: Optional[str] = None) -> Optional[str]
     return folder
 
 
+def store_down(args, down: store_watch.StoreDown) -> None:
+    """Ends the task whose store did not answer for the bound (core/store_watch.py): one line
+    in the pod's log, every process below it killed (Beam's, the trainer's workers), exit 75,
+    so that KFP marks the task failed and its retry policy, or the next scheduled run, starts
+    afresh. No task record: it would be written to the store that does not answer."""
+    line = down.line(args.executor_class_path.rsplit('.', 2)[0],
+                     store_watch.current_operation())
+    logging.error('%s', line)
+    print(line, file=sys.stderr, flush=True)
+    store_watch.kill_descendants()
+    sys.stdout.flush()
+    os._exit(store_watch.EXIT_STORE_DOWN)  # pylint: disable=protected-access
+
+
+def _watch(args) -> store_watch.Watch:
+    """The store watch of this task, over the buckets of its artifacts."""
+    buckets = {storage.bucket_of(a.uri) for a in _artifacts(_parse(
+        args.json_serialized_invocation_args)) if storage.is_object_store(a.uri)}
+    return store_watch.Watch(buckets, store_watch.bound_from_env(),
+                             lambda down: store_down(args, down))
+
+
 def run(parsed: Tuple[object, List[str]]) -> None:
     """TFX's entry point on the prepared arguments, its record, then the output URIs KFP must
-    see."""
+    see; within the store's bound (store_down)."""
+    args, _ = parsed
+    watch = _watch(args).start()
+    try:
+        _run(parsed, watch)
+    finally:
+        watch.stop()
+
+
+def _run(parsed: Tuple[object, List[str]], watch: store_watch.Watch) -> None:
     args, _ = parsed
     try:
         kubeflow_v2_run_executor.main(parsed)
     except BaseException as error:
+        down = watch.check()  # failed as its store went away: that is the reason
+        if down is not None:
+            store_down(args, down)
         try:  # the failure stays the task's error; a record that cannot be written is logged
             write_record(args, task_record.FAILED, f'{type(error).__name__}: {error}'[:2000])
         except Exception as failed:  # pylint: disable=broad-except

@@ -21,9 +21,10 @@ import logging
 import os
 import signal
 import sys
-from typing import List
+import threading
+from typing import List, Optional
 
-from core import storage
+from core import storage, store_watch
 from pipeline.definition import config as config_lib
 from pipeline.runs import logs
 from pipeline.runs import run_files, runlock
@@ -76,32 +77,49 @@ def first_lines(error: BaseException) -> List[str]:
 
 
 def _run(config, run_id: str, log_path: str, stream, lock) -> int:
-    # TensorFlow, TFX and Beam: imported only now that the output goes to the log.
+    # TensorFlow, TFX and Beam: imported only now that the output goes to the log
+    # (_run_watched imports the rest).
+    from pipeline.local import console as console_lib
+    from pipeline.runs import summary as summary_lib
+
+    console = console_lib.Console(stream, verbose=logs.is_verbose())
+    console.line(f'Run {run_id}; log: {log_path}')
+    # Before the first file access: TensorFlow's s3:// scheme, and the exit code kept (storage.py).
+    paths = (config.ingest.data_dir, config.pipeline_root, config.serving_dir)
+    storage.enable_for(paths)
+    read = lambda: summary_lib.read_run(config.metadata_path, run_id)  # noqa: E731
+    stages = console_lib.StageLines(console, read)
+    # From here on, a store that stops answering ends the run within the bound (the Beam mode
+    # is known once the input was listed: _run_watched says it then).
+    watch = store_watch.Watch(
+        {storage.bucket_of(p) for p in paths if p and storage.is_object_store(p)},
+        config.store_timeout_minutes * 60, lambda down: end_store_down(
+            config, run_id, log_path, console, stages.current, None, down)).start()
+    try:
+        return _run_watched(config, run_id, log_path, console, stages, read, watch, lock)
+    finally:
+        watch.stop()
+
+
+def _run_watched(config, run_id, log_path, console, stages, read, watch, lock) -> int:
+    from training import progress as progress_lib
+    from pipeline.definition import beam_mode, factory
+    from pipeline.local import console as console_lib
+    from pipeline.runs import notify, retention
+    from pipeline.runs import summary as summary_lib
+    from pipeline.runs import summary_text
+    from pipeline.report import page as report_lib
     from tfx.dsl.compiler import compiler
     from tfx.dsl.compiler import constants
     from tfx.orchestration.portable import runtime_parameter_utils
     from tfx.orchestration.local import local_dag_runner
 
-    from training import progress as progress_lib
-    from pipeline.definition import beam_mode
-    from pipeline.local import console as console_lib
-    from pipeline.runs import notify
-    from pipeline.definition import factory
-    from pipeline.runs import retention
-    from pipeline.runs import summary as summary_lib
-    from pipeline.runs import summary_text
-    from pipeline.report import page as report_lib
-
-    console = console_lib.Console(stream, verbose=logs.is_verbose())
-    console.line(f'Run {run_id}; log: {log_path}')
-    # Before the first file access: TensorFlow's s3:// scheme, and the exit code kept (storage.py).
-    storage.enable_for((config.ingest.data_dir, config.pipeline_root, config.serving_dir))
     beam_args, beam_reason = beam_mode.resolve(config.beam_args, config.ingest.data_dir,
                                                (config_lib.SETUP_FILE_ARG,))
     config = dataclasses.replace(config, beam_args=beam_args)
     logging.info('Beam: %s (%s)', beam_reason, ' '.join(beam_args))
-    read = lambda: summary_lib.read_run(config.metadata_path, run_id)  # noqa: E731
-    stages = console_lib.StageLines(console, read)
+    watch.on_down = lambda down: end_store_down(
+        config, run_id, log_path, console, stages.current, beam_reason, down)
     progress = console_lib.TrainingProgress(console)
     logging.getLogger('absl').addHandler(stages)
     unsubscribe = progress_lib.subscribe(progress)
@@ -114,10 +132,13 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
             ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
         local_dag_runner.LocalDagRunner().run_with_ir(ir)
     except KeyboardInterrupt:
-        exit_interrupted(stream, stages.interrupted_message(progress.last))
+        exit_interrupted(console.stream, stages.interrupted_message(progress.last))
     except Exception as error:  # pylint: disable=broad-except
         # Any failure, data or bug: the summary says where and why, the log keeps the traceback.
         logging.exception('The run failed')
+        down = watch.check()  # a stage that failed as its store went away: that is the reason
+        if down is not None:
+            end_store_down(config, run_id, log_path, console, stages.current, beam_reason, down)
         lines = first_lines(error)
         stages.failed(lines[0])
         failure = (stages.current or 'pipeline', '\n'.join(lines))
@@ -142,6 +163,54 @@ def _run(config, run_id: str, log_path: str, stream, lock) -> int:
     # is one console line and never changes the exit code (pipeline/runs/notify.py).
     notify.after_run(config, summary, code, log_path, report, console.line)
     return code
+
+
+_ending = threading.Lock()
+# The end of a run whose store stopped answering must itself be bounded: whatever of it hangs,
+# the process exits this long after it began.
+_END_SECONDS = 30.0
+
+
+def end_store_down(config, run_id: str, log_path: str, console, stage_id: Optional[str],
+                   beam_reason: Optional[str], down: store_watch.StoreDown) -> None:
+    """Ends the run because its store did not answer (core/store_watch.py): one line on the
+    console, the running stage FAILED in ML Metadata, the summary file and notifications, every
+    process of the run killed, exit 75. Nothing here asks the store: no retention (it would
+    delete from a store that does not answer, and the next run needs what is there) and no
+    report (it reads the serving folder). Called from the watch's thread, or the main thread's
+    failure path; never returns, and a second caller waits for the first's exit."""
+    from pipeline.runs import notify, stages as stages_lib, summary as summary_lib
+    from pipeline.runs import unfinished
+    _ending.acquire()
+    threading.Timer(_END_SECONDS, os._exit, (store_watch.EXIT_STORE_DOWN,)).start()
+    stage = stages_lib.stage(stage_id) if stage_id else None
+    line = down.line(stage and stage.display_name,
+                     store_watch.current_operation() or (stage and stage.store_work))
+    console.line(line)
+    try:
+        marked = unfinished.mark_failed(config.metadata_path, run_id)
+        logging.info('Marked FAILED in ML Metadata: %s', ', '.join(marked) or 'nothing running')
+        summary = summary_lib.read_run(config.metadata_path, run_id) or summary_lib.RunSummary(
+            run_id=run_id, states={}, outputs={})
+        # The serving folder is on the store: the summary's "served now" would ask it.
+        properties = {node: {k: v for k, v in values.items() if k != 'serving_dir'}
+                      for node, values in summary.execution_properties.items()}
+        summary = dataclasses.replace(
+            summary, execution_properties=properties, beam=beam_reason,
+            failure=(stage_id or 'pipeline', line),
+            retention='not applied: the store did not answer')
+        notify.after_run(config, summary, store_watch.EXIT_STORE_DOWN, log_path, None,
+                         console.line)
+    except Exception:  # pylint: disable=broad-except  (the line is out; the exit must follow)
+        logging.exception('Recording the failed run')
+    killed = store_watch.kill_descendants()
+    logging.info('Run ended: the store did not answer; processes killed: %s', killed or 'none')
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    console.stream.flush()
+    os._exit(store_watch.EXIT_STORE_DOWN)  # pylint: disable=protected-access
 
 
 def exit_interrupted(stream, message: str) -> None:

@@ -36,6 +36,9 @@ def _none(summary: summary_lib.RunSummary) -> Optional[str]:
 class Stage:
     id: str                        # the TFX component id (see the module docstring)
     key_figure: KeyFigure = _none  # what its console line ends with; None: nothing
+    # What it does on the store, for the line a run ends with when the store stops answering
+    # (core/store_watch.py) and no finer operation was named.
+    store_work: str = 'reading or writing its artifacts'
 
     @property
     def display_name(self) -> str:
@@ -99,9 +102,13 @@ def _scored(summary):
 # Our components and those of TFX's stock ones with a key figure; a stage not listed here (e.g.
 # StatisticsGen) is shown by its id with no figure.
 STAGES: Dict[str, Stage] = {stage.id: stage for stage in (
-    Stage(INGEST, _examples), Stage(GATE, lambda s: 'no anomalies'), Stage(TRAINER, _trained),
-    Stage(BASELINE, _baseline), Stage(DRIFT, _drift), Stage(EVALUATOR, _blessing),
-    Stage(PUSHER, _pushed), Stage(SCORING_MODEL, _scoring_model), Stage(SCORE_WRITER, _scored))}
+    Stage(INGEST, _examples, 'reading the input and writing the Examples'),
+    Stage(GATE, lambda s: 'no anomalies'),
+    Stage(TRAINER, _trained, 'reading the Examples or writing checkpoints and the model'),
+    Stage(BASELINE, _baseline, 'reading the serving folder'), Stage(DRIFT, _drift),
+    Stage(EVALUATOR, _blessing, 'reading the model and the eval split'),
+    Stage(PUSHER, _pushed, 'copying the model into the serving folder'),
+    Stage(SCORING_MODEL, _scoring_model), Stage(SCORE_WRITER, _scored))}
 
 
 def stage(node_id: str) -> Stage:

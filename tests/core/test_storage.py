@@ -5,7 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-from core import storage
+from core import storage, store_watch
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))
@@ -24,12 +24,15 @@ def test_tensorflow_variables_follow_the_standard_ones():
     plain = storage.tensorflow_variables({'AWS_ENDPOINT_URL': 'http://seaweedfs.kubeflow:9000'})
     assert plain == {'S3_ENDPOINT': 'http://seaweedfs.kubeflow:9000', 'S3_USE_HTTPS': '0',
                      'S3_VERIFY_SSL': '0', 'AWS_REGION': 'us-east-1', 'S3_REGION': 'us-east-1',
-                     'AWS_DEFAULT_REGION': 'us-east-1'}
+                     'AWS_DEFAULT_REGION': 'us-east-1', **store_watch.CLIENT_VARIABLES}
     tls = storage.tensorflow_variables({'AWS_ENDPOINT_URL': 'https://minio.example:443',
-                                        'AWS_REGION': 'eu-west-1', 'S3_VERIFY_SSL': '0'})
-    # A variable the user set for tensorflow-io wins; the region follows AWS_REGION.
+                                        'AWS_REGION': 'eu-west-1', 'S3_VERIFY_SSL': '0',
+                                        'AWS_MAX_ATTEMPTS': '3'})
+    # A variable the user set for a client wins; the region follows AWS_REGION.
     assert tls == {'S3_ENDPOINT': 'https://minio.example:443', 'S3_USE_HTTPS': '1',
-                   'S3_REGION': 'eu-west-1', 'AWS_DEFAULT_REGION': 'eu-west-1'}
+                   'S3_REGION': 'eu-west-1', 'AWS_DEFAULT_REGION': 'eu-west-1',
+                   'S3_CONNECT_TIMEOUT_MSEC': '10000', 'S3_REQUEST_TIMEOUT_MSEC': '20000',
+                   'AWS_RETRY_MODE': 'standard'}
     # AWS itself: no endpoint, the SDKs' own.
     assert 'S3_ENDPOINT' not in storage.tensorflow_variables({'AWS_DEFAULT_REGION': 'us-east-2'})
     assert storage.tensorflow_variables({'AWS_DEFAULT_REGION': 'us-east-2'})['AWS_REGION'] == (

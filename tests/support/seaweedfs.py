@@ -11,6 +11,7 @@ turns into tensorflow-io's.
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -62,19 +63,37 @@ class Server:
         os.makedirs(os.path.join(self.folder, 'data'))
         self.log = os.path.join(self.folder, 'weed.log')
         self.endpoint = f'http://127.0.0.1:{s3}'
-        with open(self.log, 'w') as log:
-            self.process = subprocess.Popen(
-                [BINARY, 'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
-                 f'-dir={os.path.join(self.folder, "data")}', f'-master.port={master}',
-                 f'-volume.port={volume}', f'-filer.port={filer}', '-s3', f'-s3.port={s3}',
-                 # Each bucket is a collection, and its first write grows 7 volumes
-                 # (master.toml copy_1); weed server's default of 8 volumes left a third
-                 # bucket with "No writable volumes and no free volumes left" (S3
-                 # InternalError). Small volumes, many of them: ~40 buckets per server.
-                 '-volume.max=300', '-master.volumeSizeLimitMB=64',
-                 f'-s3.config={config}'],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._command = [
+            BINARY, 'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
+            f'-dir={os.path.join(self.folder, "data")}', f'-master.port={master}',
+            f'-volume.port={volume}', f'-filer.port={filer}', '-s3', f'-s3.port={s3}',
+            # Each bucket is a collection, and its first write grows 7 volumes
+            # (master.toml copy_1); weed server's default of 8 volumes left a third
+            # bucket with "No writable volumes and no free volumes left" (S3
+            # InternalError). Small volumes, many of them: ~40 buckets per server.
+            '-volume.max=300', '-master.volumeSizeLimitMB=64',
+            f'-s3.config={config}']
+        self.start()
+
+    def start(self) -> None:
+        """Starts the server (again, after kill(): same ports, same data) and waits for S3."""
+        with open(self.log, 'a') as log:
+            self.process = subprocess.Popen(self._command, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
         self._wait_ready()
+
+    # The faults of tests/e2e/test_store_faults_e2e.py.
+    def kill(self) -> None:
+        """SIGKILL, as a crash or an evicted pod: connections are refused until start()."""
+        self.process.kill()
+        self.process.wait()
+
+    def pause(self) -> None:
+        """SIGSTOP: the store hangs; the kernel still accepts connections, nothing answers."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.process.send_signal(signal.SIGCONT)
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
         """Until the S3 gateway answers a signed ListBuckets (the filer behind it is up)."""
@@ -133,7 +152,7 @@ class Server:
         """Killed, not asked: its graceful shutdown takes about 20 s, and the data is thrown
         away with its folder."""
         if self.process.poll() is None:
-            self.process.kill()
+            self.process.kill()   # a SIGSTOPped process dies of SIGKILL too
             self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
 

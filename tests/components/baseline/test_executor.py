@@ -100,3 +100,20 @@ def test_served_model_exported_before_the_description_is_judged_on_its_class_cou
         "served model predicts 10 classes; this model predicts ['a', 'b', 'c', 'd']")
     ten = saved_models.exported_model(tmp_path / 'ten', [str(d) for d in range(10)])
     assert served_baseline.is_comparable(_run(tmp_path / 'serving', tmp_path / 'out-ten', ten))
+
+
+def test_on_a_bucket_its_folder_holds_a_reference_so_a_rerun_reuses_it(s3, tmp_path):
+    """A bucket has no empty folders, and TFX reuses a cached output only where its URI exists
+    (artifact_utils.verify_artifacts): the reference file keeps the stage, and the Evaluator
+    after it, cached on a rerun."""
+    import json
+
+    from tfx.types import artifact_utils
+    candidate = saved_models.exported_model(tmp_path / 'candidate', ['0', '1', '2'])
+    baseline = _run(s3.uri('serving'), s3.uri('root', 'ServedModelBaseline', 'baseline', '7'),
+                    candidate)
+    artifact_utils.verify_artifacts([baseline])   # raises when the URI does not exist
+    assert list(s3.keys('root/')) == ['root/ServedModelBaseline/baseline/7/reference.json']
+    body = s3.server.client().get_object(
+        Bucket=s3.name, Key='root/ServedModelBaseline/baseline/7/reference.json')['Body'].read()
+    assert json.loads(body) == {'served_version': -1, 'served_path': ''}

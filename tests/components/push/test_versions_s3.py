@@ -2,6 +2,9 @@
 folders there, so a version is copied in place with saved_model.pb last
 (core/versions.py push_new)."""
 import os
+import socket
+
+import pytest
 
 from core import versions
 
@@ -46,3 +49,32 @@ def test_nothing_pushed_yet_is_an_empty_bucket_folder(s3):
     base = s3.uri('never')
     assert versions.list_versions(base) == [] and versions.served_version(base) is None
     versions.remove_leftovers(base)   # listing a folder that does not exist: nothing to do
+
+
+def test_a_store_that_does_not_answer_is_an_error_not_an_empty_folder(s3, tmp_path, monkeypatch):
+    """tensorflow-io reads an outage as "not found": the push's checks would then take version 1
+    for absent (and copy over it) or a complete version for a killed push's leftover (and delete
+    it). They ask the store with boto3 instead, which tells the two apart."""
+    from core import storage, store_watch
+    base = s3.uri('serving')
+    versions.push(_model(tmp_path / 'a', 'a'), base, keep=2)
+    before = s3.keys('serving/')
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        dead = probe.getsockname()[1]
+    monkeypatch.setenv('AWS_ENDPOINT_URL', f'http://127.0.0.1:{dead}')
+    monkeypatch.setattr(store_watch, 'BLIP_SECONDS', 1.0)   # how long a blip is waited out
+    monkeypatch.setattr(storage, '_checking_client', None)   # made again for this endpoint
+    for check in (versions.list_versions, versions.complete_versions, versions.served_version,
+                  versions.remove_leftovers):
+        with pytest.raises(storage.StoreUnanswered, match=f'127.0.0.1:{dead}'):
+            check(base)
+    with pytest.raises(storage.StoreUnanswered):
+        storage.exists(f'{base}/1/saved_model.pb')
+    monkeypatch.setattr(storage, '_checking_client', None)
+    monkeypatch.undo()
+    assert s3.keys('serving/') == before
+    assert storage.exists(f'{base}/1/saved_model.pb') and storage.exists(f'{base}/1')
+    assert not storage.exists(f'{base}/2') and not storage.exists(f'{base}/1/saved_model')
+    assert storage.children(base) == ['1', 'models.config']
+    assert storage.children(s3.uri('nothing')) == []
