@@ -103,19 +103,23 @@ def test_the_watch_forgets_a_blip_and_ends_once_after_the_bound(aws):
     aws.setenv('AWS_ENDPOINT_URL', store.endpoint)
     calls = []
     ended = threading.Event()
-    watch = store_watch.Watch(['ml', 'landing'], bound=3.0,
+    # A bound well above the blip and probe timeouts a busy machine meets (two pytest workers
+    # beside a cluster): the blip must be forgotten however slowly the probes come back.
+    watch = store_watch.Watch(['ml', 'landing'], bound=8.0,
                               on_down=lambda down: (calls.append(down), ended.set()),
-                              interval=0.2, timeout=0.5).start()
+                              interval=0.2, timeout=2.0).start()
     try:
         time.sleep(0.6)
         store.stop()          # a blip well under the bound...
         time.sleep(1.0)
         store.start()         # ...back on the same port
-        time.sleep(0.8)
-        assert calls == [] and watch.check() is None
+        deadline = time.monotonic() + 5
+        while watch.check() is not None:
+            assert time.monotonic() < deadline, 'the store, back, did not answer in 5 s'
+        assert calls == []
         store.stop()          # gone for good
         gone = time.monotonic()
-        # The product's bound is 3 s here; the margin is for a busy machine, not a tuning.
+        # The product's bound is 8 s here; the margin is for a busy machine, not a tuning.
         assert ended.wait(60)
         waited = time.monotonic() - gone
     finally:
@@ -123,7 +127,7 @@ def test_the_watch_forgets_a_blip_and_ends_once_after_the_bound(aws):
     time.sleep(0.5)
     assert len(calls) == 1
     down = calls[0]
-    assert down.seconds >= 3.0 and waited >= 3.0
+    assert down.seconds >= 8.0 and waited >= 8.0
     assert (down.endpoint, down.bucket) == (store.endpoint, 'landing')  # the first one asked
 
 
