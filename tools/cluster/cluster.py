@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Callable, List
 
-from tools.cluster import control_plane, dns, layout, netns, services
+from tools.cluster import control_plane, controllers, dns, layout, netns, services
 from tools.cluster.state import State
 
 GATEWAY = 'api'   # the namespace holding the `kubernetes` Service's address
@@ -71,21 +71,31 @@ def up(where: layout.Layout, say: Callable[[str], None] = print) -> None:
     state = State(where.state_file)
     state.data['cni_before'] = _cni_namespaces()
     state.save()   # at once, so that a failed up() below is undone by down()
-    netns.forward_on(state)
-    plane = control_plane.ControlPlane(where, state, say)
-    plane.certificates()
-    plane.containerd()
-    plane.etcd()
-    plane.apiserver()
-    gateway(where, state, say)
-    plane.controller_manager()
-    plane.scheduler()
-    plane.kubelet()
-    coredns(where, state, say)
-    services.reserve_dns_address(where)
-    for name in services.ORDER:
-        services.start(where, state, name, say)
-    services.apply_runtime(where, say)
+    try:
+        netns.forward_on(state)
+        plane = control_plane.ControlPlane(where, state, say)
+        plane.certificates()
+        plane.containerd()
+        plane.etcd()
+        plane.apiserver()
+        gateway(where, state, say)
+        plane.controller_manager()
+        plane.scheduler()
+        plane.kubelet()
+        coredns(where, state, say)
+        services.reserve_dns_address(where)
+        for name in services.ORDER:
+            services.start(where, state, name, say)
+        services.apply_runtime(where, say)
+    except BaseException:
+        # down() removes .cluster/: the logs that say why are kept in .tools/.
+        kept = os.path.join(where.tools, 'cluster-failed-logs')
+        say(f'cluster up failed: stopping what it started; its logs are in {kept}')
+        shutil.rmtree(kept, ignore_errors=True)
+        if os.path.isdir(where.log_dir):
+            shutil.copytree(where.log_dir, kept)
+        down(where, say)
+        raise
     state.data['complete'] = True
     state.save()
     say(f'cluster up in {time.monotonic() - started:.1f} s: KUBECONFIG={where.kubeconfig}')
@@ -174,6 +184,10 @@ def down(where: layout.Layout, say: Callable[[str], None] = print) -> None:
         with open(path, 'w') as handle:
             handle.write(value)
     _remove_cgroups()
+    try:   # the controllers' mount point, empty outside their mount namespaces
+        os.rmdir(controllers.WEBHOOK_DIR)
+    except OSError:
+        pass
     if left:
         raise RuntimeError(f'could not remove: {", ".join(left)} (state kept in {where.state})')
     shutil.rmtree(where.state, ignore_errors=True)

@@ -12,8 +12,8 @@ process is given here:
   8081; metrics 8443, the Training Operator's 8080, Argo's 9090; webhooks 9443): each namespace
   has its own ports;
 - its API access: the in-cluster kubeconfig (https://10.96.0.1:443, pki.py);
-- its /tmp: a folder under .cluster/controllers/<name>/, bind-mounted over /tmp in the mount
-  namespace `ip netns exec` makes for the process (and drops with it);
+- its /tmp/k8s-webhook-server: a folder under .cluster/controllers/<name>/, bind-mounted there in
+  the mount namespace `ip netns exec` makes for the process (and drops with it);
 - its webhook serving certificate, which a kubelet would mount from a Secret. JobSet, Trainer and
   the Training Operator run open-policy-agent/cert-controller's rotator: it keeps a CA and a
   serving certificate in a Secret, patches the CA into the webhook configurations, and then waits
@@ -22,9 +22,10 @@ process is given here:
   webhooks until it is there. Nothing mounts Secrets for a host process, and the Training
   Operator's rotator cannot be turned off, so we issue the pair ourselves, in exactly the form the
   rotator accepts as valid (so it keeps it rather than replacing it), and put it in the Secret,
-  in the webhook configurations' caBundle and in the process's /tmp.
+  in the webhook configurations' caBundle and in the process's /tmp/k8s-webhook-server.
 
-The state folder must not be under /tmp, which the process sees replaced.
+Only that folder is mounted over, not all of /tmp: a checkout (and so .cluster/ and .tools/)
+may itself live under /tmp, as a CI's clone does.
 """
 import base64
 import dataclasses
@@ -46,6 +47,7 @@ LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
 DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
 
 SERVING_CERTS = 'tmp/k8s-webhook-server/serving-certs'   # under the controller's state folder
+WEBHOOK_DIR = '/tmp/k8s-webhook-server'   # where the controllers look for SERVING_CERTS' folder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,12 +315,13 @@ def command(name: str, docs: List[dict], where: layout.Layout = layout.Layout()
             ) -> Tuple[List[str], Dict[str, str]]:
     """The argv and environment that run the controller (docs: its render()), to be started
     inside its namespace (netns.spawn). Writes its configuration file from its ConfigMap and
-    makes its /tmp. argv begins with a shell that bind-mounts that /tmp: `ip netns exec` gives
-    the process a mount namespace of its own, so the mount is its alone and goes with it."""
+    makes its webhook folder. argv begins with a shell that bind-mounts that folder at
+    WEBHOOK_DIR: `ip netns exec` gives the process a mount namespace of its own, so the mount
+    is its alone and goes with it (the empty mount point stays, for down() to remove)."""
     controller = CONTROLLERS[name]
     folder = where.path('controllers', name)
-    tmp = os.path.join(folder, 'tmp')
-    os.makedirs(tmp, exist_ok=True)
+    webhook = os.path.join(folder, os.path.dirname(SERVING_CERTS))
+    os.makedirs(webhook, exist_ok=True)
     flags = [f'--kubeconfig={where.path("kubeconfigs", "in-cluster.kubeconfig")}']
     if controller.config:
         config_map, key = controller.config
@@ -328,7 +331,8 @@ def command(name: str, docs: List[dict], where: layout.Layout = layout.Layout()
         with open(config, 'w') as handle:
             handle.write(data)
         flags.append(f'--config={config}')
-    argv = ['sh', '-c', 'mount --bind "$0" /tmp && exec "$@"', tmp,
+    argv = ['sh', '-c', f'mkdir -p {WEBHOOK_DIR} && mount --bind "$0" {WEBHOOK_DIR} && exec "$@"',
+            webhook,
             os.path.join(where.tools, 'controllers', controller.binary), *flags,
             *controller.flags]
     return argv, dict(controller.env)
