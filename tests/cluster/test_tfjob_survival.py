@@ -188,13 +188,13 @@ def test_a_trainjob_pod_killed_fails_the_task_within_a_bound_with_its_log(
                                     model_builder='models.resnet.build_model'))
     spec = real_cluster.worker_spec(image, pod_s3)
     name = 'train-killed'
-    errors = []
+    complaints = []
 
     def kill_worker_1():
         pods = _pods_running(namespace, f'{k8s.TRAINJOB.pod_label}={name}', 2, seconds=240)
         [pod] = [p for p in pods if p['metadata']['name'].startswith(f'{name}-node-0-1')]
         time.sleep(20)   # training: the workers have met
-        errors.append(real_cluster.kill_container(pod, k8s.TRAINJOB.container))
+        complaints.append(real_cluster.kill_container(pod, k8s.TRAINJOB.container))
 
     killer = threading.Thread(target=kill_worker_1)
     killer.start()
@@ -204,6 +204,7 @@ def test_a_trainjob_pod_killed_fails_the_task_within_a_bound_with_its_log(
                      serving_dir=pod_bucket.uri('s'), log_dir=pod_bucket.uri('logs'),
                      checkpoint_dir=pod_bucket.uri('c'))
     killer.join()
+    assert complaints == [''], complaints   # ctr killed the container's processes
     took = time.monotonic() - began
     message = str(error.value)
     assert message.startswith(f'TrainJob {namespace.name}/{name} failed; --- pod '), message

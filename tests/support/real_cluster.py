@@ -101,11 +101,6 @@ def kill_container(pod: Dict, container: str) -> str:
     return done.stderr.strip()
 
 
-def log_lines(pod: str, namespace: str, container: str = '') -> str:
-    return kubectl('logs', pod, '-n', namespace, *(['-c', container] if container else []),
-                   check=False)
-
-
 STORE_SECRET = 'store'   # the namespace's Secret with the bucket's keys (conftest pod_bucket)
 
 
