@@ -17,8 +17,8 @@ A platform spec (the Kubernetes one, as the API server reads it from an upload: 
 reaches each task's pod as open-source KFP applies it: the driver turns the executor's
 secretAsEnv into env vars with secretKeyRef (kfp_driver.pod_env, driver/k8s.go
 extendPodSpecPatch), the kubelet reads them from the namespace's Secrets
-(kfp_launcher_v2.make_environment). The fake cluster (fake_k8s_*.py) has no Secret API and KFP's
-task pods are not its pods, so the Launcher holds the namespace's Secrets itself (`secrets`).
+(kfp_launcher_v2.make_environment). The tasks here are processes, not pods of a cluster, so the
+Launcher holds the namespace's Secrets itself (`secrets`).
 
 The run's root (its runtime config's gcsOutputDirectory) is a local folder standing for a gs://
 bucket, or a real s3:// or minio:// bucket (SeaweedFS in the tests): then the driver keeps the
