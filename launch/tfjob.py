@@ -28,7 +28,8 @@ log. The job fails at once instead (the operator marks it Failed when a replica 
 failed pod's log is shown, and a retry of the task resumes from the checkpoints on the pipeline
 root. No `backoffLimit`: when it is exceeded, the operator's ReconcileJobs deletes every pod
 before marking the job Failed, whatever cleanPodPolicy says (kubeflow/trainer#3419), and the
-failed pod's log would be gone. cleanPodPolicy None keeps the pods until the task deletes the job.
+failed pod's log would be gone (Training Operator 1.9.3 may even start a replacement pod after
+the job failed). cleanPodPolicy None keeps the pods until the task deletes the job.
 
 What a real cluster adds, and how the task survives it:
 - Kubeflow profile namespaces inject an Istio sidecar, which keeps a pod Running after training
