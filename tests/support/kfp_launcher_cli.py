@@ -65,16 +65,22 @@ class Failure(kfp_goflag.ProgramError):
 
 def copy_this_binary(destination: str) -> None:
     """component/util.go: CopyThisBinary(): an executable (mode 0555) at `destination` that
-    runs this program."""
-    program = (f'#!{sys.executable}\nimport sys\n'
-               f'sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n'
-               'import kfp_launcher_cli\nsys.exit(kfp_launcher_cli.main())\n')
+    runs this program: in the launcher image (kfp_images.py) the program is one file, a
+    zipapp, copied as it is; run from this folder, a script that imports it from here."""
+    import zipfile  # pylint: disable=import-outside-toplevel
+    if zipfile.is_zipfile(sys.argv[0]):
+        with open(sys.argv[0], 'rb') as handle:
+            program = handle.read()
+    else:
+        program = (f'#!{sys.executable}\nimport sys\n'
+                   f'sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n'
+                   'import kfp_launcher_cli\nsys.exit(kfp_launcher_cli.main())\n').encode()
     try:
         fd = os.open(destination, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o555)
     except OSError as error:
         raise Failure(f'copy this binary to {destination}: open {destination}: '
                       f'{(error.strerror or str(error)).lower()}')
-    with os.fdopen(fd, 'w') as handle:
+    with os.fdopen(fd, 'wb') as handle:
         handle.write(program)
     os.chmod(destination, os.stat(destination).st_mode | stat.S_IXUSR)
 

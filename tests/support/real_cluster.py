@@ -63,13 +63,13 @@ class Namespace:
 
 
 class PodReachable:
-    """A host loopback service (the tests' SeaweedFS) reachable from pods at the API gateway's
-    address: a relay listening there inside the gateway namespace (tools/cluster/relay.py). The
-    host reaches that address too (its route goes to the namespace), so one endpoint serves
-    the test process and the pods alike."""
+    """A host loopback service (the tests' SeaweedFS, KFP's services) reachable from pods at
+    the API gateway's address, on its own port or on listen_port: a relay listening there inside
+    the gateway namespace (tools/cluster/relay.py). The host reaches that address too (its route
+    goes to the namespace), so one endpoint serves the test process and the pods alike."""
 
-    def __init__(self, port: int):
-        self.endpoint = f'{layout.API_SERVICE_IP}:{port}'
+    def __init__(self, port: int, listen_port: Optional[int] = None):
+        self.endpoint = f'{layout.API_SERVICE_IP}:{listen_port or port}'
         self.process = subprocess.Popen(
             [sys.executable, '-m', 'tools.cluster.relay', GATEWAY_NETNS, self.endpoint,
              f'127.0.0.1:{port}'], cwd=WHERE.root, stdout=subprocess.PIPE, text=True)

@@ -6,7 +6,7 @@ which `make cluster` and `make cluster-down` call.
     pki           the certificates and kubeconfigs (openssl)
     netns         network namespaces joined to the host by a veth, and processes run inside
     relay         a TCP relay from a listener inside a namespace to a host loopback service
-    pause_image   the pod sandbox image, packed from a static binary
+    binary_image  the pod sandbox and Argo executor images, each packed from a static binary
     control_plane containerd, etcd, the API server, controller manager, scheduler, kubelet
     services      CoreDNS and the controllers (JobSet, Trainer, Training Operator, Argo)
     controllers   the controllers' binaries, manifests and flags

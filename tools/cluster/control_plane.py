@@ -10,7 +10,7 @@ import time
 import urllib.request
 from typing import Callable
 
-from tools.cluster import layout, netns, pause_image, pki
+from tools.cluster import binary_image, layout, netns, pki
 from tools.cluster.state import State
 
 CNI_BIN = '/usr/lib/cni'   # Debian's containernetworking-plugins
@@ -64,7 +64,7 @@ state = "{w.path('containerd', 'state')}"
 [grpc]
   address = "{w.containerd_socket}"
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{pause_image.NAME}"
+  sandbox_image = "{binary_image.PAUSE}"
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   restrict_oom_score_adj = true
@@ -89,8 +89,13 @@ state = "{w.path('containerd', 'state')}"
         os.makedirs(os.path.dirname(w.containerd_socket), exist_ok=True)
         self._start('containerd', ['containerd', '--config', config])
         self._ready('containerd', lambda: os.path.exists(w.containerd_socket), 30)
-        tar = pause_image.pack(os.path.join(w.tools, 'pause'), w.path('pause.tar'))
-        self.ctr('images', 'import', tar)
+        self.ctr('images', 'import', binary_image.pack(
+            os.path.join(w.tools, 'pause'), w.path('pause.tar'), binary_image.PAUSE, 'pause',
+            ['/pause']))
+        self.ctr('images', 'import', binary_image.pack(
+            os.path.join(w.tools, 'controllers', 'argoexec'), w.path('argoexec.tar'),
+            binary_image.argoexec_name(os.path.join(w.root, 'tools', 'argo', 'go.mod')),
+            'bin/argoexec', ['argoexec'], folders=('tmp',), user='8737'))
 
     def ctr(self, *args: str) -> str:
         done = subprocess.run(['ctr', '--address', self.where.containerd_socket, '-n', 'k8s.io',
