@@ -1,7 +1,7 @@
 """pipeline_root's size run after run, without retention and with --keep-runs K, side by side.
 
     python -m bench.bench_retention [--runs 6] [--keep 3] [--keep-versions 5] [--per-class 25]
-                                    [--steps 30] [--kubeflow [--driver stand-in|harness]]
+                                    [--steps 30] [--kubeflow [--driver stand-in|cluster]]
 
 Two output folders get the same sequence of scheduled runs through `runner.py --local`'s own
 code (pipeline/local/run.py: the lock, the run, retention, the summary): every run adds a new span
@@ -26,14 +26,15 @@ task wrote), its cache hits, and the input URIs handed to its tasks that did not
 started (a cache hit on a deleted artifact would be one); with 12 runs or more, the run root
 after the last run against after run 8.
 
---kubeflow --driver harness: the same runs through the KFP harness (tests/support/kfp_harness.py)
-instead: each run's Workflow compiled as KFP's API server does for its run id, executed as Argo
-does with KFP's driver and launcher (the real binaries with KFP_BIN_DIR, else our transcriptions
-behind the same flags, as in CI), ML Metadata over gRPC, the ml-pipeline cache service and a
-Kubernetes API, each pod processes; on SeaweedFS (tests/support/seaweedfs.py) with an s3:// root,
-compiled as `runner.py --kubeflow --config smoke --keep-runs K --s3-endpoint ...`. The same table:
-the run root's objects, cache hits (tasks whose executor the driver skipped), and the input URIs
-in the ExecutorInput each launcher was handed that did not exist when the run started.
+--kubeflow --driver cluster: the same runs on the real cluster (`make cluster`,
+tests/support/real_kfp.py) instead: each run's Workflow compiled as KFP's API server does for its
+run id and run by the real Argo controller, KFP's driver and launcher in pods (the real binaries
+with KFP_BIN_DIR, else our transcriptions behind the same flags), ML Metadata over gRPC and the
+ml-pipeline cache service, the tasks in pods of the project's image; on SeaweedFS
+(tests/support/seaweedfs.py) with an s3:// root, compiled as `runner.py --kubeflow --config smoke
+--keep-runs K --s3-endpoint ...`. The same table: the run root's objects, cache hits (tasks whose
+executor the driver skipped), and the input URIs in the ExecutorInput each launcher was handed
+that did not exist when the run started.
 """
 import argparse
 import dataclasses
@@ -247,32 +248,38 @@ SECRET = 'mlpipeline-minio-artifact'   # the S3 Secret the compiled tasks read (
 
 def _executor_inputs(pods) -> List[dict]:
     """The ExecutorInput each executor pod's launcher was given (`--executor_input`, from the
-    driver's pod spec patch: driver.go initPodSpecPatch)."""
+    driver's pod spec patch: driver.go initPodSpecPatch), from the pods as the API returns them."""
     import json
     found = []
-    for pod in pods.pods.values():
+    for pod in pods:
         for container in pod['spec'].get('containers', []):
-            command = container.get('command') or []
-            if '--executor_input' in command:
-                found.append(json.loads(command[command.index('--executor_input') + 1]))
+            words = (container.get('command') or []) + (container.get('args') or [])
+            if '--executor_input' in words:
+                found.append(json.loads(words[words.index('--executor_input') + 1]))
     return found
 
 
-def harness_runs(args, keep: int, work: str) -> List[KubeflowRow]:
-    """The scheduled runs through the KFP harness (tests/support/kfp_harness.py) on SeaweedFS
-    with an s3:// root, each compiled for its run id as the API server does; a row after each.
-    KFP's own driver and launcher with KFP_BIN_DIR, else the transcriptions (as in CI)."""
+def cluster_runs(args, keep: int, work: str) -> List[KubeflowRow]:
+    """The scheduled runs on the real cluster (`make cluster`; tests/support/real_kfp.py): each
+    run's Workflow compiled as KFP's API server does for its run id and run by the real Argo,
+    KFP's driver and launcher in pods (KFP_BIN_DIR: KFP's own programs), the tasks in the
+    project's image, on SeaweedFS with an s3:// root; a row after each."""
     sys.path.insert(0, os.path.join(REPO, 'tests', 'support'))
-    import kfp_harness
+    import real_cluster
+    import real_kfp
     import seaweedfs as seaweedfs_lib
     import runner
     from core import storage
     from pipeline.definition import config as config_lib
     from pipeline.definition import presets
     from pipeline.kubeflow import compiler
+    real_cluster.kubeconfig()   # fails at once, saying how to start it, when it is not running
+    image = real_cluster.image()
     server = seaweedfs_lib.Server()
+    relay = real_cluster.PodReachable(int(server.endpoint.rsplit(':', 1)[1]))
+    namespace = None
     try:
-        os.environ.update(server.env())
+        os.environ.update(server.env(), AWS_ENDPOINT_URL=f'http://{relay.endpoint}')
         storage.enable()
         bucket = server.new_bucket()
         data = os.path.join(work, 'data')
@@ -284,8 +291,9 @@ def harness_runs(args, keep: int, work: str) -> List[KubeflowRow]:
         land(1)   # before the compile, which lists the landing bucket's span-<N>/ folders
         parsed = runner.build_parser().parse_args([
             '--kubeflow', '--config', 'smoke', '--pipeline-root', f's3://{bucket}/kfp',
-            '--data', f's3://{bucket}/landing', '--image', 'x', '--s3-endpoint',
-            server.endpoint, '--schema', config_lib.DIGITS_SCHEMA, '--keep-runs', str(keep),
+            '--data', f's3://{bucket}/landing', '--image', image, '--s3-endpoint',
+            f'http://{relay.endpoint}', '--schema', config_lib.DIGITS_SCHEMA,
+            '--keep-runs', str(keep), '--trainer-cpu', '1', '--trainer-memory', '2',
             '--output', os.path.join(work, 'pipeline.json')])
         cfg, kf = presets.from_args(parsed)
         cfg = _bench_settings(cfg, args)
@@ -295,23 +303,24 @@ def harness_runs(args, keep: int, work: str) -> List[KubeflowRow]:
                             'secretkey': seaweedfs_lib.SECRET_KEY}}
         prefix = cfg.output_dir.split('/', 3)[3] + '/'   # s3://bucket/<prefix>
         rows = []
-        with kfp_harness.Harness(os.path.join(work, 'harness'), secrets=secrets) as harness:
-            print(f'harness: {harness.bin_dir or "the transcriptions (KFP_BIN_DIR unset)"}; '
-                  f'log {harness.log_file}', flush=True)
+        namespace = real_cluster.Namespace('bench')
+        with real_kfp.Install(os.path.join(work, 'kfp'), namespace, image,
+                              secrets=secrets) as kfp:
+            print(f'cluster: namespace {namespace.name}, programs '
+                  f'{kfp.bin_dir or "the transcriptions (KFP_BIN_DIR unset)"}', flush=True)
             for run in range(1, args.runs + 1):
                 if run > 1:
                     land(run)
                 run_id = f'run-{run}'
                 before = [f's3://{bucket}/{k}' for k in server.keys(bucket, prefix)]
                 start = time.time()
-                outcomes = harness.run(harness.compile(upload, cfg.pipeline_root, run_id))
+                outcomes = kfp.run(kfp.compile(upload, cfg.pipeline_root, run_id))
                 seconds = time.time() - start
-                record = harness.runs[-1]
+                record = kfp.runs[-1]
                 if record['phase'] != 'Succeeded':
                     raise RuntimeError(f'{run_id}: {record["phase"]}: {outcomes}\n'
-                                       + kfp_harness.failures(record['workflow'],
-                                                              record['pods']))
-                uris = [a['uri'] for given in _executor_inputs(record['pods'])
+                                       + kfp.failures(record['name']))
+                uris = [a['uri'] for given in _executor_inputs(kfp.pods(record['name']))
                         for lst in given.get('inputs', {}).get('artifacts', {}).values()
                         for a in lst.get('artifacts', [])]
                 missing = missing_inputs(uris, before, run_id)
@@ -324,13 +333,16 @@ def harness_runs(args, keep: int, work: str) -> List[KubeflowRow]:
                     run=run, root=sum(sizes.values()), pipeline_root=in_root('pipeline_root'),
                     serving=in_root('serving'), retention=_retention_line(run_folder),
                     cached=cached, missing=len(missing), seconds=seconds))
-                fingerprints = sum(bool(t['Fingerprint']) for t in harness.cache.service.tasks)
+                fingerprints = sum(bool(t['Fingerprint']) for t in kfp.cache.service.tasks)
                 print(f'run {run}: run root {rows[-1].root / 1e6:.2f} MB, {len(outcomes)} '
                       f'tasks, {cached} cached, cache service: {fingerprints} fingerprinted '
                       f'tasks, {len(missing)} missing inputs {missing[:3]} ({seconds:.0f} s)',
                       flush=True)
         return rows
     finally:
+        if namespace is not None:
+            namespace.delete()
+        relay.stop()
         server.stop()
 
 
@@ -362,9 +374,10 @@ def main(argv=None) -> int:
     parser.add_argument('--work', help='folder for the runs (default: a temporary one)')
     parser.add_argument('--kubeflow', action='store_true', help='the runs through the KFP '
                         'stand-in, compiled for Kubeflow, keep K only (see above)')
-    parser.add_argument('--driver', choices=('stand-in', 'harness'), default='stand-in',
-                        help='with --kubeflow: the in-process KFP stand-in, or the harness '
-                        '(KFP_BIN_DIR: KFP\'s own driver and launcher) on SeaweedFS')
+    parser.add_argument('--driver', choices=('stand-in', 'cluster'), default='stand-in',
+                        help='with --kubeflow: the in-process KFP stand-in, or the real '
+                        'cluster (make cluster; KFP_BIN_DIR: KFP\'s own driver and launcher) '
+                        'on SeaweedFS')
     args = parser.parse_args(argv)
     sys.path.insert(0, REPO)
     from components.push.params import PushParams
@@ -375,11 +388,12 @@ def main(argv=None) -> int:
     logs.configure(False)
     work = args.work or tempfile.mkdtemp(prefix='bench-retention-')
     if args.kubeflow:
-        runs = harness_runs if args.driver == 'harness' else kubeflow_runs
+        runs = cluster_runs if args.driver == 'cluster' else kubeflow_runs
         rows = runs(args, keep, work)
         versions = args.keep_versions or PushParams.keep_versions
-        how = ('the KFP harness on SeaweedFS, programs: ' + (os.environ.get('KFP_BIN_DIR') or
-               'the transcriptions') if args.driver == 'harness' else 'the KFP stand-in, mode oss')
+        how = ('the real cluster and Argo on SeaweedFS, programs: ' + (
+            os.environ.get('KFP_BIN_DIR') or 'the transcriptions') if args.driver == 'cluster'
+            else 'the KFP stand-in, mode oss')
         print(f'\n{args.runs} scheduled runs on Kubeflow ({how}), one new '
               f'span each ({len(CLASSES)} classes x {args.per_class} 8x8 digits), {args.steps} '
               f'training steps, --keep-runs {keep}, serving/ keeps {versions} versions; '

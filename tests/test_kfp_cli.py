@@ -1,11 +1,12 @@
 """Our transcribed KFP driver and launcher-v2 as programs (tests/support/kfp_driver_cli.py,
 kfp_launcher_cli.py): the flags as Go's flag package parses them, the refusals with KFP's
 messages and exit codes, the driver's output files, and what it writes in ML Metadata over gRPC
-(kfp_mlmd_server.py), asks the cache (kfp_cache_server.py) and reads from Kubernetes
-(kfp_k8s_api.py). Each expectation here was checked against KFP 2.17.0's own binaries, built by
-hand (never in CI): the usage text, the error lines, and the files, MLMD contents and cache calls
-of the same ROOT_DAG and CONTAINER runs. The launcher's run of a task needs a pod's file system
-(/s3, /tmp/kfp): the harness's end-to-end test covers it (tests/e2e, kfp_harness.py).
+(kfp_mlmd_server.py), asks the cache (kfp_cache_server.py) and reads from Kubernetes (the real
+cluster's API server: those tests are marked `cluster`). Each expectation here was checked
+against KFP 2.17.0's own binaries, built by hand (never in CI): the usage text, the error lines,
+and the files, MLMD contents and cache calls of the same ROOT_DAG and CONTAINER runs. The
+launcher's run of a task needs a pod's file system (/s3, /tmp/kfp): the pipeline's runs on the
+real cluster cover it (tests/cluster/test_kfp_pipeline.py).
 """
 import json
 import stat
@@ -19,7 +20,6 @@ from ml_metadata.proto import metadata_store_pb2 as mlmd_pb
 
 import kfp_cache_server
 import kfp_driver_cli
-import kfp_k8s_api
 import kfp_k8s_client
 import kfp_launcher_cli
 import kfp_mlmd_client
@@ -113,23 +113,35 @@ def test_the_driver_wants_the_type_and_the_three_proxy_flags(capsys):
 
 @pytest.fixture()
 def cluster(tmp_path, monkeypatch):
-    """ML Metadata, the task service and the Kubernetes API, and this process as a pod of
-    namespace kubeflow (its service account folder, the in-cluster variables)."""
-    api = kfp_k8s_api.Server(str(tmp_path / 'k8s'), namespace='kubeflow').start()
+    """ML Metadata and the task service on the loopback, the real cluster's API server, and this
+    process as a pod of a namespace of its own: KFP's `pipeline-runner` service account there
+    (its token, the cluster's CA and the namespace in a service-account folder), the in-cluster
+    variables naming the API gateway (tests/support/real_cluster.py)."""
+    import real_cluster
+    import real_kfp
+    space = real_cluster.Namespace('kfp')
+    real_kfp.runner_account(space.name)
+    account = tmp_path / 'serviceaccount'
+    account.mkdir()
+    (account / 'token').write_text(real_cluster.kubectl(
+        'create', 'token', real_kfp.SERVICE_ACCOUNT, '-n', space.name).strip())
+    (account / 'namespace').write_text(space.name)
+    (account / 'ca.crt').write_text(real_cluster.ca_certificate())
+    monkeypatch.setattr(kfp_k8s_client, 'SERVICE_ACCOUNT', str(account))
+    monkeypatch.setenv('KUBERNETES_SERVICE_HOST', real_cluster.layout.API_SERVICE_IP)
+    monkeypatch.setenv('KUBERNETES_SERVICE_PORT', '443')
     mlmd = kfp_mlmd_server.Server(str(tmp_path / 'mlmd.sqlite')).start()
     cache = kfp_cache_server.Server().start()
-    monkeypatch.setattr(kfp_k8s_client, 'SERVICE_ACCOUNT', api.service_account)
-    for key, value in api.env().items():
-        monkeypatch.setenv(key, value)
-    yield {'api': api, 'mlmd': mlmd, 'cache': cache, 'out': tmp_path / 'out',
+    yield {'namespace': space.name, 'mlmd': mlmd, 'cache': cache, 'out': tmp_path / 'out',
            'servers': ['--mlmd_server_address', '127.0.0.1', '--mlmd_server_port',
                        str(mlmd.port), '--ml_pipeline_server_address', '127.0.0.1',
                        '--ml_pipeline_server_port', str(cache.port)]}
     cache.stop()
     mlmd.stop()
-    api.stop()
+    space.delete()
 
 
+@pytest.mark.cluster
 def test_unknown_types_end_as_kfps_driver_ends(cluster, capsys):
     code, err = _run(kfp_driver_cli, ['--type', 'FOO'] + PROXIES + cluster['servers'], capsys)
     # main.go leaves the execution nil for an unknown type; handleExecution dereferences it.
@@ -139,6 +151,7 @@ def test_unknown_types_end_as_kfps_driver_ends(cluster, capsys):
     assert code == 1 and 'driver.DAG (backend/src/v2/driver/dag.go) is not transcribed' in err
 
 
+@pytest.mark.cluster
 def test_the_launcher_checks_its_options_before_running_anything(cluster, capsys):
     base = ['--executor_input', '{}', '--component_spec', '{}'] + cluster['servers']
     for argv, message in (
@@ -169,10 +182,12 @@ def test_copy_writes_an_executable_that_runs_this_launcher(tmp_path, capsys):
 
 
 # --- the driver's runs ---------------------------------------------------------------------------
-def _root_driver(cluster, run_id, capsys):
+def _root_driver(cluster, run_id, capsys, runtime_config=None):
     out = cluster['out'] / run_id / 'root'
+    if runtime_config is None:
+        runtime_config = {'gcsOutputDirectory': 's3://bucket/kfp'}
     argv = (['--type', 'ROOT_DAG', '--pipeline_name', 'p', '--run_id', run_id,
-             '--runtime_config', json.dumps({'gcsOutputDirectory': 's3://bucket/kfp'}),
+             '--runtime_config', json.dumps(runtime_config),
              '--execution_id_path', str(out / 'execution-id'), '--iteration_count_path',
              str(out / 'iteration-count'), '--condition_path', str(out / 'condition')]
             + PROXIES + cluster['servers'])
@@ -205,16 +220,18 @@ def _props(record):
             if k not in ('inputs', 'outputs')}
 
 
+@pytest.mark.cluster
 def test_root_dag_then_a_container_task_then_its_cache_hit(cluster, capsys):
-    cluster['cache'].service.add_run('run-1', 'kubeflow')
-    cluster['cache'].service.add_run('run-2', 'kubeflow')
+    namespace = cluster['namespace']
+    cluster['cache'].service.add_run('run-1', namespace)
+    cluster['cache'].service.add_run('run-2', namespace)
     assert _root_driver(cluster, 'run-1', capsys) == {
         'execution-id': '1', 'iteration-count': '0', 'condition': 'nil'}
     store = _store(cluster)
     pipeline, run = store.get_contexts()
     assert (pipeline.name, pipeline.type, run.name, run.type) == (
         'p', 'system.Pipeline', 'run-1', 'system.PipelineRun')
-    assert _props(run) == {'namespace': 'kubeflow', 'resource_name': 'run-resource',
+    assert _props(run) == {'namespace': namespace, 'resource_name': 'run-resource',
                            'pipeline_root': 's3://bucket/kfp/p/run-1',
                            'store_session_info': '{"Provider":"s3","Params":{"fromEnv":"true"}}'}
     [dag] = store.get_executions()
@@ -222,8 +239,6 @@ def test_root_dag_then_a_container_task_then_its_cache_hit(cluster, capsys):
         'run/run-1', 'system.DAGExecution', mlmd_pb.Execution.RUNNING,
         {'display_name': '', 'task_name': ''})
     assert 'inputs' not in dag.custom_properties  # no parameterValues in the runtime config
-    assert ('GET', '/api/v1/namespaces/kubeflow/configmaps/kfp-launcher') in [
-        r[:2] for r in cluster['api'].requests]
 
     files = _container_driver(cluster, 'run-1', '1', capsys)
     assert (files['cached-decision'], files['condition']) == ('false', 'nil')
@@ -263,7 +278,7 @@ def test_root_dag_then_a_container_task_then_its_cache_hit(cluster, capsys):
     # What the launcher does when the task succeeds (kfp_mlmd_client, as launcher_v2.go).
     client = kfp_mlmd_client.Client('127.0.0.1', str(cluster['mlmd'].port))
     execution = client.pre_publish_execution(client.get_execution(2), 'pod-a', 'uid-a',
-                                             'kubeflow')
+                                             namespace)
     runtime = kfp_mlmd_client.kfp_mlmd.to_runtime_artifact(mlmd_pb.Artifact(uri=model_uri), '')
     runtime.metadata.fields['span'].number_value = 3
     model = client.record_artifact('model', 'title: system.Model', runtime,
@@ -275,7 +290,7 @@ def test_root_dag_then_a_container_task_then_its_cache_hit(cluster, capsys):
                                   mlmd_pb.Artifact.LIVE, 'null')
     client.publish_execution(execution, {'count': struct_pb2.Value(number_value=42)},
                              [model, logs], mlmd_pb.Execution.COMPLETE)
-    entry = kfp_task_api.Task(pipelineName='pipeline/p', namespace='kubeflow', runId='run-1',
+    entry = kfp_task_api.Task(pipelineName='pipeline/p', namespace=namespace, runId='run-1',
                               mlmdExecutionID='2', fingerprint=fingerprint)
     entry.created_at.seconds = entry.finished_at.seconds = 1796450000
     kfp_task_api.Client('127.0.0.1', str(cluster['cache'].port)).create_execution_cache(entry)
@@ -297,6 +312,24 @@ def test_root_dag_then_a_container_task_then_its_cache_hit(cluster, capsys):
         (mlmd_pb.Event.OUTPUT, logs.artifact.id, 'executor-logs')]
 
 
+@pytest.mark.cluster
+def test_the_root_driver_reads_the_namespace_s_kfp_launcher_config_map(cluster, capsys):
+    """A run without a root takes the `kfp-launcher` ConfigMap's defaultPipelineRoot, read from
+    the real API server with the service account's token (config.FromConfigMap); without the
+    ConfigMap, KFP's default minio root."""
+    import real_cluster
+    namespace = cluster['namespace']
+    _root_driver(cluster, 'run-default', capsys, runtime_config={})
+    real_cluster.kubectl('create', 'configmap', 'kfp-launcher', '-n', namespace,
+                         '--from-literal=defaultPipelineRoot=s3://from-config-map/root')
+    _root_driver(cluster, 'run-mapped', capsys, runtime_config={})
+    roots = {c.name: c.custom_properties['pipeline_root'].string_value
+             for c in _store(cluster).get_contexts() if c.type == 'system.PipelineRun'}
+    assert roots == {'run-default': 'minio://mlpipeline/v2/artifacts/p/run-default',
+                     'run-mapped': 's3://from-config-map/root/p/run-mapped'}
+
+
+@pytest.mark.cluster
 def test_a_missing_dag_execution_fails_after_the_contexts_exist(cluster, capsys):
     out = cluster['out'] / 'x'
     argv = (['--type', 'CONTAINER', '--pipeline_name', 'p', '--run_id', 'r', '--task',
@@ -319,6 +352,7 @@ def test_the_driver_runs_as_a_script():
     assert run.returncode == 0 and run.stderr.startswith('Usage of ')
 
 
+@pytest.mark.cluster
 def test_the_fingerprint_and_arguments_are_the_real_drivers(cluster, capsys):
     """KFP 2.17.0's driver, given these flags, recorded cache_fingerprint 1ed5817b... and wrote
     these arguments (run by hand against the same servers): Go's float64 JSON in the cache key

@@ -14,7 +14,6 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from helpers import copy_digits
-import kfp_harness
 import real_cluster
 import real_kfp
 import seaweedfs as seaweedfs_lib
@@ -22,6 +21,7 @@ import seaweedfs as seaweedfs_lib
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 SECRET = 'mlpipeline-minio-artifact'
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _upload_span(server, bucket, base, span, per_class):
@@ -38,7 +38,7 @@ def _compile(server, endpoint, bucket, base, image):
          '--trainer-cpu', '1', '--trainer-memory', '2',   # the node has 2 cores
          '--pipeline-root', f's3://{bucket}/kfp', '--data', f's3://{bucket}/landing',
          '--s3-endpoint', f'http://{endpoint}', '--output', str(output)],
-        cwd=kfp_harness.REPO, env={**os.environ, **server.env(),
+        cwd=REPO, env={**os.environ, **server.env(),
                                    'AWS_ENDPOINT_URL': f'http://{endpoint}'},
         capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]

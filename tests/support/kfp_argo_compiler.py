@@ -1,7 +1,7 @@
 """KFP 2.17.0's backend compiler as the API server runs it for a run, transcribed: the upload
 (a PipelineSpec and its kubernetes PlatformSpec) in, the Argo Workflow the server would create
-out, as the dict its JSON decodes to. Test support only; the harness (kfp_harness.py) runs the
-Workflow, since KFP's own compiler cannot be built in CI.
+out, as the dict its JSON decodes to. Test support only; the real Argo runs the
+Workflow on the real cluster (real_kfp.py), since KFP's own compiler cannot be built in CI.
 
     workflow = compile_run('pipeline.spec.yaml', 's3://bucket/root', run_id='0b5f...')
 

@@ -6,7 +6,8 @@ the same command-line flags (kfp_driver_cli.py, kfp_launcher_cli.py), as one pro
 a zipapp (a zip of the transcriptions with a `#!/usr/bin/env python` line) at /usr/local/bin/driver
 and /usr/local/bin/launcher-v2. A zipapp is one file, so the launcher's `--copy` (KFP's
 CopyThisBinary) copies it as it is into the pod's /kfp-launcher, where the task's own container
-(the project's image) runs it.
+(the project's image) runs it. With `KFP_BIN_DIR` naming KFP's own `driver` and `launcher-v2`
+(built by hand), those are the two files instead.
 
 The images are the project's image plus one layer with those two files, made in the node's
 containerd and never in podman: only the new layer, its config and manifest go into an OCI
@@ -24,7 +25,7 @@ import subprocess
 import tarfile
 import tempfile
 import zipfile
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 SUPPORT = os.path.dirname(os.path.abspath(__file__))
 # What kfp_driver_cli.py and kfp_launcher_cli.py import from this folder (modulefinder).
@@ -65,12 +66,18 @@ def program() -> bytes:
     return buffer.getvalue()
 
 
-def layer() -> bytes:
-    data = program()
+def layer(bin_dir: Optional[str] = None) -> bytes:
+    """The layer: our zipapp as both programs, or KFP's own `driver` and `launcher-v2` from
+    bin_dir (built by hand from KFP's source, never committed: docs/kubeflow.md)."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode='w', format=tarfile.USTAR_FORMAT) as archive:
-        for name in ('usr/local/bin/driver', 'usr/local/bin/launcher-v2'):
-            archive.addfile(*_fixed(name, data, 0o755))
+        for name in ('driver', 'launcher-v2'):
+            if bin_dir:
+                with open(os.path.join(bin_dir, name), 'rb') as handle:
+                    data = handle.read()
+            else:
+                data = program()
+            archive.addfile(*_fixed('usr/local/bin/' + name, data, 0o755))
     return out.getvalue()
 
 
@@ -94,10 +101,10 @@ def _digest(data: bytes) -> str:
     return 'sha256:' + hashlib.sha256(data).hexdigest()
 
 
-def ensure(socket: str, base: str) -> Dict[str, str]:
+def ensure(socket: str, base: str, bin_dir: Optional[str] = None) -> Dict[str, str]:
     """The driver and launcher images on `base` (the project's image, in containerd), imported
     unless present: {'driver': name, 'launcher': name}."""
-    new_layer = layer()
+    new_layer = layer(bin_dir)
     base_digest = _manifest_digest(socket, base)
     tag = hashlib.sha256(base_digest.encode() + new_layer).hexdigest()[:16]
     names = {'driver': f'{DRIVER_REPOSITORY}:{tag}', 'launcher': f'{LAUNCHER_REPOSITORY}:{tag}'}

@@ -83,6 +83,12 @@ class PodReachable:
         self.process.wait()
 
 
+def ca_certificate() -> str:
+    """The cluster's CA, which signed the API server's certificate (a pod's ca.crt)."""
+    with open(WHERE.path('pki', 'ca.crt')) as handle:
+        return handle.read()
+
+
 def image() -> str:
     """The project's image as the kubelet's containerd has it (tools/cluster/image.py)."""
     from tools.cluster import image as image_lib

@@ -53,6 +53,12 @@ def start(where: layout.Layout, state: State, name: str, say: Callable[[str], No
     docs = controllers.write(name, manifest, where)
     # Server-side: most of these CRDs exceed the 256 KiB client-side apply's annotation holds.
     kubectl(where, 'apply', '--server-side', '--force-conflicts', '-f', manifest)
+    # A controller started before its CRDs are served fails its start-up ("no matches for kind
+    # TrainJob", seen once in ten ups): wait until the API server has established them.
+    crds = [f'crd/{d["metadata"]["name"]}' for d in docs
+            if d.get('kind') == 'CustomResourceDefinition']
+    if crds:
+        kubectl(where, 'wait', '--for', 'condition=Established', '--timeout', '60s', *crds)
     service = controller.service
     space = netns.create(state, name, service.cluster_ip)
     if service.port != service.target_port:
