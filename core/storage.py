@@ -179,7 +179,9 @@ def s3_client(timeout: float = 10.0, attempts: int = 1):
     from botocore import config as botocore_config  # pylint: disable=import-outside-toplevel
     # Its INFO lines (where it found the credentials) are not for the console.
     logging.getLogger('botocore').setLevel(logging.WARNING)
-    return boto3.client('s3', config=botocore_config.Config(
+    # A session of its own: boto3's default session resolves the keys once per process and
+    # keeps them, so a client made after the environment named other keys would sign with the old.
+    return boto3.session.Session().client('s3', config=botocore_config.Config(
         connect_timeout=timeout, read_timeout=timeout,
         retries={'max_attempts': attempts, 'mode': 'standard'}))
 
@@ -189,17 +191,23 @@ class StoreUnanswered(OSError):
     retries: not the same as "not there"."""
 
 
-_checking_client = None
+_checking_clients = {}
+# What boto3 reads from the environment to choose the endpoint, region and keys.
+_CLIENT_ENVIRONMENT = ('AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_ACCESS_KEY_ID',
+                       'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_REGION',
+                       'AWS_DEFAULT_REGION', 'AWS_PROFILE')
 
 
 def _checker():
-    """The client of exists() and children(), one per process (boto3 clients are thread-safe):
-    one attempt per call, _asked() retries."""
-    global _checking_client
-    if _checking_client is None:
-        _checking_client = s3_client(
+    """The client of exists() and children(): one attempt per call, _asked() retries. Made once
+    per store configuration (boto3 clients are thread-safe): a client keeps the endpoint and
+    keys of its making, and a process whose environment names another store (a test after
+    another, a runner configured twice) must not ask the first one with them."""
+    key = tuple(os.environ.get(name) for name in _CLIENT_ENVIRONMENT)
+    if key not in _checking_clients:
+        _checking_clients[key] = s3_client(
             float(store_watch.CLIENT_VARIABLES['S3_REQUEST_TIMEOUT_MSEC']) / 1000)
-    return _checking_client
+    return _checking_clients[key]
 
 
 def _asked(uri: str, call):

@@ -62,10 +62,15 @@ def test_an_input_is_missing_when_it_is_neither_the_runs_own_nor_existed_before_
 
 
 def test_the_executor_inputs_are_read_from_the_launchers_flag_in_each_pod():
+    """From the pods as the API returns them: Argo's emissary puts its own words before the
+    launcher's, which may then be in `command` or in `args`."""
     given = {'inputs': {'artifacts': {'examples': {'artifacts': [{'uri': 's3://b/x'}]}}}}
-    pod = lambda command: {'spec': {'containers': [{'name': 'main', 'command': command}]}}  # noqa
-    pods = type('Pods', (), {'pods': {
-        'impl': pod(['/kfp-launcher/launch', '--pipeline_name', 'smoke', '--executor_input',
-                     json.dumps(given), '--', 'python']),
-        'driver': pod(['driver', '--type', 'CONTAINER'])}})()
-    assert bench._executor_inputs(pods) == [given]
+    flags = ['/kfp-launcher/launch', '--pipeline_name', 'smoke', '--executor_input',
+             json.dumps(given), '--', 'python']
+    pods = [{'spec': {'containers': [{'name': 'main', 'command': ['/var/run/argo/argoexec',
+                                                                  'emissary', '--'],
+                                      'args': flags}, {'name': 'wait'}]}},
+            {'spec': {'containers': [{'name': 'main', 'command': flags}]}},
+            {'spec': {'containers': [{'name': 'main', 'command': ['driver', '--type',
+                                                                  'CONTAINER']}]}}]
+    assert bench._executor_inputs(pods) == [given, given]

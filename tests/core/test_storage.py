@@ -1,9 +1,12 @@
 """core/storage.py: minio:// as s3://, tensorflow-io's variables from the standard
-AWS ones, and the exit code of a process that used S3 (against SeaweedFS, tests/support)."""
+AWS ones, the exit code of a process that used S3, and the existence checks following the
+environment (against SeaweedFS, tests/support)."""
 import os
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 from core import storage, store_watch
 
@@ -108,3 +111,23 @@ def test_a_process_that_used_s3_exits_with_its_own_code(s3, tmp_path):
     _, stderr = process.communicate(timeout=240)
     assert process.returncode == -6 or process.returncode == 134, stderr[-2000:]
     assert 'pure virtual method called' in stderr
+
+
+def test_the_existence_checks_ask_the_store_the_environment_names_now(s3, seaweedfs,
+                                                                      monkeypatch):
+    """exists() and children() keep a boto3 client per store configuration, each with a session
+    of its own: after the environment names other keys (or another endpoint), the store is not
+    asked with the old ones (CI once saw a process that had checked one store list another with
+    the first one's keys: InvalidAccessKeyId)."""
+    import tensorflow as tf
+    s3_path = s3.uri('a', 'b.txt')
+    with tf.io.gfile.GFile(s3_path, 'w') as handle:
+        handle.write('x')
+    assert storage.exists(s3_path)
+    monkeypatch.setenv('AWS_ACCESS_KEY_ID', 'someone-else')
+    from botocore import exceptions
+    with pytest.raises(exceptions.ClientError) as refused:
+        storage.exists(s3_path)
+    assert refused.value.response['ResponseMetadata']['HTTPStatusCode'] == 403
+    monkeypatch.setenv('AWS_ACCESS_KEY_ID', seaweedfs.env()['AWS_ACCESS_KEY_ID'])
+    assert storage.exists(s3_path) and storage.children(s3.uri('a')) == ['b.txt']

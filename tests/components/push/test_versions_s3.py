@@ -62,17 +62,16 @@ def test_a_store_that_does_not_answer_is_an_error_not_an_empty_folder(s3, tmp_pa
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))
         dead = probe.getsockname()[1]
+    endpoint = os.environ['AWS_ENDPOINT_URL']
     monkeypatch.setenv('AWS_ENDPOINT_URL', f'http://127.0.0.1:{dead}')
     monkeypatch.setattr(store_watch, 'BLIP_SECONDS', 1.0)   # how long a blip is waited out
-    monkeypatch.setattr(storage, '_checking_client', None)   # made again for this endpoint
     for check in (versions.list_versions, versions.complete_versions, versions.served_version,
                   versions.remove_leftovers):
         with pytest.raises(storage.StoreUnanswered, match=f'127.0.0.1:{dead}'):
             check(base)
     with pytest.raises(storage.StoreUnanswered):
         storage.exists(f'{base}/1/saved_model.pb')
-    monkeypatch.setattr(storage, '_checking_client', None)
-    monkeypatch.undo()
+    monkeypatch.setenv('AWS_ENDPOINT_URL', endpoint)   # the store answers again
     assert s3.keys('serving/') == before
     assert storage.exists(f'{base}/1/saved_model.pb') and storage.exists(f'{base}/1')
     assert not storage.exists(f'{base}/2') and not storage.exists(f'{base}/1/saved_model')
