@@ -135,4 +135,10 @@ def ensure(socket: str, base: str, bin_dir: Optional[str] = None) -> Dict[str, s
             for blob in (new_layer, config_bytes, manifest_bytes):
                 archive.addfile(*_fixed('blobs/sha256/' + _digest(blob)[7:], blob, 0o644))
         _ctr(socket, 'images', 'import', path)
+    # containerd's store outlives the cluster (tools/cluster/layout.py, IMAGE_STORE): earlier
+    # tags go, or each would keep an older project image's layers.
+    for name in present:
+        if name.rsplit(':', 1)[0] in (DRIVER_REPOSITORY, LAUNCHER_REPOSITORY) and \
+                name not in names.values():
+            _ctr(socket, 'images', 'remove', name)
     return names

@@ -84,8 +84,7 @@ def up(where: layout.Layout, say: Callable[[str], None] = print) -> None:
         plane.kubelet()
         coredns(where, state, say)
         services.reserve_dns_address(where)
-        for name in services.ORDER:
-            services.start(where, state, name, say)
+        services.start_all(where, state, say)
         services.apply_runtime(where, say)
     except BaseException:
         # down() removes .cluster/: the logs that say why are kept in .tools/.
@@ -177,6 +176,7 @@ def down(where: layout.Layout, say: Callable[[str], None] = print) -> None:
     for pid in _shims(where):
         _stop(pid, 5)
     _unmount_under(where.state)
+    _unmount_under(where.containerd_root)   # none expected: containers mount under the state
     for name in sorted(set(_cni_namespaces()) - set(state.data.get('cni_before', []))):
         subprocess.run(['ip', 'netns', 'del', name], capture_output=True)
     left = netns.remove_all(state)

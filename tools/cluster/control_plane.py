@@ -59,7 +59,7 @@ class ControlPlane:
         # kernel refuses (runc then fails with "can't get final child's PID from pipe"); with
         # it, containerd never sets a score below its own.
         config = _write(w.path('containerd', 'config.toml'), f"""version = 2
-root = "{w.path('containerd', 'root')}"
+root = "{w.containerd_root}"
 state = "{w.path('containerd', 'state')}"
 [grpc]
   address = "{w.containerd_socket}"
@@ -96,6 +96,17 @@ state = "{w.path('containerd', 'state')}"
             os.path.join(w.tools, 'controllers', 'argoexec'), w.path('argoexec.tar'),
             binary_image.argoexec_name(os.path.join(w.root, 'tools', 'argo', 'go.mod')),
             'bin/argoexec', ['argoexec'], folders=('tmp',), user='8737'))
+        self.forget_containers()
+
+    def forget_containers(self) -> None:
+        """Removes the containers (and their writable layers) an earlier cluster left in the
+        kept root (layout.IMAGE_STORE): their pods are gone with that cluster's etcd, and their
+        tasks with its state folder. Images stay."""
+        names = self.ctr('containers', 'list', '--quiet').split()
+        for name in names:
+            self.ctr('containers', 'delete', name)
+        if names:
+            self.say(f'removed {len(names)} containers an earlier cluster left')
 
     def ctr(self, *args: str) -> str:
         done = subprocess.run(['ctr', '--address', self.where.containerd_socket, '-n', 'k8s.io',

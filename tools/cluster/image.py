@@ -14,7 +14,8 @@ warm call only hashes the build context:
   localhost/bookworm-python:<key>; made again only when the recipe changes;
 - the image: localhost/image-pipeline:<hash of the base, the Dockerfile and every file of the
   build context .dockerignore lets in>; built only when that tag is missing;
-- its docker-archive tar, which `ctr images import` reads, saved once per tag.
+- its docker-archive tar, which `ctr images import` reads, saved only when a cluster's
+  containerd lacks the tag (its store outlives a cluster: layout.IMAGE_STORE).
 
 Podman runs with a containers.conf of ours (CONTAINERS_CONF), written under .tools/image/: crun
 fails on this machine's cgroups ("cgroups in hybrid mode not supported"), so runc; and the
@@ -440,9 +441,10 @@ def _write_current(tag: str, archive: Optional[str]) -> None:
 
 
 def build() -> str:
-    """Base, image and archive, each only if missing; the image's tag."""
+    """Base and image, each only if missing; the image's tag. The archive for containerd is
+    saved when a containerd lacks the tag (import_into)."""
     tag = ensure_image()
-    ensure_archive(tag)
+    _write_current(tag, None)
     return tag
 
 
@@ -474,6 +476,11 @@ def import_into(containerd_socket: str, tag: Optional[str] = None) -> str:
     if not containerd_has(containerd_socket, tag):
         raise ImageError(f'{tag} is not in containerd after importing {archive}')
     _say(f'imported in {time.monotonic() - started:.0f} s')
+    # containerd's store is kept from cluster to cluster: the earlier tags go (the layers they
+    # share with this one stay, the rest is collected by containerd).
+    for name in _ctr(containerd_socket, 'images', 'list', '--quiet', log=False).stdout.split():
+        if name.startswith(IMAGE_REPOSITORY + ':') and name != tag:
+            _ctr(containerd_socket, 'images', 'remove', name)
     return tag
 
 
@@ -496,7 +503,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         'Build the project image with podman on a local debootstrap base (cached under '
         '.tools/image/) and optionally import it into a containerd.'))
     commands = parser.add_subparsers(dest='command', required=True)
-    build_command = commands.add_parser('build', help='base, image and docker-archive tar')
+    build_command = commands.add_parser('build', help='base and image')
     build_command.add_argument('--import', dest='socket', metavar='CONTAINERD_SOCKET',
                                help="also import it into that containerd's k8s.io namespace")
     commands.add_parser('tag', help="print the image's tag (hashes the inputs; builds nothing)")

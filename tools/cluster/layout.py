@@ -24,6 +24,13 @@ NETNS_PREFIX = 'kcl-'             # every namespace the cluster makes, so down()
 API_PORT = 6443
 ETCD_CLIENT_PORT, ETCD_PEER_PORT = 23790, 23800   # off etcd's defaults: a system etcd keeps its
 CLUSTER_DOMAIN = 'cluster.local'
+# containerd's root (its content store, the images' unpacked layers, its metadata) outlives a
+# cluster, as a node's does across reboots: the project's image (3.8 GB) goes into it once per
+# tag on this machine, not once per cluster. A clean clone's cluster took 59 s to save it from
+# podman and 77 s to import it. Machine-wide like podman's own store, so it is outside the
+# checkout; one cluster at a time uses it (containerd locks its metadata). Containers of an
+# earlier cluster left in it are removed when the next one starts (control_plane.py).
+IMAGE_STORE = '/var/lib/kcl/containerd'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +57,10 @@ class Layout:
     def kubeconfig(self) -> str:
         """The admin's kubeconfig, for tests and people: the API on 127.0.0.1."""
         return self.path('kubeconfig')
+
+    @property
+    def containerd_root(self) -> str:
+        return IMAGE_STORE
 
     @property
     def containerd_socket(self) -> str:

@@ -46,29 +46,43 @@ spec:
     kubectl(where, 'apply', '-f', path)
 
 
-def start(where: layout.Layout, state: State, name: str, say: Callable[[str], None]) -> None:
+def start_all(where: layout.Layout, state: State, say: Callable[[str], None]) -> None:
+    """Every controller's manifests applied (in ORDER, in one call) and their CRDs
+    established; then the four controllers started at once, each waited for until its
+    Service's port answers. A controller needs the CRDs it watches served (Trainer: JobSet's),
+    not another controller's process, so they start side by side."""
     started = time.monotonic()
-    controller = controllers.CONTROLLERS[name]
-    manifest = where.path('manifests', f'{name}.yaml')
-    docs = controllers.write(name, manifest, where)
+    docs, paths = {}, []
+    for name in ORDER:
+        paths.append(where.path('manifests', f'{name}.yaml'))
+        docs[name] = controllers.write(name, paths[-1], where)
     # Server-side: most of these CRDs exceed the 256 KiB client-side apply's annotation holds.
-    kubectl(where, 'apply', '--server-side', '--force-conflicts', '-f', manifest)
+    kubectl(where, 'apply', '--server-side', '--force-conflicts',
+            *[arg for path in paths for arg in ('-f', path)])
     # A controller started before its CRDs are served fails its start-up ("no matches for kind
     # TrainJob", seen once in ten ups): wait until the API server has established them.
-    crds = [f'crd/{d["metadata"]["name"]}' for d in docs
+    crds = [f'crd/{d["metadata"]["name"]}' for name in ORDER for d in docs[name]
             if d.get('kind') == 'CustomResourceDefinition']
-    if crds:
-        kubectl(where, 'wait', '--for', 'condition=Established', '--timeout', '60s', *crds)
-    service = controller.service
+    kubectl(where, 'wait', '--for', 'condition=Established', '--timeout', '60s', *crds)
+    say(f'{"manifests applied":<24} {len(crds)} CRDs established in '
+        f'{time.monotonic() - started:4.1f} s')
+    pids = {name: _spawn(where, state, name, docs[name]) for name in ORDER}
+    for name in ORDER:
+        service = controllers.CONTROLLERS[name].service
+        control_plane.wait(name, lambda: _listening(service.cluster_ip, service.port), 120,
+                           os.path.join(where.log_dir, f'{name}.log'))
+        say(f'{name:<24} pid {pids[name]:<7} ready in {time.monotonic() - started:4.1f} s '
+            f'({service.cluster_ip}:{service.port})')
+
+
+def _spawn(where: layout.Layout, state: State, name: str, docs: list) -> int:
+    service = controllers.CONTROLLERS[name].service
     space = netns.create(state, name, service.cluster_ip)
     if service.port != service.target_port:
         netns.redirect(space, service.port, service.target_port)
     argv, env = controllers.command(name, docs, where)
     log = os.path.join(where.log_dir, f'{name}.log')
-    pid = netns.spawn(state, name, argv, log, namespace=space, env=env)
-    control_plane.wait(name, lambda: _listening(service.cluster_ip, service.port), 120, log)
-    say(f'{name:<24} pid {pid:<7} ready in {time.monotonic() - started:4.1f} s '
-        f'({service.cluster_ip}:{service.port})')
+    return netns.spawn(state, name, argv, log, namespace=space, env=env)
 
 
 def apply_runtime(where: layout.Layout, say: Callable[[str], None]) -> None:
