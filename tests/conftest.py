@@ -1,6 +1,7 @@
 """Shared fixtures: small image folders built from the embedded digits; absl's log level and
 TensorFlow's global seed kept from leaking between tests; the groups `make test` runs in
-parallel by."""
+parallel by, and the seconds each took."""
+import collections
 import logging
 import os
 import sys
@@ -36,6 +37,34 @@ def pytest_collection_modifyitems(items):
             heavy.add(groups[item])
     if os.environ.get('PYTEST_XDIST_WORKER'):  # every worker collects, and sorts alike
         items.sort(key=lambda item: groups[item] not in heavy)  # stable: file order kept
+
+
+_GROUP_SECONDS = collections.Counter()
+
+
+def pytest_runtest_logreport(report):
+    """Each test's setup, call and teardown seconds, added to its group's (xdist names the group
+    after '@' in the id it reports; without xdist, the file). Runs where the reports arrive: the
+    controlling process under xdist."""
+    nodeid = report.nodeid
+    group = nodeid.rsplit('@', 1)[1] if '@' in nodeid else nodeid.split('::', 1)[0]
+    _GROUP_SECONDS[group] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Where the suite's time goes, per group: a group runs in one worker, so its sum is also
+    the least wall time it can take (docs/testing.md, "How long it takes")."""
+    if not _GROUP_SECONDS:
+        return
+    total = sum(_GROUP_SECONDS.values())
+    terminalreporter.write_sep('=', f'seconds per group ({total:.0f} s of worker time)')
+    for group, seconds in _GROUP_SECONDS.most_common(30):
+        terminalreporter.write_line(f'{seconds:8.1f} s {100 * seconds / total:5.1f}%  {group}')
+    rest = len(_GROUP_SECONDS) - 30
+    if rest > 0:
+        left = total - sum(s for _, s in _GROUP_SECONDS.most_common(30))
+        terminalreporter.write_line(f'{left:8.1f} s {100 * left / total:5.1f}%  '
+                                    f'the other {rest} groups')
 
 
 @pytest.fixture
