@@ -46,9 +46,13 @@ TEST_WORKERS ?= 2
 # then the cluster comes up (unless one is already running, which is then left running), the
 # suite runs, and the cluster this run started goes down even when tests fail. The image first:
 # its debootstrap and pip downloads wait on the network, not the cores; listed last, it waited
-# for a free slot until the Go builds were nearly done (22 min, with Go's caches empty). The Go
-# builds need no virtualenv, so they run beside pip's install rather than after it.
+# for a free slot until the Go builds were nearly done (22 min, with Go's caches empty). Debian's
+# packages first, alone (apt takes one lock), so that the image's recipe, which needs nothing else,
+# takes the first slot: make hands a slot freed later to the next target of its walk, which the
+# image, once waiting on a prerequisite, is not. The Go builds need no virtualenv, so they run
+# beside pip's install rather than after it.
 test:
+	$(MAKE) --no-print-directory .tools/packages.stamp
 	$(MAKE) -j4 --no-print-directory image lint $(WEED) cluster-parts
 	@was_up=$$($(BIN)/python -m tools.cluster status >/dev/null 2>&1 && echo yes); \
 	$(BIN)/python -m tools.cluster up || exit 1; status=0; \
