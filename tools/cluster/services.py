@@ -1,7 +1,7 @@
-"""The controllers on the running control plane, in the order they depend on each other (Trainer
-watches JobSets), each from its own manifests (controllers.py) and in its own namespace holding its
-Service's address; then the project's Trainer runtime, applied as users apply it, which
-Trainer's webhook validates."""
+"""The controllers on the running control plane: their manifests (controllers.py) applied in the
+order their CRDs depend on each other (Trainer watches JobSets), then each controller started in
+its own namespace holding its Service's address, all side by side; then the project's Trainer
+runtime, applied as users apply it, which Trainer's webhook validates."""
 import os
 import socket
 import subprocess
