@@ -10,9 +10,11 @@ the API server's cache table as `store.cache_entries`.
 
 Compiled as `runner.py --kubeflow --keep-runs 1 --window 2 --notify URL --on-finish CMD` with
 serving/ keeping one version ([push] keep_versions = 1). Runs: span 1 lands, run 1 pushes
-version 1; span 2 lands, run 2 pushes version 2 (window: spans 1-2); nothing lands, run 3
-trains nothing and pushes nothing; span 3 lands, run 4 pushes version 3 (window: spans 2-3).
-After each, the Pusher's task applies retention and notifies (pipeline/kubeflow/run_end.py).
+version 1; span 2 lands, run 2 pushes version 2 (window: spans 1-2); span 3 lands, run 3
+pushes version 3 (window: spans 2-3). After each, the Pusher's task applies retention and
+notifies (pipeline/kubeflow/run_end.py). A run with no new data, which trains and pushes
+nothing, is one of the three runs on the real cluster (tests/cluster/test_kfp_pipeline.py); its
+notification is the local run's (pipeline/runs/notify.py, tests/pipeline/runs).
 """
 import dataclasses
 import json
@@ -41,7 +43,7 @@ import seaweedfs as seaweedfs_lib
 pytestmark = pytest.mark.e2e
 
 SECRET = 'mlpipeline-minio-artifact'
-RUNS = ('run-1', 'run-2', 'run-3', 'run-4')
+RUNS = ('run-1', 'run-2', 'run-3')
 
 
 @pytest.fixture(scope='module', params=['stand-in'])
@@ -86,7 +88,7 @@ def scenario(store, kfp_driver, tmp_path_factory):
     prefix = 'kfp/pipeline_root/smoke/'
     outputs, keys_after = {}, {}
     try:
-        for run_id, span in zip(RUNS, (None, 2, None, 3)):
+        for run_id, span in zip(RUNS, (None, 2, 3)):
             if span is not None:   # the day's data lands
                 _upload_span(store, bucket, base, span, 25 + 5 * span)
             outputs[run_id] = driver.run_job(job, run_id, platform)
@@ -118,13 +120,13 @@ def test_the_compiled_pipeline_caches_no_task_and_the_pusher_ends_the_run(scenar
 def test_no_task_of_any_run_was_a_cache_hit_and_kfp_recorded_no_cache_entry(scenario):
     driver = scenario['driver']
     ran = {(run, task): record for (run, task), record in driver.tasks.items()}
-    assert {run for run, _ in ran} == set(RUNS) and len(ran) == 40
+    assert {run for run, _ in ran} == set(RUNS) and len(ran) == 30
     assert not [key for key, record in ran.items() if record.cached]
     assert driver.store.cache_entries == []
 
 
 def test_every_input_a_run_received_existed_when_it_ran(scenario):
-    """Retention after runs 1-3 deleted older runs' artifacts; no later task was handed one."""
+    """Retention after runs 1-2 deleted older runs' artifacts; no later task was handed one."""
     bucket = scenario['bucket']
     for index, run_id in enumerate(RUNS[1:], start=1):
         present = scenario['keys'][RUNS[index - 1]]   # the bucket when run_id started
@@ -149,12 +151,12 @@ def test_retention_leaves_the_older_runs_only_what_the_window_and_serving_need(s
     assert not [k for k in left if '/executor-logs-0' in k]
     [pusher] = [k for k in left if '/ImageExampleGen/' not in k]
     assert '/Pusher/' in pusher and pusher.endswith(record)
-    # After run 4 (window: spans 2-3, version 3 served alone): only that record of run 1.
-    assert _run_keys(scenario, 'run-4', 'run-1') == [pusher]
-    # Run 4 is kept whole: every task folder has its record and the Pusher's the summary.
-    run4 = _run_keys(scenario, 'run-4', 'run-4')
-    assert len([k for k in run4 if k.endswith(task_record.RECORD_NAME)]) == 10
-    assert [k for k in run4 if '/Pusher/' in k and k.endswith('/' + run_end_lib.SUMMARY_NAME)]
+    # After run 3 (window: spans 2-3, version 3 served alone): only that record of run 1.
+    assert _run_keys(scenario, 'run-3', 'run-1') == [pusher]
+    # Run 3 is kept whole: every task folder has its record and the Pusher's the summary.
+    last = _run_keys(scenario, 'run-3', 'run-3')
+    assert len([k for k in last if k.endswith(task_record.RECORD_NAME)]) == 10
+    assert [k for k in last if '/Pusher/' in k and k.endswith('/' + run_end_lib.SUMMARY_NAME)]
 
 
 def test_each_run_notified_as_a_local_run_does(scenario):
@@ -168,19 +170,16 @@ def test_each_run_notified_as_a_local_run_does(scenario):
         assert payload['log'] is None and payload['report'] is None
         assert payload['summary_file'].endswith('/' + run_end_lib.SUMMARY_NAME)
         assert '  retention: ' in payload['summary']
-    first, second, third, fourth = (payloads[r] for r in RUNS)
+    first, second, third = (payloads[r] for r in RUNS)
     assert (first['outcome'], first['pushed_version']) == ('pushed', 1)
     assert first['drift']['text'] == 'drift: not measured (nothing served yet)'
     assert first['spans'] == [1] and first['examples']['train'] + first['examples']['eval'] == 90
     assert (second['outcome'], second['pushed_version']) == ('pushed', 2)
     assert second['drift']['compared_version'] == 1 and second['spans'] == [1, 2]
-    assert (third['outcome'], third['pushed_version']) == ('not pushed', None)
-    assert third['reasons'][0].startswith('version 2 already serves this model (no new data')
-    assert third['training_skipped'].startswith('no new data: serving version 2 unchanged')
-    assert (fourth['outcome'], fourth['pushed_version']) == ('pushed', 3)
-    assert fourth['spans'] == [2, 3] and fourth['drift']['compared_version'] == 2
-    assert fourth['served_now']['version'] == 3 and fourth['push_mode'] == 'auto'
-    assert 'kept 1 run, deleted' in fourth['summary']
+    assert (third['outcome'], third['pushed_version']) == ('pushed', 3)
+    assert third['spans'] == [2, 3] and third['drift']['compared_version'] == 2
+    assert third['served_now']['version'] == 3 and third['push_mode'] == 'auto'
+    assert 'kept 1 run, deleted' in third['summary']
 
 
 def test_the_on_finish_command_got_the_summary_and_the_bucket_keeps_it(scenario):
@@ -188,7 +187,7 @@ def test_the_on_finish_command_got_the_summary_and_the_bucket_keeps_it(scenario)
     [copied] = os.listdir(scenario['hooks'])   # each run's copy replaced the one before
     with open(os.path.join(scenario['hooks'], copied)) as handle:
         last = json.load(handle)
-    assert last['run_id'] == 'run-4' and last == scenario['payloads'][-1]
+    assert last['run_id'] == 'run-3' and last == scenario['payloads'][-1]
     with tf.io.gfile.GFile(last['summary_file']) as handle:
         assert json.load(handle) == last
 

@@ -1,24 +1,31 @@
-"""End-to-end: four scheduled runs as spans land, one of them drifted, then a rollback.
+"""End-to-end: four scheduled runs as spans land in a bucket, one of them drifted, then a
+rollback and a scoring job, all on a real S3 server (SeaweedFS, tests/support/seaweedfs.py).
 
-Scheduled retraining on the embedded digits (real 8x8 scans), through `runner.py --local`
-as a nightly job runs it, with only --data, --output, the smoke settings and --keep-runs 2:
-  day 1: span-1 (4 classes, 30 images each)     -> trains on span 1, pushes version 1
+Scheduled retraining on the embedded digits (real 8x8 scans), through `runner.py --local` as a
+nightly job runs it, with flags alone: `--data s3://…` (span folders in a landing bucket),
+`--pipeline-root s3://…` and `--serving-dir s3://…` (ML Metadata, logs and the report stay under
+--output), the smoke settings and --keep-runs 2:
+  day 1: span-1 (4 classes, 30 images each)     -> trains on span 1, pushes version 1, which
+                                                   loads from s3:// and predicts
   day 2: span-2 (the same mix, other images)    -> trains on spans 1-2, pushes version 2
   day 3: span-3, drifted: 44 threes, 3 of each  -> label drift reported with its figure against
          other class                               the data of version 2; not pushed; exit 0
   day 4: span-4 (the usual mix)                 -> trains on spans 2-4 (window 3), pushes
 Every span holds images no other span has. Then `runner.py --rollback 1` serves version 1's
-model again as the newest version. Along the way: the spans already ingested are not converted
-again, the window is recorded on the Model, and retention deletes older runs' artifacts,
-marked DELETED in ML Metadata, while every artifact still LIVE has its folder.
+model again as the newest version, in the bucket, and `runner.py --score` scores images that sit
+in the bucket with it. Along the way: the spans already ingested are not converted again, the
+window is recorded on the Model, retention deletes older runs' artifacts from the bucket, marked
+DELETED in ML Metadata, while every artifact still LIVE is there; no key in the bucket is a
+zero-byte "folder" object (KFP #13476).
 """
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
+from pipeline.runs import retention
 from helpers import DIGITS, run_command, runner_command
 
 pytestmark = pytest.mark.e2e
@@ -27,37 +34,60 @@ CLASSES = ('0', '1', '2', '3')
 SLICE = 44   # each span takes its own slice of each class's files: nothing is shared
 
 
-def _land(base: str, span: int, counts: dict) -> None:
+def _land(store, bucket: str, base: str, span: int, counts: dict) -> None:
+    folder = os.path.join(base, f'span-{span}')
     for name, count in counts.items():
         files = sorted(os.listdir(os.path.join(DIGITS, name)))[(span - 1) * SLICE:][:count]
-        folder = os.path.join(base, f'span-{span}', name)
-        os.makedirs(folder)
+        os.makedirs(os.path.join(folder, name))
         for file_name in files:
-            os.link(os.path.join(DIGITS, name, file_name), os.path.join(folder, file_name))
+            os.link(os.path.join(DIGITS, name, file_name),
+                    os.path.join(folder, name, file_name))
+    store.upload_folder(folder, bucket, f'landing/span-{span}')
 
 
-def _run(*argv) -> subprocess.CompletedProcess:
-    return run_command(list(argv))
-
-
-def _served(out: str) -> list:
-    return sorted(int(n) for n in os.listdir(os.path.join(out, 'serving')) if n.isdigit())
+def _served(store, bucket: str) -> list:
+    return sorted({int(key.split('/')[1]) for key in store.keys(bucket, 'serving/')
+                   if key.split('/')[1].isdigit()})
 
 
 @pytest.fixture(scope='module')
-def days(tmp_path_factory):
+def days(store, tmp_path_factory):
     base = tmp_path_factory.mktemp('retraining')
-    data, out = str(base / 'landing'), str(base / 'out')
+    bucket = store.new_bucket()
+    root, serving = f's3://{bucket}/root', f's3://{bucket}/serving'
+    out = str(base / 'out')
     drifted = {'3': SLICE, '0': 3, '1': 3, '2': 3}
-    results = []
+    results, keys, reports, loaded = [], [], [], None
     for span in (1, 2, 3, 4):
-        _land(data, span, drifted if span == 3 else {name: 30 for name in CLASSES})
+        _land(store, bucket, str(base / 'landing'), span,
+              drifted if span == 3 else {name: 30 for name in CLASSES})
         # No curated schema: the schema is inferred once and then kept (the served data's).
-        done = _run(*runner_command(data, out, '--config', 'smoke', '--keep-runs', '2',
-                                    digits_schema=False))
-        results.append((done, _served(out)))
-    rollback = _run(sys.executable, 'runner.py', '--rollback', '1', '--output', out)
-    return out, results, rollback
+        done = run_command(runner_command(
+            f's3://{bucket}/landing', out, '--config', 'smoke', '--keep-runs', '2',
+            '--pipeline-root', root, '--serving-dir', serving, digits_schema=False))
+        results.append((done, _served(store, bucket)))
+        keys.append(store.keys(bucket))
+        with open(os.path.join(out, 'report.html'), encoding='utf-8') as handle:
+            reports.append(handle.read())
+        if span == 1 and done.returncode == 0:   # what the bucket serves, before retention
+            loaded = _predict(f'{serving}/1', os.path.join(DIGITS, '1'))
+    rollback = run_command([sys.executable, 'runner.py', '--rollback', '1', '--output', out,
+                            '--serving-dir', serving], timeout=300)
+    keys.append(store.keys(bucket))   # after the rollback
+    scored = run_command([sys.executable, 'runner.py', '--score', f's3://{bucket}/landing/span-1/1',
+                          '--output', out, '--serving-dir', serving], timeout=300)
+    return {'out': out, 'bucket': bucket, 'store': store, 'serving': serving, 'root': root,
+            'results': results, 'keys': keys, 'reports': reports, 'loaded': loaded,
+            'rollback': rollback, 'scored': scored, 'keys_at_end': store.keys(bucket)}
+
+
+def _predict(version_uri: str, folder: str):
+    """The probabilities the version, loaded from its s3:// folder, gives 4 PNGs of folder."""
+    pngs = [open(os.path.join(folder, name), 'rb').read()
+            for name in sorted(os.listdir(folder))[:4]]
+    scores = tf.saved_model.load(version_uri).signatures['predict_images'](
+        images=tf.constant(pngs))
+    return next(v for v in scores.values() if v.shape == (4, len(CLASSES))).numpy()
 
 
 def _store(out: str):
@@ -75,15 +105,49 @@ def _models(out: str) -> list:
             for m in models if m.custom_properties.get('spans')]
 
 
+def _key(days, uri: str) -> str:
+    return uri[len(f"s3://{days['bucket']}/"):]
+
+
 def test_every_day_exits_zero_and_only_good_days_reach_serving(days):
-    _, results, _ = days
-    for done, _ in results:
+    for done, _ in days['results']:
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert [served for _, served in results] == [[1], [1, 2], [1, 2], [1, 2, 3]]
+    assert [served for _, served in days['results']] == [[1], [1, 2], [1, 2], [1, 2, 3]]
+
+
+def test_the_first_day_serves_from_the_bucket_and_keeps_only_its_records_local(days):
+    first = days['results'][0][0].stdout
+    assert f"pushed: version 1 at {days['serving']}/1" in first
+    # Small enough to be listed and run in-process (pipeline/definition/beam_mode.py lists the
+    # bucket).
+    assert 'beam: in-process' in first and '120 files' in first, first
+    keys = days['keys'][0]
+    assert 'serving/1/saved_model.pb' in keys and 'serving/1/variables/variables.index' in keys
+    assert any(k.startswith('root/ImageExampleGen/examples/') for k in keys)
+    out = days['out']
+    assert os.path.isfile(os.path.join(out, 'metadata.sqlite'))
+    assert not os.path.exists(os.path.join(out, 'serving'))
+    assert not os.path.exists(os.path.join(out, 'pipeline_root'))
+    probabilities = days['loaded']
+    assert probabilities is not None and probabilities.shape == (4, len(CLASSES))
+    assert abs(probabilities.sum(axis=1) - 1).max() < 1e-4
+
+
+def test_no_key_in_the_bucket_is_a_folder_object(days):
+    for keys in days['keys'] + [days['keys_at_end']]:
+        assert not [k for k in keys if k.endswith('/')], 'zero-byte folder objects'
+        assert retention.HIDDEN_PREFIX not in ' '.join(keys)
+
+
+def test_the_second_day_compares_with_version_one_read_from_the_bucket(days):
+    second = days['results'][1][0].stdout
+    assert f"pushed: version 2 at {days['serving']}/2" in second
+    assert 'baseline: served version 1' in second, second
+    assert 'Served now: version 2.' in days['reports'][1]   # read from the bucket
 
 
 def test_the_drifted_span_is_reported_with_its_figure_and_not_pushed(days):
-    _, results, _ = days
+    results = days['results']
     console = results[2][0].stdout
     drift = [line.strip() for line in console.splitlines() if line.strip().startswith('drift:')]
     assert drift, console
@@ -100,49 +164,66 @@ def test_the_drifted_span_is_reported_with_its_figure_and_not_pushed(days):
 
 
 def test_each_model_trains_on_the_window_and_records_its_spans(days):
-    out, _, _ = days
+    out = days['out']
     spans = [model['spans'] for model in _models(out)]
     assert spans == ['1', '1,2', '1,2,3', '2,3,4'], spans
     window = json.loads(_models(out)[-1]['window'])
     assert [entry['span'] for entry in window] == [2, 3, 4]
-    for entry in window:  # every span of the window is still on disk
-        assert os.listdir(os.path.join(entry['uri'], 'Split-train'))
-    served = os.path.join(out, 'serving', '3', 'assets.extra', 'training_data.json')
-    with open(served) as handle:
+    keys = days['keys'][3]
+    for entry in window:  # every span of the window is still in the bucket
+        assert [k for k in keys if k.startswith(_key(days, entry['uri']) + '/Split-train/')]
+    with tf.io.gfile.GFile(f"{days['serving']}/3/assets.extra/training_data.json") as handle:
         assert [e['span'] for e in json.load(handle)['window']] == [2, 3, 4]
 
 
 def test_spans_already_ingested_are_not_converted_again(days):
-    out, results, _ = days
     # Each run's ingestion wrote (converted) only the span that was new that day.
-    examples = sorted(_store(out).get_artifacts_by_type('Examples'), key=lambda a: a.id)
+    examples = sorted(_store(days['out']).get_artifacts_by_type('Examples'), key=lambda a: a.id)
     found = [a.custom_properties['num_found'].int_value for a in examples]
     assert found == [120, 120, 53, 120], found
 
 
-def test_retention_deletes_old_runs_and_marks_them_in_ml_metadata(days):
-    out, results, _ = days
+def test_retention_deletes_old_runs_from_the_bucket_and_marks_them_in_ml_metadata(days):
+    results = days['results']
     assert any('retention:' in line and 'deleted' in line
                for line in results[3][0].stdout.splitlines()), results[3][0].stdout
     from ml_metadata.proto import metadata_store_pb2
-    artifacts = _store(out).get_artifacts()
+    artifacts = _store(days['out']).get_artifacts()
+    keys = days['keys'][3]
+
+    def present(uri):
+        key = _key(days, uri)
+        return any(k == key or k.startswith(key + '/') for k in keys)
     deleted = [a for a in artifacts if a.state == metadata_store_pb2.Artifact.DELETED]
     assert deleted
     for artifact in deleted:
-        assert not os.path.exists(artifact.uri), artifact.uri
-    for artifact in artifacts:
-        if artifact.state == metadata_store_pb2.Artifact.LIVE and artifact.uri.startswith(out):
-            assert os.path.exists(artifact.uri), artifact.uri
+        assert not present(artifact.uri), artifact.uri
+    # Every LIVE artifact of a kind that always has files is there (a folder with no file,
+    # such as a baseline compared in place, has no object in a bucket).
+    types = {t.id: t.name for t in _store(days['out']).get_artifact_types()}
+    live = [a for a in artifacts if a.state == metadata_store_pb2.Artifact.LIVE
+            and types[a.type_id] in ('Examples', 'Model', 'ExampleStatistics', 'ModelEvaluation')]
+    assert any(types[a.type_id] == 'Model' for a in live)
+    for artifact in live:
+        assert present(artifact.uri), artifact.uri
 
 
-def test_rollback_serves_version_one_again_as_the_newest(days):
-    out, _, rollback = days
+def test_rollback_serves_version_one_again_as_the_newest_in_the_bucket(days):
+    rollback = days['rollback']
     assert rollback.returncode == 0, rollback.stdout + rollback.stderr
-    assert _served(out)[-1] == 4
-    for name in ('saved_model.pb', os.path.join('assets.extra', 'training_data.json')):
-        with open(os.path.join(out, 'serving', '1', name), 'rb') as one, \
-                open(os.path.join(out, 'serving', '4', name), 'rb') as four:
-            assert one.read() == four.read()
-    with open(os.path.join(out, 'rollbacks.jsonl')) as handle:
+    assert f"{days['serving']}/4" in rollback.stdout
+    keys = days['store'].keys(days['bucket'], 'serving/')
+    assert _served(days['store'], days['bucket'])[-1] == 4
+    one = {k[len('serving/1/'):]: size for k, size in keys.items() if k.startswith('serving/1/')}
+    four = {k[len('serving/4/'):]: size for k, size in keys.items() if k.startswith('serving/4/')}
+    assert one and one == four
+    with open(os.path.join(days['out'], 'rollbacks.jsonl')) as handle:
         record = json.loads(handle.readlines()[-1])
     assert record['version'] == 4 and record['copy_of'] == 1
+
+
+def test_images_in_the_bucket_are_scored_with_the_version_served_from_it(days):
+    scored = days['scored']
+    assert scored.returncode == 0, scored.stdout[-3000:] + scored.stderr[-3000:]
+    assert (f"Scored 30 of 30 inputs with model version 4 ({days['serving']}/4)"
+            in scored.stdout), scored.stdout
