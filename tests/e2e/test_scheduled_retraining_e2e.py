@@ -217,6 +217,10 @@ def test_rollback_serves_version_one_again_as_the_newest_in_the_bucket(days):
     one = {k[len('serving/1/'):]: size for k, size in keys.items() if k.startswith('serving/1/')}
     four = {k[len('serving/4/'):]: size for k, size in keys.items() if k.startswith('serving/4/')}
     assert one and one == four
+    for name in ('saved_model.pb', 'assets.extra/training_data.json'):   # the same bytes
+        read = [days['store'].client().get_object(
+            Bucket=days['bucket'], Key=f'serving/{v}/{name}')['Body'].read() for v in (1, 4)]
+        assert read[0] == read[1], name
     with open(os.path.join(days['out'], 'rollbacks.jsonl')) as handle:
         record = json.loads(handle.readlines()[-1])
     assert record['version'] == 4 and record['copy_of'] == 1
