@@ -131,3 +131,30 @@ def test_the_existence_checks_ask_the_store_the_environment_names_now(s3, seawee
     assert refused.value.response['ResponseMetadata']['HTTPStatusCode'] == 403
     monkeypatch.setenv('AWS_ACCESS_KEY_ID', seaweedfs.env()['AWS_ACCESS_KEY_ID'])
     assert storage.exists(s3_path) and storage.children(s3.uri('a')) == ['b.txt']
+
+
+def test_beams_s3_clients_share_botocore_models_and_still_read_the_environment(s3, seaweedfs,
+                                                                              monkeypatch):
+    """Beam's S3 file system starts a boto3 session per call; after enable() those sessions share
+    one loader of botocore's models (parsed once, not per call), and each still signs with the
+    keys the environment names at that call: other keys are refused (403), the right ones
+    answer again. A search path of its own (AWS_DATA_PATH) gets a loader of its own."""
+    import botocore.session
+    from apache_beam.io.aws import s3io
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.io.filesystems import FileSystems
+    # What a pipeline's run sets (apache_beam/pipeline.py Pipeline.__init__), for this test only.
+    monkeypatch.setattr(FileSystems, '_pipeline_options', PipelineOptions())
+    with FileSystems.create(s3.uri('beam', 'x.txt')) as handle:
+        handle.write(b'written by Beam')
+    loaders = [s3io.S3IO(options=PipelineOptions()).client.client._loader for _ in range(2)]
+    assert loaders[0] is loaders[1]
+    assert botocore.session.Session().get_component('data_loader') is loaders[0]
+    assert FileSystems.exists(s3.uri('beam', 'x.txt'))
+    monkeypatch.setenv('AWS_SECRET_ACCESS_KEY', 'not-the-key')
+    with pytest.raises(Exception, match='403|Forbidden|SignatureDoesNotMatch'):
+        FileSystems.open(s3.uri('beam', 'x.txt')).read()
+    monkeypatch.setenv('AWS_SECRET_ACCESS_KEY', seaweedfs.env()['AWS_SECRET_ACCESS_KEY'])
+    assert FileSystems.open(s3.uri('beam', 'x.txt')).read() == b'written by Beam'
+    monkeypatch.setenv('AWS_DATA_PATH', '/nonexistent-models')
+    assert botocore.session.Session().get_component('data_loader') is not loaders[0]
