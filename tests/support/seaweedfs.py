@@ -63,8 +63,16 @@ class Server:
         os.makedirs(os.path.join(self.folder, 'data'))
         self.log = os.path.join(self.folder, 'weed.log')
         self.endpoint = f'http://127.0.0.1:{s3}'
+        # weed server puts each service's gRPC socket in /tmp under its gRPC port (10000 + the
+        # port: weed/command/server.go, runServer), with no flag to move it: removed by stop().
+        self._grpc_sockets = [f'/tmp/seaweedfs-{name}-grpc-{10000 + port}.sock' for name, port in
+                              (('master', master), ('volume', volume), ('filer', filer),
+                               ('s3', s3))]
         self._command = [
-            BINARY, 'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
+            # Its glog files and the filer's and gateway's local sockets in its own folder.
+            BINARY, f'-logdir={self.folder}', 'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
+            f'-filer.localSocket={os.path.join(self.folder, "filer.sock")}',
+            f'-s3.localSocket={os.path.join(self.folder, "s3.sock")}',
             f'-dir={os.path.join(self.folder, "data")}', f'-master.port={master}',
             f'-volume.port={volume}', f'-filer.port={filer}', '-s3', f'-s3.port={s3}',
             # Each bucket is a collection, and its first write grows 7 volumes
@@ -155,4 +163,7 @@ class Server:
             self.process.kill()   # a SIGSTOPped process dies of SIGKILL too
             self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
+        for socket_file in self._grpc_sockets:
+            if os.path.exists(socket_file):
+                os.unlink(socket_file)
 
