@@ -35,7 +35,7 @@ import logging
 import os
 import posixpath
 import time
-from typing import Iterable, Mapping, MutableMapping, Optional, Tuple
+from typing import Iterable, List, Mapping, MutableMapping, Optional, Tuple
 
 from core import store_watch
 
@@ -46,6 +46,11 @@ ENDPOINT_VARIABLE = 'AWS_ENDPOINT_URL'
 REGION_VARIABLE = 'AWS_REGION'
 KEY_VARIABLES = ('AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY')
 DEFAULT_REGION = 'us-east-1'   # AWS's default; S3-compatible stores ignore it
+
+# tensorflow-io stages each file it writes to S3 in a local file named from this template (fixed
+# in its plugin, libtensorflow_io_plugins.so: TMPDIR is not read), uploads it when the file is
+# closed and deletes it then.
+UPLOAD_BUFFER_PREFIX = '/tmp/_s3_filesystem_'
 
 _enabled = False
 
@@ -193,6 +198,32 @@ def unreachable(paths: Iterable[str], timeout: float = 10.0) -> Optional[str]:
         except exceptions.BotoCoreError as error:
             return f'cannot reach bucket {bucket} at {where}: {error}'
     return None
+
+
+def remove_upload_buffers(pids: Iterable[int]) -> List[str]:
+    """Deletes the upload buffers of tensorflow-io's S3 file system that these processes hold
+    open, and returns their paths. A process ended without closing the files it writes (the
+    store-down exit: os._exit, its workers killed) would leave each behind in /tmp, as large as
+    what it was writing, at every outage. Deleting an open file is safe: the process writes on
+    into it until it ends, and its space is freed then."""
+    removed = []
+    for pid in pids:
+        try:
+            descriptors = os.listdir(f'/proc/{pid}/fd')
+        except OSError:   # gone already
+            continue
+        for descriptor in descriptors:
+            try:
+                target = os.readlink(f'/proc/{pid}/fd/{descriptor}')
+            except OSError:
+                continue
+            if target.startswith(UPLOAD_BUFFER_PREFIX) and target not in removed:
+                try:
+                    os.unlink(target)
+                    removed.append(target)
+                except OSError:   # another process of the run removed it first
+                    pass
+    return removed
 
 
 def s3_client(timeout: float = 10.0, attempts: int = 1):

@@ -238,7 +238,9 @@ def store_down(args, down: store_watch.StoreDown) -> None:
                      store_watch.current_operation())
     logging.error('%s', line)
     print(line, file=sys.stderr, flush=True)
+    buffers = storage.remove_upload_buffers([os.getpid(), *store_watch.descendants()])
     store_watch.kill_descendants()
+    logging.info('Unsent upload buffers deleted: %s', buffers or 'none')
     sys.stdout.flush()
     os._exit(store_watch.EXIT_STORE_DOWN)  # pylint: disable=protected-access
 

@@ -203,8 +203,10 @@ def end_store_down(config, run_id: str, log_path: str, console, stage_id: Option
                          console.line)
     except Exception:  # pylint: disable=broad-except  (the line is out; the exit must follow)
         logging.exception('Recording the failed run')
+    buffers = storage.remove_upload_buffers([os.getpid(), *store_watch.descendants()])
     killed = store_watch.kill_descendants()
-    logging.info('Run ended: the store did not answer; processes killed: %s', killed or 'none')
+    logging.info('Run ended: the store did not answer; processes killed: %s; unsent upload '
+                 'buffers deleted: %s', killed or 'none', buffers or 'none')
     for handler in logging.getLogger().handlers:
         handler.flush()
     sys.stdout.flush()

@@ -158,3 +158,39 @@ def test_beams_s3_clients_share_botocore_models_and_still_read_the_environment(s
     assert FileSystems.open(s3.uri('beam', 'x.txt')).read() == b'written by Beam'
     monkeypatch.setenv('AWS_DATA_PATH', '/nonexistent-models')
     assert botocore.session.Session().get_component('data_loader') is not loaders[0]
+
+
+_WRITE_AND_HANG = textwrap.dedent('''
+    import sys, time
+    from core import storage
+    storage.enable()
+    import tensorflow as tf
+    handle = tf.io.gfile.GFile(sys.argv[1], 'w')   # never closed: the store-down exit's case
+    handle.write('x' * 100000)
+    handle.flush()
+    print('writing', flush=True)
+    time.sleep(300)
+''')
+
+
+def test_a_process_writing_to_s3_holds_an_upload_buffer_which_is_deleted_for_it(s3, tmp_path):
+    """tensorflow-io stages a file written to S3 in /tmp/_s3_filesystem_*, kept open until the
+    file is closed: the store-down exit (which ends without closing) deletes those of the run's
+    processes, and only those."""
+    import glob
+    script = tmp_path / 'hang.py'
+    script.write_text(_WRITE_AND_HANG)
+    before = set(glob.glob(storage.UPLOAD_BUFFER_PREFIX + '*'))
+    child = subprocess.Popen([sys.executable, str(script), s3.uri('hang', 'file.txt')],
+                             cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == 'writing\n', child.stderr.read()[-2000:]
+        buffers = set(glob.glob(storage.UPLOAD_BUFFER_PREFIX + '*')) - before
+        assert len(buffers) == 1 and os.path.getsize(next(iter(buffers))) == 100000
+        assert storage.remove_upload_buffers([os.getpid()]) == []   # not this process's
+        assert storage.remove_upload_buffers([child.pid]) == sorted(buffers)
+        assert not [path for path in buffers if os.path.exists(path)]
+    finally:
+        child.kill()
+        child.wait()

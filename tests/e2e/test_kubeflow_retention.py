@@ -1,5 +1,6 @@
-"""End-to-end: --keep-runs, --notify and --on-finish on Kubeflow, over four scheduled runs on an
-s3:// root (SeaweedFS), as open-source KFP 2.17 runs the compiled spec.
+"""End-to-end: --keep-runs, --notify and --on-finish on Kubeflow, over three scheduled runs on a
+minio:// root (KFP's own name for its store; SeaweedFS here), as open-source KFP 2.17 runs the
+compiled spec.
 
 The runs go through a run driver (the `kfp_driver` fixture): today the KFP stand-in
 (tests/support/kfp_launcher.py, mode 'oss', which keeps ML Metadata and KFP's cache table across
@@ -8,8 +9,12 @@ a job as `run_job(job, run_id, platform)` (returning each task's recorded output
 `tasks[(run id, task)]` with each task's `executor_input` and whether it was `cached`, and shows
 the API server's cache table as `store.cache_entries`.
 
-Compiled as `runner.py --kubeflow --keep-runs 1 --window 2 --notify URL --on-finish CMD` with
-serving/ keeping one version ([push] keep_versions = 1). Runs: span 1 lands, run 1 pushes
+Compiled as `runner.py --kubeflow --pipeline-root minio://BUCKET/kfp --keep-runs 1 --window 2
+--notify URL --on-finish CMD` with serving/ keeping one version ([push] keep_versions = 1): tasks
+get minio:// URIs (read as s3:// inside the task, pipeline/kubeflow/entrypoint.py), and the
+launcher opens the bucket with its default minio session, seaweedfs.kubeflow:9000, which the
+cluster's Service resolves to the test server. (The real cluster's runs have an s3:// root:
+tests/cluster/test_kfp_pipeline.py.) Runs: span 1 lands, run 1 pushes
 version 1; span 2 lands, run 2 pushes version 2 (window: spans 1-2); span 3 lands, run 3
 pushes version 3 (window: spans 2-3). After each, the Pusher's task applies retention and
 notifies (pipeline/kubeflow/run_end.py). A run with no new data, which trains and pushes
@@ -19,12 +24,15 @@ notification is the local run's (pipeline/runs/notify.py, tests/pipeline/runs).
 import dataclasses
 import json
 import os
+import re
 import shutil
 
 import pytest
 from google.protobuf import json_format
+from ml_metadata.proto import metadata_store_pb2
 
 import runner
+from core import storage
 from pipeline.definition import config as config_lib
 from pipeline.definition.config_kubeflow import KubeflowConfig
 from pipeline.definition.config_retraining import RetentionConfig
@@ -43,14 +51,17 @@ import seaweedfs as seaweedfs_lib
 pytestmark = pytest.mark.e2e
 
 SECRET = 'mlpipeline-minio-artifact'
+SERVICE = 'seaweedfs.kubeflow:9000'   # the launcher's default minio session dials it
 RUNS = ('run-1', 'run-2', 'run-3')
 
 
 @pytest.fixture(scope='module', params=['stand-in'])
 def kfp_driver(request):
-    """Makes the run driver of a scenario: (workdir, the namespace's Secrets) -> a driver."""
+    """Makes the run driver of a scenario: (workdir, the namespace's Secrets, the cluster's
+    Services as {name:port: address}) -> a driver."""
     assert request.param == 'stand-in'
-    return lambda workdir, secrets: kfp_launcher.Launcher(workdir=workdir, secrets=secrets)
+    return lambda workdir, secrets, services=None: kfp_launcher.Launcher(
+        workdir=workdir, secrets=secrets, services=services)
 
 
 def _upload_span(server, bucket, base, span: int, per_class: int) -> None:
@@ -74,7 +85,7 @@ def scenario(store, kfp_driver, tmp_path_factory):
     _upload_span(store, bucket, base, 1, 30)   # before the compile, which lists span folders
     args = runner.build_parser().parse_args([
         '--kubeflow', '--config', 'smoke', '--config-file', str(settings),
-        '--pipeline-root', f's3://{bucket}/kfp', '--data', f's3://{bucket}/landing',
+        '--pipeline-root', f'minio://{bucket}/kfp', '--data', f's3://{bucket}/landing',
         '--image', 'local', '--s3-endpoint', store.endpoint, '--schema', config_lib.DIGITS_SCHEMA,
         '--keep-runs', '1', '--window', '2', '--notify', url,
         '--on-finish', f'cp -t {hooks}', '--output', str(base / 'pipeline.json')])
@@ -83,8 +94,9 @@ def scenario(store, kfp_driver, tmp_path_factory):
     spec = compiler.write_pipeline_spec(compiler.compile_pipeline(cfg, kf), cfg.pipeline_root,
                                         kf)
     job, platform = kfp_launcher.load_upload(spec, cfg.pipeline_root)
-    driver = kfp_driver(str(base / 'pods'), {SECRET: {
-        'accesskey': seaweedfs_lib.ACCESS_KEY, 'secretkey': seaweedfs_lib.SECRET_KEY}})
+    secrets = {SECRET: {'accesskey': seaweedfs_lib.ACCESS_KEY,
+                        'secretkey': seaweedfs_lib.SECRET_KEY}}
+    driver = kfp_driver(str(base / 'pods'), secrets, {SERVICE: store.endpoint[len('http://'):]})
     prefix = 'kfp/pipeline_root/smoke/'
     outputs, keys_after = {}, {}
     try:
@@ -95,8 +107,13 @@ def scenario(store, kfp_driver, tmp_path_factory):
             keys_after[run_id] = _keys(store, bucket, prefix)
     finally:
         notify_receiver.stop(server)
+    # Without the Service, the launcher cannot reach the store its session names: the task's own
+    # process writes (it has the compiled endpoint), the launcher's upload of its log fails.
+    stranded = kfp_driver(str(base / 'pods-stranded'), secrets)
+    with pytest.raises(kfp_launcher.TaskFailed) as failed:
+        stranded.run_job(only_tasks(job, 'ImportSchemaGen'), 'run-stranded', platform)
     return {'cfg': cfg, 'job': job, 'bucket': bucket, 'server': store, 'driver': driver,
-            'outputs': outputs, 'keys': keys_after,
+            'stranded': str(failed.value), 'outputs': outputs, 'keys': keys_after,
             'payloads': [json.loads(body) for _, body in handler.bodies],
             'hooks': hooks, 'prefix': prefix}
 
@@ -138,6 +155,37 @@ def test_every_input_a_run_received_existed_when_it_ran(scenario):
                     key = artifact.uri.split(f'{bucket}/', 1)[1]
                     if key.startswith(scenario['prefix']) and f'/{run_id}/' not in key:
                         assert any(k.startswith(key + '/') for k in present), (run_id, task, key)
+
+
+def test_tasks_get_minio_uris_and_the_launcher_reaches_the_store_through_its_service(scenario):
+    """KFP's minio session: the launcher copies each input into the pod from minio:// URIs and
+    uploads each task's log, every task got the compiled endpoint and the Secret's keys (never a
+    key's value in its log); without the Service, the upload fails as KFP's launcher's does."""
+    driver, bucket = scenario['driver'], scenario['bucket']
+    [examples] = scenario['outputs']['run-1']['ImageExampleGen'].artifacts['examples'].artifacts
+    assert examples.uri.startswith(f'minio://{bucket}/kfp/pipeline_root/smoke/run-1/')
+    pod = driver.tasks[('run-1', 'StatisticsGen')].pod
+    assert pod.local_path_for_uri(examples.uri).startswith(pod.folder + '/minio/')
+    assert os.listdir(os.path.join(pod.local_path_for_uri(examples.uri), 'Split-train'))
+    session = json.loads(driver.store.artifacts[int(examples.name)].custom_properties[
+        'store_session_info'].string_value)
+    assert session['Provider'] == 'minio' and session['Params']['endpoint'] == SERVICE
+    kept = scenario['keys']['run-3']   # run 3 is kept whole: every task's log is there
+    for (run, task), record in driver.tasks.items():
+        execution = driver.store.executions[record.execution_id]
+        assert execution.last_known_state == metadata_store_pb2.Execution.COMPLETE, (run, task)
+        with open(record.pod.log_file) as log:
+            text = log.read()
+        assert f"S3 endpoint {scenario['server'].endpoint}, region us-east-1, keys: " \
+               'AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY' in text, (run, task, text[-2000:])
+        assert seaweedfs_lib.SECRET_KEY not in text
+        if run == 'run-3':
+            [logs] = record.executor_input.outputs.artifacts['executor-logs'].artifacts
+            assert logs.uri.startswith('minio://') and logs.uri.endswith('/executor-logs-0')
+            assert kept.get(logs.uri.split(f'{bucket}/', 1)[1], 0) > 0, (task, logs.uri)
+    assert re.search('failed to execute component: failed to upload output artifact '
+                     '"executor-logs" .* lookup seaweedfs.kubeflow: no such host',
+                     scenario['stranded']), scenario['stranded'][-2000:]
 
 
 def test_retention_leaves_the_older_runs_only_what_the_window_and_serving_need(scenario):
@@ -188,7 +236,7 @@ def test_the_on_finish_command_got_the_summary_and_the_bucket_keeps_it(scenario)
     with open(os.path.join(scenario['hooks'], copied)) as handle:
         last = json.load(handle)
     assert last['run_id'] == 'run-3' and last == scenario['payloads'][-1]
-    with tf.io.gfile.GFile(last['summary_file']) as handle:
+    with tf.io.gfile.GFile(storage.to_s3(last['summary_file'])) as handle:
         assert json.load(handle) == last
 
 

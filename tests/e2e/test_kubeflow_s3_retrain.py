@@ -12,18 +12,14 @@ Secret `mlpipeline-minio-artifact`, which holds the test server's keys; none of 
 AWS_* variables (kfp_launcher_v2.run_command).
 
 The three scheduled runs on an s3:// root (version 1; version 2 on spans 1-2; nothing new) run
-on the real cluster, under the real Argo (tests/cluster/test_kfp_pipeline.py). Here: one run on
-a minio:// root (KFP's name for its own store: the launcher's default session dials
-seaweedfs.kubeflow:9000, which the cluster's Service resolves to the test server), and a task
-failing on S3 and one succeeding, each in a fresh interpreter (not the warm one, whose children
-end with os._exit), so that their exit codes are the processes' own.
+on the real cluster, under the real Argo (tests/cluster/test_kfp_pipeline.py); three on a
+minio:// root (KFP's name for its own store), with retention, in test_kubeflow_retention.py.
+Here: a task failing on S3 and one succeeding, each in a fresh interpreter (not the warm one,
+whose children end with os._exit), so that their exit codes are the processes' own.
 """
 import dataclasses
-import json
-import os
 
 import pytest
-from google.protobuf import json_format
 from ml_metadata.proto import metadata_store_pb2
 
 import runner
@@ -31,7 +27,6 @@ from pipeline.definition import config as config_lib
 from pipeline.definition import presets
 from pipeline.kubeflow import compiler
 
-from helpers import copy_digits
 import kfp_launcher
 from kfp_jobs import only_tasks
 import seaweedfs as seaweedfs_lib
@@ -65,18 +60,9 @@ def _compile(server, base, root: str, data: str):
     return cfg, job, platform
 
 
-def _upload_span(server, bucket, base, span: int, per_class: int) -> None:
-    folder = copy_digits(str(base / 'landing' / f'span-{span}'), per_class=per_class)
-    server.upload_folder(folder, bucket, f'landing/span-{span}')
-
-
 def _artifact(outputs, task, key):
     [artifact] = outputs[task].artifacts[key].artifacts
     return artifact
-
-
-def _metadata(outputs, task, key):
-    return json_format.MessageToDict(_artifact(outputs, task, key).metadata)
 
 
 def _key(bucket, uri):
@@ -106,43 +92,6 @@ def _check_completed(launcher, run_id, server, bucket, tasks_at_least=8):
         assert f'S3 endpoint {server.endpoint}, region us-east-1, keys: AWS_ACCESS_KEY_ID, ' \
                'AWS_SECRET_ACCESS_KEY' in text, (task, text[-2000:])
         assert seaweedfs_lib.SECRET_KEY not in text
-
-
-def test_a_run_on_a_minio_root(store, tmp_path):
-    """KFP's own name for its store: tasks get minio:// URIs (read as s3:// inside the task,
-    pipeline/kubeflow/entrypoint.py), and the launcher opens the bucket with its default minio
-    session: seaweedfs.kubeflow:9000, path-style, the Secret's keys read through the API."""
-    bucket = store.new_bucket()
-    _upload_span(store, bucket, tmp_path, 1, 30)
-    cfg, job, platform = _compile(store, tmp_path, f'minio://{bucket}/kfp',
-                                  f's3://{bucket}/landing')
-    assert cfg.pipeline_root == f'minio://{bucket}/kfp/pipeline_root'
-    service = {'seaweedfs.kubeflow:9000': store.endpoint[len('http://'):]}
-    launcher = kfp_launcher.Launcher(workdir=str(tmp_path / 'pods'), secrets=_secrets(),
-                                     services=service)
-    outputs = launcher.run_job(job, 'run-1', platform)
-    examples = _artifact(outputs, 'ImageExampleGen', 'examples')
-    assert examples.uri.startswith(f'minio://{bucket}/kfp/pipeline_root/smoke/run-1/')
-    pod = launcher.tasks[('run-1', 'StatisticsGen')].pod
-    assert os.listdir(os.path.join(pod.local_path_for_uri(examples.uri), 'Split-train'))
-    assert pod.local_path_for_uri(examples.uri).startswith(pod.folder + '/minio/')
-    record = launcher.store.artifacts[int(examples.name)]
-    session = json.loads(record.custom_properties['store_session_info'].string_value)
-    assert session['Provider'] == 'minio' and session['Params']['endpoint'] == \
-        'seaweedfs.kubeflow:9000'
-    pushed = _metadata(outputs, 'Pusher', 'pushed_model')
-    assert pushed['pushed_version'] == '1'
-    keys = store.keys(bucket)
-    assert 'kfp/serving/1/saved_model.pb' in keys
-    assert not [k for k in keys if k.endswith('/')]
-    _check_completed(launcher, 'run-1', store, bucket)
-    # Without the Service, the launcher cannot reach the store its session names: the task's
-    # own process writes (it has the compiled endpoint), the launcher's upload fails.
-    stranded = kfp_launcher.Launcher(workdir=str(tmp_path / 'pods-2'), secrets=_secrets())
-    with pytest.raises(kfp_launcher.TaskFailed, match='failed to execute component: failed to '
-                       'upload output artifact "executor-logs" .* lookup seaweedfs.kubeflow: '
-                       'no such host'):
-        stranded.run_job(only_tasks(job, 'ImportSchemaGen'), 'run-2', platform)
 
 
 def test_a_task_failing_on_s3_exits_non_zero_and_one_succeeding_exits_zero(
