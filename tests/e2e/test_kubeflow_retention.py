@@ -45,7 +45,7 @@ from pipeline.runs.summary import RunSummary
 from helpers import copy_digits
 import kfp_launcher
 import notify_receiver
-from kfp_jobs import only_tasks
+from kfp_jobs import assert_got_the_store, only_tasks
 import seaweedfs as seaweedfs_lib
 
 pytestmark = pytest.mark.e2e
@@ -174,11 +174,7 @@ def test_tasks_get_minio_uris_and_the_launcher_reaches_the_store_through_its_ser
     for (run, task), record in driver.tasks.items():
         execution = driver.store.executions[record.execution_id]
         assert execution.last_known_state == metadata_store_pb2.Execution.COMPLETE, (run, task)
-        with open(record.pod.log_file) as log:
-            text = log.read()
-        assert f"S3 endpoint {scenario['server'].endpoint}, region us-east-1, keys: " \
-               'AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY' in text, (run, task, text[-2000:])
-        assert seaweedfs_lib.SECRET_KEY not in text
+        assert_got_the_store(record, scenario['server'].endpoint, seaweedfs_lib.SECRET_KEY)
         if run == 'run-3':
             [logs] = record.executor_input.outputs.artifacts['executor-logs'].artifacts
             assert logs.uri.startswith('minio://') and logs.uri.endswith('/executor-logs-0')
