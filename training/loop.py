@@ -17,7 +17,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from training import plan, progress, stopping
+from training import progress, replan, stopping
 from training.params import AUTO_MIN_TIMED_EPOCHS, TrainParams
 from training.steps import StepFunctions
 
@@ -34,9 +34,9 @@ class LoopOptions:
     examples. With epochs, the held-out slice is evaluated at every epoch end; training stops
     after params.patience epochs without improvement (0 = never), and with a time budget at
     the first step after it is spent. time_target_seconds > 0 (a length planned from the data,
-    plan.plan_epochs) cuts the planned epochs after plan.REPLAN_EPOCH of them to those that fit
-    that many training seconds at the last one's cost (plan.fit_epochs); the schedule then
-    decays over the new length.
+    plan.plan_epochs) re-plans the epochs at each epoch end from replan.REPLAN_EPOCH on to those
+    that fit that many training seconds at the recent epochs' cost (replan.TimePlan); the
+    schedule then decays over the new length.
     """
     params: TrainParams
     train_steps: int
@@ -79,7 +79,7 @@ class LoopOptions:
 class WarmupCosine(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from 0 to `peak` over warmup_steps, then cosine decay to 0 at
     `total_steps`: Keras' CosineDecay with warmup_target (alpha 0), except that the end is a
-    variable, so the loop can re-plan the length after a few epochs (plan.fit_epochs)."""
+    variable, so the loop can re-plan the length at epoch ends (replan.TimePlan)."""
 
     def __init__(self, peak: float, warmup_steps: int, total_steps: tf.Variable):
         self.peak, self.warmup_steps, self.total_steps = peak, warmup_steps, total_steps
@@ -168,12 +168,16 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             checkpoint, checkpoint_write_dir or checkpoint_dir, max_to_keep=2)
     step = start_step = int(steps.step.numpy())
     planned = getattr(steps, 'planned_steps', None)
-    replan_note = ''
+    time_plan = (replan.TimePlan(options.max_epochs, options.time_target_seconds,
+                                 max(AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1))
+                 if planned is not None and options.steps_per_epoch
+                 and options.time_target_seconds else None)
+    resumed_note = ''
     if planned is not None and options.steps_per_epoch and \
             int(planned.numpy()) != options.train_steps:  # re-planned before an interruption
         options = _with_length(options, int(planned.numpy()))
-        replan_note = (f'planned {options.max_epochs:g} epochs after the first '
-                       f'{plan.REPLAN_EPOCH}, to fit {options.time_target_seconds / 60:.1f} min')
+        resumed_note = (f'planned {options.max_epochs:g} epochs before this attempt, to fit '
+                        f'{options.time_target_seconds / 60:.1f} min')
     reporter = progress.Reporter()
     reporter.update(step=start_step, total=options.train_steps, start_step=start_step,
                     checkpoint_dir=checkpoint_dir or '', running=True)
@@ -204,13 +208,11 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             stopped = stopping.after_update(state, options, step, held_out_fn, clock)
             if options.steps_per_epoch and step % options.steps_per_epoch == 0:
                 speed.epoch_end()
-                if (step == plan.REPLAN_EPOCH * options.steps_per_epoch
-                        and options.time_target_seconds and planned is not None
-                        and not stopped):
-                    options, replan_note = _replan(
-                        options, planned, clock(), stopping.agreed_seconds(
-                            steps.strategy, speed.last_epoch(options.steps_per_epoch,
-                                                             step - start_step)))
+                if time_plan and not stopped and \
+                        step >= replan.REPLAN_EPOCH * options.steps_per_epoch:
+                    options = _replan(time_plan, options, planned, step, clock(),
+                                      stopping.agreed_seconds(steps.strategy, speed.recent_epoch(
+                                          options.steps_per_epoch, step - start_step)))
                     reporter.update(total=options.train_steps)
             if step % options.log_every == 0 or step == options.train_steps or stopped:
                 result = _log_window(steps, options, step, window, start_step, run_start)
@@ -225,8 +227,10 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             reporter.update(total=step)  # stopped early: the progress line ends complete
         restored = state.restore_best()
         reason = stopping.describe(state, options, step, restored, note)
-        if replan_note:
-            reason += f' ({replan_note})'
+        plan_note = '; '.join(filter(None, (resumed_note,
+                                            time_plan.describe() if time_plan else '')))
+        if plan_note:
+            reason += f' ({plan_note})'
         logging.info('training stopped after %d steps: %s', step, reason)
         if eval_fn is not None:
             metrics = eval_fn()
@@ -239,6 +243,8 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     reporter.update(running=False)
     result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()),
                   steps_run=step, stop_reason=reason, **speed.result())
+    if time_plan:
+        result['plan_changes'] = len(time_plan.changes)
     if options.steps_per_epoch:
         best = state.summary()
         result.update(epochs_run=round(step / options.steps_per_epoch, 3),
@@ -254,27 +260,24 @@ def _with_length(options: LoopOptions, train_steps: int) -> LoopOptions:
                                max_epochs=round(train_steps / options.steps_per_epoch, 3))
 
 
-def _replan(options: LoopOptions, planned: tf.Variable, seconds: float, epoch_seconds: float):
-    """(options, note) after plan.REPLAN_EPOCH epochs took `seconds`, the last epoch_seconds:
-    the epochs cut to those that fit options.time_target_seconds (plan.fit_epochs), the
-    schedule's end moved with them."""
-    done = plan.REPLAN_EPOCH
-    epochs = plan.fit_epochs(seconds, epoch_seconds, options.max_epochs,
-                             options.time_target_seconds,
-                             max(AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1),
-                             done)
-    if epochs >= options.max_epochs:
-        logging.info('%d epochs in %.0f s (the last %.0f s): the %g planned epochs fit %.1f min',
-                     done, seconds, epoch_seconds, options.max_epochs,
-                     options.time_target_seconds / 60)
-        return options, ''
-    total = math.ceil(epochs * options.steps_per_epoch)
-    note = (f'planned {epochs:g} of {options.max_epochs:g} epochs after the first {done} took '
-            f'{seconds:.0f} s (the last {epoch_seconds:.0f} s), to fit '
-            f'{options.time_target_seconds / 60:.1f} min')
-    logging.info('Length re-planned: %s (%d updates)', note, total)
+def _replan(time_plan: replan.TimePlan, options: LoopOptions, planned: tf.Variable,
+            step: int, seconds: float, epoch_seconds: float) -> LoopOptions:
+    """options with the epochs time_plan gives at this epoch end, after `seconds` of training
+    at epoch_seconds an epoch; when they change, the schedule's end (`planned`) moves too."""
+    epoch = step // options.steps_per_epoch
+    epochs = time_plan.at_epoch_end(epoch, options.max_epochs, seconds, epoch_seconds)
+    if epochs == options.max_epochs:
+        if epoch == replan.REPLAN_EPOCH:
+            logging.info('%d epochs in %.0f s (the last %.0f s): the %g planned epochs fit '
+                         '%.1f min', epoch, seconds, epoch_seconds, options.max_epochs,
+                         options.time_target_seconds / 60)
+        return options
+    total = max(step, math.ceil(epochs * options.steps_per_epoch))
+    logging.info('Length re-planned at epoch %d: %g epochs instead of %g after %.0f s, %.0f s '
+                 'an epoch, to fit %.1f min (%d updates)', epoch, epochs, options.max_epochs,
+                 seconds, epoch_seconds, options.time_target_seconds / 60, total)
     planned.assign(total)
-    return _with_length(options, total), note
+    return _with_length(options, total)
 
 
 class _Speed:
@@ -294,12 +297,14 @@ class _Speed:
         else:
             self.first = seconds
 
-    def last_epoch(self, steps_per_epoch: int, updates: int) -> float:
-        """What a later epoch should cost: the last epoch's seconds, or, when this process
-        started inside it (a resumed run, `updates` done here), its part without the first,
-        tracing update, scaled to a whole epoch."""
-        if updates > steps_per_epoch:
-            return self.epochs[-1]
+    def recent_epoch(self, steps_per_epoch: int, updates: int) -> float:
+        """What a later epoch should cost: the mean of the last replan.RECENT_EPOCHS epochs of
+        this process but its first (which traced the step and filled the cache); when the
+        first is all there is (a resumed run that started inside it, `updates` done here), its
+        part without the first, tracing update, scaled to a whole epoch."""
+        if updates > steps_per_epoch and len(self.epochs) > 1:
+            recent = self.epochs[1:][-replan.RECENT_EPOCHS:]
+            return sum(recent) / len(recent)
         return (self.epochs[-1] - self.first) * steps_per_epoch / max(1, updates - 1)
 
     def epoch_end(self) -> None:

@@ -22,12 +22,12 @@ from training.choices import AUGMENTS, OPTIMIZERS, POLICIES, XLA_CHOICES
 # epoch, and 20 epochs of them are 40 updates (measured on 189 photo patches: eval 0.88,
 # against 1.00 with 400 updates). Fashion-MNIST's 43k held-in images were still improving
 # after 10 epochs (train accuracy below eval: underfit), so 1M examples: 20 epochs of them.
-# Then, after two epochs (plan.REPLAN_EPOCH), the plan is cut to the epochs that fit
-# AUTO_TRAIN_MINUTES of training (the step trial's seconds included) at the second's cost,
-# never below AUTO_MIN_TIMED_EPOCHS (early stopping and the schedule's decay need a few): with
-# ingestion, evaluation and export (2-3 min for Fashion-MNIST's 60k PNGs on 2 shared cores,
-# bench/bench_quality.py) the default run fits a quarter of an hour whatever the data's size
-# (docs/training.md, "Training length").
+# Then, after two epochs (replan.REPLAN_EPOCH) and again at every epoch end as their cost
+# moves, the plan is cut to the epochs that fit AUTO_TRAIN_MINUTES of training (the step
+# trial's seconds included) at the recent epochs' cost, never below AUTO_MIN_TIMED_EPOCHS
+# (early stopping and the schedule's decay need a few): with ingestion, evaluation and export
+# (2-3 min for Fashion-MNIST's 60k PNGs on 2 shared cores, bench/bench_quality.py) the default
+# run fits a quarter of an hour whatever the data's size (docs/training.md, "Training length").
 AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 1_000_000, 10, 20, 400
 AUTO_TRAIN_MINUTES, AUTO_MIN_TIMED_EPOCHS = 12.0, 3
 # Batch from the data (global_batch_size 0): AUTO_BATCH, or AUTO_LARGE_BATCH when the held-in
@@ -73,8 +73,8 @@ class TrainParams(Settings):
         0.0, 'most passes over the train split; early stopping still applies', '--epochs',
         metavar='N',
         default_text=f'from the data: ~{AUTO_EXAMPLES:,} examples seen as '
-        f'{AUTO_MIN_EPOCHS}-{AUTO_MAX_EPOCHS} passes, >= {AUTO_MIN_UPDATES} updates, cut after '
-        f'2 epochs to fit {AUTO_TRAIN_MINUTES:g} min (>= {AUTO_MIN_TIMED_EPOCHS})')
+        f'{AUTO_MIN_EPOCHS}-{AUTO_MAX_EPOCHS} passes, >= {AUTO_MIN_UPDATES} updates, cut from '
+        f'epoch 2 on to fit {AUTO_TRAIN_MINUTES:g} min (>= {AUTO_MIN_TIMED_EPOCHS})')
     train_steps: int = setting(
         0, 'exactly N optimizer updates instead: no epochs, no early stopping', '--steps',
         metavar='N',

@@ -1,8 +1,8 @@
 """How long a training job runs, and whether its train split is cached: planned from the data.
 
 The length rule (train_epochs 0: AUTO_* in training/params.py, which --help states; the cut
-to the time after REPLAN_EPOCH epochs, fit_epochs, is applied by the loop), the held-out share too
-small to rank epochs, and the in-memory cache budget. No TFX imports: the
+to the time, re-planned at each epoch end, is training/replan.py's, which the loop asks), the
+held-out share too small to rank epochs, and the in-memory cache budget. No TFX imports: the
 executor plans the job with these, the report estimates updates with resolve_train_steps, and
 job.train_and_export calls plan_epochs before it builds anything.
 """
@@ -16,7 +16,7 @@ from core import inputs
 from training import data
 from training.params import (AUTO_BATCH, AUTO_EXAMPLES, AUTO_LARGE_BATCH,
                              AUTO_LARGE_BATCH_UPDATES, AUTO_MAX_EPOCHS, AUTO_MIN_EPOCHS,
-                             AUTO_MIN_TIMED_EPOCHS, AUTO_MIN_UPDATES, AUTO_TRAIN_MINUTES)
+                             AUTO_MIN_UPDATES, AUTO_TRAIN_MINUTES)
 
 
 # Decoded float32 pixels of a train split up to this size are cached in memory.
@@ -66,25 +66,6 @@ def batch_scale(configured: int, batch: int) -> float:
     """How much longer a length from the data is at this batch: the larger batch from the data
     keeps the smaller one's updates (twice the examples); a configured batch keeps the rule."""
     return 1.0 if configured else batch / AUTO_BATCH
-
-
-# The length is re-planned at the end of this epoch, from its cost: the first epoch costs more
-# than the later ones (tracing, and decoding the split into the in-memory cache: Fashion-MNIST's
-# first epochs took 42-101 s where the second took 35-59 s, bench/bench_quality.py), and the
-# schedule has barely decayed by then (cosine: 98% of the peak after 2 of 20 epochs).
-REPLAN_EPOCH = 2
-
-
-def fit_epochs(spent_seconds: float, epoch_seconds: float, planned_epochs: float,
-               target_seconds: float, min_epochs: int = AUTO_MIN_TIMED_EPOCHS,
-               done: int = REPLAN_EPOCH) -> float:
-    """The planned epochs, cut to the `done` ones (which took spent_seconds) and the whole
-    epochs of epoch_seconds each that fit in what is left of target_seconds; never below
-    min_epochs nor above the plan."""
-    if epoch_seconds <= 0 or target_seconds <= 0:
-        return planned_epochs
-    fit = done + math.floor(max(0.0, target_seconds - spent_seconds) / epoch_seconds)
-    return float(min(planned_epochs, max(min_epochs, fit)))
 
 
 def resolve_train_steps(exec_properties: Mapping[str, Any], num_train_examples: int) -> int:

@@ -126,16 +126,6 @@ def test_a_batch_from_the_data_is_planned_and_a_configured_one_kept(tmp_path):
     assert batch(plan.AUTO_EPOCHS, global_batch_size=32) == 32
 
 
-@pytest.mark.parametrize('spent, epoch, planned, expected', [
-    (60.0, 30.0, 20.0, 20.0),     # 2 epochs in 60 s + 18 x 30 s = 10 min: the whole plan fits
-    (160.0, 59.0, 20.0, 9.0),     # a busy machine: 2 + 440 / 59 = 9.5
-    (80.0, 36.0, 20.0, 16.0),     # 2 + 520 / 36 = 16.4: whole epochs only
-    (900.0, 400.0, 10.0, 3.0),    # a large split: never below 3 epochs
-    (0.9, 0.3, 20.0, 20.0)])      # the digits: never above the plan
-def test_the_plan_is_cut_to_the_epochs_that_fit_the_time(spent, epoch, planned, expected):
-    assert plan.fit_epochs(spent, epoch, planned, 600.0) == expected
-
-
 def test_the_cut_applies_to_a_length_from_the_data_or_under_a_budget(tmp_path):
     def planned(epochs, **params):
         job, _ = _digits_job(tmp_path, epochs=epochs, **params)

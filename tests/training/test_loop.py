@@ -2,6 +2,7 @@
 import glob
 import json
 import os
+import time
 
 import keras
 import numpy as np
@@ -117,7 +118,7 @@ def test_resume_continues_from_the_checkpoint_and_matches_an_uninterrupted_run(t
     assert os.path.exists(os.path.join(ckpt, 'ckpt-12.index'))
 
 
-def test_the_plan_is_cut_after_the_first_epoch_and_a_rerun_keeps_the_cut_plan(tmp_path):
+def test_the_plan_is_cut_after_the_second_epoch_and_a_rerun_keeps_the_cut_plan(tmp_path):
     points, labels = _separable_data()
     # 10 epochs of 4 updates planned; no epoch fits the target, so the fewest timed epochs run.
     options = loop.LoopOptions.of(train_steps=40, global_batch_size=16, learning_rate=0.05,
@@ -134,7 +135,44 @@ def test_the_plan_is_cut_after_the_first_epoch_and_a_rerun_keeps_the_cut_plan(tm
     again = loop.run_training(_steps(options, replannable=True), _stream(points, labels, 16),
                               options, checkpoint_dir=ckpt)
     assert again['start_step'] == again['steps_run'] == 12
-    assert 'planned 3 epochs after the first 2, to fit' in again['stop_reason']
+    assert 'planned 3 epochs before this attempt, to fit' in again['stop_reason']
+
+
+def _slowing_stream(points, labels, batch, slow_from, seconds):
+    """_stream whose batches after the first slow_from examples each take `seconds` more, as
+    when another process takes a core part way through training."""
+    def delay(position, point, label):
+        def wait(p):
+            if p >= slow_from:
+                time.sleep(seconds)
+            return p
+        tf.py_function(wait, [position], tf.int64)
+        return point, label
+
+    def make(skip):
+        return (tf.data.Dataset.from_tensor_slices((points, labels)).repeat().enumerate()
+                .skip(skip).batch(batch, drop_remainder=True)
+                .map(lambda p, xy: delay(p[0], *xy)))
+    return make
+
+
+def test_a_run_that_slows_down_part_way_is_re_planned_to_end_near_its_target():
+    points, labels = _separable_data()
+    # 30 epochs of 4 updates planned; from epoch 4 each update waits 0.2 s (0.8 s an epoch), so
+    # the 27 epochs left would take 22 s against a target of 6 s: cut at epoch 2 only, the run
+    # would overrun by 16 s.
+    target, slow_epoch = 6.0, 0.8
+    options = loop.LoopOptions.of(train_steps=120, global_batch_size=16, learning_rate=0.05,
+                                  steps_per_epoch=4, max_epochs=30, time_target_seconds=target)
+    steps = _steps(options, replannable=True)
+    result = loop.run_training(steps, _slowing_stream(points, labels, 16, 3 * 64, 0.2), options)
+    seconds = json.loads(result['epoch_seconds'])
+    assert result['plan_changes'] >= 1 and 4 <= result['epochs_run'] < 20, result
+    assert 're-planned' in result['stop_reason'] and 'at epoch' in result['stop_reason']
+    # Within the band of one epoch (plus the lag of the recent mean's one more).
+    assert sum(seconds) <= target + 2 * slow_epoch + 0.5, seconds
+    assert int(steps.planned_steps.numpy()) == result['steps_run']  # the schedule's end moved
+    assert float(steps.optimizer.learning_rate) == pytest.approx(0.0, abs=1e-7)  # decayed
 
 
 def test_without_a_target_or_a_plan_variable_the_length_stays(tmp_path):

@@ -1,0 +1,65 @@
+"""Unit tests of the time plan: the epochs that fit the training time, re-planned each epoch."""
+import pytest
+
+from training import replan
+
+
+@pytest.mark.parametrize('spent, epoch, planned, expected', [
+    (60.0, 30.0, 20.0, 20.0),     # 2 epochs in 60 s + 18 x 30 s = 10 min: the whole plan fits
+    (160.0, 59.0, 20.0, 9.0),     # a busy machine: 2 + 440 / 59 = 9.5
+    (80.0, 36.0, 20.0, 16.0),     # 2 + 520 / 36 = 16.4: whole epochs only
+    (900.0, 400.0, 10.0, 3.0),    # a large split: never below 3 epochs
+    (0.9, 0.3, 20.0, 20.0)])      # the digits: never above the plan
+def test_the_plan_is_cut_to_the_epochs_that_fit_the_time(spent, epoch, planned, expected):
+    assert replan.fit_epochs(spent, epoch, planned, 600.0) == expected
+
+
+def test_never_fewer_epochs_than_are_done():
+    assert replan.fit_epochs(700.0, 30.0, 40.0, 600.0, min_epochs=3, done=12) == 12
+
+
+def _walk(plan, costs, planned=40.0):
+    """Runs the plan over epochs of these costs; returns the plan after each epoch."""
+    spent, plans = 0.0, []
+    for epoch, cost in enumerate(costs, start=1):
+        spent += cost
+        if epoch >= planned:
+            break
+        planned = plan.at_epoch_end(epoch, planned, spent, cost)
+        plans.append(planned)
+    return plans, spent
+
+
+def test_the_first_cut_is_at_the_second_epoch_and_a_quiet_run_keeps_it():
+    plan = replan.TimePlan(40.0, 720.0, 3)
+    # 18 s an epoch with a wobble of +-1 s: 2 + (720 - 38) / 18 = 39 epochs, and it stays.
+    costs = [20.0, 18.0] + [18.0 + (1 if i % 2 else -1) * 0.9 for i in range(38)]
+    plans, spent = _walk(plan, costs)
+    assert plans[0] == 40.0 and plans[1] == 39.0 and set(plans[1:]) == {39.0}
+    assert len(plan.changes) == 1 and spent <= 720.0 + 18
+    assert plan.describe() == ('planned 39 of 40 epochs after the first 2 took 38 s (the last '
+                               '18 s), to fit 12.0 min')
+
+
+def test_a_slowdown_part_way_moves_the_end_so_the_run_ends_near_its_target():
+    plan = replan.TimePlan(40.0, 720.0, 3)
+    # A neighbour takes a core from epoch 11 on: 18 s epochs become 27 s.
+    plans, spent = _walk(plan, [20.0] + [18.0] * 9 + [27.0] * 30)
+    assert plans[1] == 39.0 and min(plans) < 33.0
+    assert spent <= 720.0 + 27.0          # within one epoch of the target, where the cut at
+    # epoch 2 alone would have run 38 + 8 x 18 + 29 x 27 = 965 s
+    assert 're-planned' in plan.describe() and 'at epoch 11' in plan.describe()
+
+
+def test_a_speed_up_takes_back_epochs_up_to_the_length_from_the_data_only():
+    plan = replan.TimePlan(40.0, 720.0, 3)
+    # A neighbour leaves after epoch 6: 30 s epochs become 12 s.
+    plans, _ = _walk(plan, [32.0, 30.0, 30.0, 30.0, 30.0, 30.0] + [12.0] * 34)
+    assert plans[1] == 23.0                   # 2 + (720 - 62) / 30 = 23.9: cut first
+    assert plans[6] == 40.0 and max(plans) == 40.0   # at epoch 7: 7 + 526 / 12 = 50, capped
+
+
+def test_a_plan_that_fits_is_not_cut_and_says_nothing():
+    plan = replan.TimePlan(20.0, 720.0, 3)
+    plans, _ = _walk(plan, [1.0] * 20, planned=20.0)
+    assert set(plans) == {20.0} and plan.describe() == '' and not plan.changes

@@ -1,0 +1,94 @@
+"""The time plan: how many epochs fit the training time, re-planned at every epoch end.
+
+No TFX imports. A policy the loop asks at each epoch end (Orbit's split: the loop is mechanism,
+this decides): a length planned from the data (plan.plan_epochs) is cut, from REPLAN_EPOCH on,
+to the epochs that fit the time target at the measured cost of an epoch, and moves again when
+that cost moves, so a run that slows down part way (another process takes a core) still ends
+near its target, and one that speeds up takes back epochs up to the length from the data.
+
+A plan that changed by one epoch at every wobble of a quiet machine would train a different
+model from run to run, so after the first cut it moves only when the estimate leaves a band of
+one epoch around it: shorter when the plan overruns by more than one epoch at the recent cost,
+longer when at least two more epochs fit.
+"""
+import dataclasses
+import math
+from typing import List
+
+from training.params import AUTO_MIN_TIMED_EPOCHS
+
+# The first re-plan is at the end of this epoch: the first epoch costs more than the later
+# ones (tracing, and decoding the split into the in-memory cache: Fashion-MNIST's first epochs
+# took 42-101 s where the second took 35-59 s, bench/bench_quality.py), and the schedule has
+# barely decayed by then (cosine: 98% of the peak after 2 of 20 epochs).
+REPLAN_EPOCH = 2
+# An epoch's cost is the mean of the last few, so one slow epoch (a checkpoint, a neighbour's
+# burst) moves the plan less than a lasting change.
+RECENT_EPOCHS = 3
+
+
+def fit_epochs(spent_seconds: float, epoch_seconds: float, planned_epochs: float,
+               target_seconds: float, min_epochs: int = AUTO_MIN_TIMED_EPOCHS,
+               done: int = REPLAN_EPOCH) -> float:
+    """The planned epochs, cut to the `done` ones (which took spent_seconds) and the whole
+    epochs of epoch_seconds each that fit in what is left of target_seconds; never below
+    min_epochs (nor `done`) nor above the plan."""
+    if epoch_seconds <= 0 or target_seconds <= 0:
+        return planned_epochs
+    fit = done + math.floor(max(0.0, target_seconds - spent_seconds) / epoch_seconds)
+    return float(min(planned_epochs, max(min_epochs, done, fit)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One change of the plan: at the end of `epoch`, from `before` epochs to `after`."""
+    epoch: int
+    before: float
+    after: float
+    spent_seconds: float
+    epoch_seconds: float
+
+
+class TimePlan:
+    """Re-plans the epochs at each epoch end; `changes` says when and why it moved.
+
+    ceiling_epochs is the length from the data (never exceeded); target_seconds the training
+    seconds to fit; min_epochs the fewest a cut leaves.
+    """
+
+    def __init__(self, ceiling_epochs: float, target_seconds: float, min_epochs: int):
+        self.ceiling, self.target, self.min_epochs = ceiling_epochs, target_seconds, min_epochs
+        self.changes: List[Change] = []
+
+    def at_epoch_end(self, epoch: int, planned: float, spent_seconds: float,
+                     epoch_seconds: float) -> float:
+        """The epochs to plan after `epoch` (`planned` when it stays): the first cut at
+        REPLAN_EPOCH as fit_epochs says; later, only outside the band (module docstring)."""
+        if epoch < REPLAN_EPOCH or epoch >= planned:
+            return planned
+        fit = fit_epochs(spent_seconds, epoch_seconds, self.ceiling, self.target,
+                         self.min_epochs, epoch)
+        if epoch == REPLAN_EPOCH:
+            new = min(fit, planned)
+        elif planned > fit + 1 or fit >= planned + 2:
+            new = fit
+        else:
+            new = planned
+        if new != planned:
+            self.changes.append(Change(epoch, planned, new, spent_seconds, epoch_seconds))
+        return new
+
+    def describe(self) -> str:
+        """The changes as words for the stop reason ('' when the plan never moved)."""
+        parts, later = [], self.changes
+        if later and later[0].epoch == REPLAN_EPOCH:
+            first, later = later[0], later[1:]
+            parts.append(f'planned {first.after:g} of {first.before:g} epochs after the first '
+                         f'{first.epoch} took {first.spent_seconds:.0f} s (the last '
+                         f'{first.epoch_seconds:.0f} s), to fit {self.target / 60:.1f} min')
+        if later:
+            moves = ', '.join(f'{c.after:g} at epoch {c.epoch} ({c.epoch_seconds:.0f} s an epoch)'
+                              for c in later)
+            parts.append(f're-planned {len(later)} time{"s" if len(later) > 1 else ""} as an '
+                         f"epoch's cost moved, to fit {self.target / 60:.1f} min: {moves}")
+        return '; '.join(parts)
