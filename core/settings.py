@@ -83,7 +83,8 @@ def options(cls, field: dataclasses.Field, parsers: Dict[str, Callable[[str], An
     if kind is bool:
         return dict(found, action='store_const', const=not field.default)
     return dict(found, type=parsers.get(meta.get('parse'), kind),
-                **{key: meta[key] for key in ('metavar', 'choices') if key in meta})
+                **{key: meta[key] for key in ('metavar', 'choices', 'nargs', 'const')
+                   if key in meta})
 
 
 class Settings:

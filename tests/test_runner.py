@@ -114,7 +114,9 @@ def test_flags_reach_the_config(tmp_path):
                              '--accumulation-steps', '4', '--mixed-precision', 'mixed_float16',
                              '--warm-start', '--augment', 'standard', '--flip')
     assert kubeflow is None and cfg.train.warm_start is True
-    assert cfg.train.augment == 'standard' and cfg.train.flip is True
+    assert cfg.train.augment == 'standard' and cfg.train.flip == 'on'  # --flip alone: on
+    for given, flip in (('auto', 'auto'), ('off', 'off'), ('on', 'on')):
+        assert _configs('--local', '--output', str(tmp_path), '--flip', given)[0].train.flip == flip
     assert cfg.train.train_steps == 7 and cfg.train.warmup_steps < 7
     assert cfg.train.accumulation_steps == 4 and cfg.train.mixed_precision == 'mixed_float16'
     assert cfg.beam_args == ('--direct_num_workers=1', '--foo=bar')

@@ -16,8 +16,9 @@ Modes (AUGMENTS in choices.py):
   such images, and the stream, exactly as they are;
 - standard: light, then a random resized crop (70-100% of the area, aspect 3/4-4/3, resized
   back) and a random contrast change (x0.8-1.2).
-A horizontal flip is separate (`flip`) and only when asked: it turns digits and text into
-other symbols. The serving graph never sees any of this: it is applied in tf.data only.
+A horizontal flip is separate (`flip`): it turns digits and text into other symbols, so it is
+on when asked, or when flip_choice.py measured that mirroring keeps the labels (flip auto).
+The serving graph never sees any of this: it is applied in tf.data only.
 """
 from typing import Callable, Tuple
 
@@ -44,9 +45,12 @@ def is_active(mode: str, flip: bool, image_shape: Tuple[int, int, int]) -> bool:
     return flip or mode == 'standard' or (mode == 'light' and shifts > 0)
 
 
-def describe(mode: str, flip: bool) -> str:
-    """For the log line and the report: e.g. 'light', 'standard + flip', 'none'."""
-    return mode + (' + flip' if flip else '')
+def describe(mode: str, flip) -> str:
+    """For the log line and the report: e.g. 'light', 'standard + flip', 'none'; flip is on or
+    off (True, False), or 'auto' before flip_choice.py has measured."""
+    if flip == 'auto':
+        return mode + ' (+ flip if mirroring keeps the labels)'
+    return mode + (' + flip' if flip in (True, 'on') else '')
 
 
 def _translate(image, seed, height: int, width: int):

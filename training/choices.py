@@ -9,6 +9,9 @@ POLICIES = ('auto', 'float32', 'mixed_float16', 'mixed_bfloat16')
 AUGMENTS = ('none', 'light', 'standard')
 # XLA for the train step's forward and backward pass: auto = by the timed trial (trial.py).
 XLA_CHOICES = ('auto', 'on', 'off')
+# Random horizontal flips of train images: auto = when the held-out slice says mirroring keeps
+# the labels (flip_choice.py).
+FLIP_CHOICES = ('auto', 'on', 'off')
 
 # mixed_bfloat16 pays on a bf16 CPU from this many forward multiply-adds per example up.
 # bench/bench_precision.py on a 2-core AMD EPYC with AVX512_BF16, two runs (docs/benchmarks.md,

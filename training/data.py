@@ -220,3 +220,9 @@ def held_out_dataset(file_pattern: str, held_out_percent: int, batch_size: int, 
     records = _records(file_pattern).filter(lambda r: _held_out(r, held_out_percent))
     return _sharded(_batched(records, batch_size, image_shape, spec, drop_remainder=False)
                     .prefetch(tf.data.AUTOTUNE))
+
+
+def mirrored(batches: tf.data.Dataset) -> tf.data.Dataset:
+    """Image batches (eval_dataset's, held_out_dataset's) mirrored left-right, labels kept: what
+    flip_choice.py scores to see whether mirroring keeps the labels."""
+    return batches.map(lambda images, labels: (tf.image.flip_left_right(images), labels))

@@ -22,7 +22,7 @@ import tensorflow as tf
 from core import inputs, model_signature
 from training import data, distribute, export, loop, precision, steps as steps_lib
 from training import augment as augment_lib, warm_start, warmup
-from training import plan, speed, trial
+from training import flip_choice, plan, speed, trial
 from training.params import TrainParams
 
 
@@ -214,6 +214,21 @@ def _against_peak(model: keras.Model, policy: str, examples_per_second) -> Dict[
             'peak_fraction': achieved / peak}
 
 
+def _flip_choice(job: TrainJob, steps: steps_lib.StepFunctions,
+                 held_out_data: Optional[tf.data.Dataset]) -> flip_choice.FlipChoice:
+    """Flips as asked, or measured on the held-out slice (flip_choice.py) when there is one."""
+    mode, evaluate, unmeasured = job.params.flip, None, ''
+    if job.input_spec.kind == 'tabular':
+        mode, unmeasured = 'off', 'a table has no image to mirror'
+    elif held_out_data is not None:
+        mirrored = data.mirrored(held_out_data)
+
+        def evaluate(mirror: bool) -> Dict[str, float]:
+            return steps.evaluate(mirrored if mirror else held_out_data)
+    with steps.strategy.scope():  # mirrored like the weights, as the loop's StoppingState
+        return flip_choice.FlipChoice(mode, len(job.class_names), evaluate, unmeasured)
+
+
 def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                      checkpoint_dir: Optional[str] = None,
                      strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, float]:
@@ -260,6 +275,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         held_out_data = data.held_out_dataset(
             job.train_pattern, job.held_out_percent, params.global_batch_size, job.image_shape,
             spec=job.input_spec) if job.held_out_percent else None
+        flips = _flip_choice(job, steps, held_out_data)
         workers, worker = distribute.num_workers(), distribute.input_pipeline(strategy)
         shard = data.shard_policy(len(tf.io.gfile.glob(job.train_pattern)), workers)
         if workers > 1:
@@ -273,15 +289,18 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                                                    shard=shard, worker=worker, num_workers=workers,
                                                    cache_decoded=job.cache_decoded,
                                                    spec=job.input_spec, augment=params.augment,
-                                                   flip=params.flip,
+                                                   flip=flips.flip_now(),
                                                    held_out_percent=job.held_out_percent),
             options, log_dir=log_dir, checkpoint_dir=checkpoint_dir, is_chief=is_chief,
             checkpoint_write_dir=scratch,
             eval_fn=lambda: steps.evaluate(eval_data, params.eval_steps),
             held_out_fn=None if held_out_data is None else lambda: steps.evaluate(held_out_data),
-            note=note)
+            note=note, flip_choice=flips)
         if job.epochs > 0:
             metrics['held_out_examples'] = held_out
+        if job.input_spec.kind != 'tabular':
+            metrics['flip'] = int(flips.flip_now())
+            metrics['flip_reason'] = flips.reason()
         metrics['mixed_precision'] = policy
         metrics['precision_reason'] = why
         metrics['xla'] = int(decision.xla)

@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 
 from training import progress, replan, stopping
+from training.flip_choice import FlipChoice
 from training.params import AUTO_MIN_TIMED_EPOCHS, TrainParams
 from training.steps import StepFunctions
 
@@ -142,13 +143,16 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                  is_chief: bool = True,
                  checkpoint_write_dir: Optional[str] = None,
                  held_out_fn: Optional[Callable[[], Dict[str, float]]] = None,
-                 note: str = '') -> Dict[str, float]:
+                 note: str = '',
+                 flip_choice: Optional[FlipChoice] = None) -> Dict[str, float]:
     """Trains for options.train_steps updates or until it stops early, resuming if it can.
 
     make_train_data(skip_examples) must return the training stream with that many examples
     skipped, so a resumed run sees exactly the data the interrupted one would have seen next.
     held_out_fn evaluates the held-out slice at epoch ends (options.steps_per_epoch > 0); the
-    best epoch's weights are restored before eval_fn and the return. Every worker restores from
+    best epoch's weights are restored before eval_fn and the return. flip_choice (flip auto) is
+    asked at each epoch end whether flips start now; then the stream is made again from
+    make_train_data at this step (it reads the choice). Every worker restores from
     checkpoint_dir; under multi-worker training only the chief writes there, and the others
     write to their own checkpoint_write_dir (saving is collective). Returns the last window's
     train loss/accuracy, counters, how training stopped and why (`stop_reason`, where `note`
@@ -158,7 +162,8 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
         state = stopping.StoppingState(steps.model.variables)
     manager = None
     if checkpoint_dir:
-        checkpoint = tf.train.Checkpoint(**steps.checkpoint_items(), stopping=state)
+        extra = {'flip_choice': flip_choice} if flip_choice is not None else {}
+        checkpoint = tf.train.Checkpoint(**steps.checkpoint_items(), stopping=state, **extra)
         latest = tf.train.latest_checkpoint(checkpoint_dir)
         if latest:
             checkpoint.restore(latest).assert_existing_objects_matched()
@@ -182,8 +187,10 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     reporter.update(step=start_step, total=options.train_steps, start_step=start_step,
                     checkpoint_dir=checkpoint_dir or '', running=True)
     stopped = int(state.stop_code.numpy()) != stopping.RUNNING  # stopped before a crash
-    iterator = iter(steps.strategy.experimental_distribute_dataset(
-        make_train_data(start_step * options.examples_per_update)))
+    def stream(at_step):
+        return iter(steps.strategy.experimental_distribute_dataset(
+            make_train_data(at_step * options.examples_per_update)))
+    iterator = stream(start_step)
     writer = (tf.summary.create_file_writer(log_dir) if log_dir and is_chief
               else tf.summary.create_noop_writer())
     window, run_start, result = _Window(), time.perf_counter(), {}
@@ -202,12 +209,20 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             update_start = time.perf_counter()
             outputs = steps.train_step(iterator)
             window.add(*outputs[:3])
+            if flip_choice is not None:
+                flip_choice.count(float(outputs[1]), options.examples_per_update)
             speed.add(step - start_step, time.perf_counter() - update_start, float(outputs[2]),
                       options.examples_per_update)
             reporter.update(step=step)
             stopped = stopping.after_update(state, options, step, held_out_fn, clock)
             if options.steps_per_epoch and step % options.steps_per_epoch == 0:
                 speed.epoch_end()
+                # Only while epochs remain: flips decided after the last would train nothing.
+                if flip_choice is not None and not stopped and step < options.train_steps \
+                        and flip_choice.at_epoch_end(step // options.steps_per_epoch,
+                                                     state.last_metrics.get('accuracy', -1.0)):
+                    iterator = None  # its in-memory cache goes before the next one fills
+                    iterator = stream(step)
                 if time_plan and not stopped and \
                         step >= replan.REPLAN_EPOCH * options.steps_per_epoch:
                     options = _replan(time_plan, options, planned, step, clock(),

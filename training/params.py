@@ -14,7 +14,7 @@ import dataclasses
 from typing import ClassVar, Optional, Tuple
 
 from core.settings import Settings, setting
-from training.choices import AUGMENTS, OPTIMIZERS, POLICIES, XLA_CHOICES
+from training.choices import AUGMENTS, FLIP_CHOICES, OPTIMIZERS, POLICIES, XLA_CHOICES
 
 # Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as
 # AUTO_MIN_EPOCHS to AUTO_MAX_EPOCHS passes over the held-in train examples, but never fewer
@@ -120,8 +120,11 @@ class TrainParams(Settings):
     label_smoothing: float = setting(
         0.1, 'train towards (1 - e) on the label and e / classes on every class; 0 = none',
         '--label-smoothing', metavar='E')
-    flip: bool = setting(False, 'random horizontal flips of train images too (not for digits '
-                        'or text)', '--flip')
+    flip: str = setting(
+        'auto', 'random horizontal flips of train images too: auto = when mirrored held-out '
+        'images score at least 90% of the unmirrored after the first epoch (mirroring keeps '
+        'clothes, not digits or text); --flip alone = on', '--flip', choices=FLIP_CHOICES,
+        nargs='?', const='on')
     # Config file only (no flag):
     optimizer: str = setting('adam', ' | '.join(OPTIMIZERS))
     warmup_steps: int = setting(20, 'linear learning-rate warm-up updates (shortened to fit a '
@@ -138,6 +141,9 @@ class TrainParams(Settings):
     def __post_init__(self):
         if self.model_builder in NAMED_MODELS:  # recorded (and trained) as the full import path
             object.__setattr__(self, 'model_builder', NAMED_MODELS[self.model_builder])
+        if self.flip in (True, False, '1', '0'):  # before auto, flip was a bool: a config's
+            # true or false, or an older execution's property 1 or 0, still reads
+            object.__setattr__(self, 'flip', 'on' if self.flip in (True, '1') else 'off')
         if self.train_steps > 0:  # a fixed length: epochs do not apply (and are not recorded)
             object.__setattr__(self, 'train_epochs', 0.0)
         super().__post_init__()
@@ -191,6 +197,7 @@ class TrainParams(Settings):
         yield (self.time_budget_minutes >= 0,
                f'time_budget_minutes must be >= 0 (0 = none), got {self.time_budget_minutes}')
         yield self.augment in AUGMENTS, f'augment must be one of {AUGMENTS}, got {self.augment!r}'
+        yield self.flip in FLIP_CHOICES, f'flip must be one of {FLIP_CHOICES}, got {self.flip!r}'
         yield (all(isinstance(d, str) and d for d in self.devices),
                f'devices must be device names, got {self.devices!r}')
 
@@ -203,6 +210,6 @@ class TrainParams(Settings):
         """No warm-up, augmentation, held-out slice or early stopping, float32 without XLA,
         seed 0: the plain training the library's tests and benchmarks start from."""
         return cls(**dict(dict(global_batch_size=AUTO_BATCH, warmup_steps=0, augment='none',
-                               label_smoothing=0.0, validation_percent=0,
+                               flip='off', label_smoothing=0.0, validation_percent=0,
                                patience=0, mixed_precision='float32', xla='off', seed=0),
                           **changes))

@@ -114,6 +114,7 @@ class StoppingState(tf.Module):
         self.seconds = scalar(0.0, tf.float64, 'seconds')       # training time spent so far
         self.stop_code = scalar(RUNNING, tf.int64, 'stop_code')
         self.stop_step = scalar(0, tf.int64, 'stop_step')
+        self.last_metrics = {}   # the last held-out evaluation (after_update)
         self._model_variables = list(model_variables)
         self.best_weights = [tf.Variable(tf.convert_to_tensor(v), trainable=False,
                                          name='best_weights') for v in self._model_variables]
@@ -190,6 +191,7 @@ def after_update(state, options, step, held_out_fn, clock):
     if per_epoch and held_out_fn is not None and (epoch_end or over):
         epoch = epoch_of(step, per_epoch)
         metrics = held_out_fn()
+        state.last_metrics = metrics   # for other policies at this epoch end (not checkpointed)
         state.record(epoch, metrics['accuracy'], metrics['loss'])
         best = state.summary()
         for name in ('accuracy', 'loss'):

@@ -183,6 +183,10 @@ class Executor(base_executor.BaseExecutor):
                 model.set_int_custom_property(name, value)
             model.set_string_custom_property(properties.INPUT_STATEMENT, shape.statement)
             model.set_string_custom_property(properties.AUGMENT, params.augment)
-            model.set_int_custom_property(properties.FLIP, int(params.flip))
+            # Whether flips were used (flip auto: as measured); a record of before it lacks
+            # the metric, and says what was asked.
+            model.set_int_custom_property(properties.FLIP, int(metrics.get(
+                properties.FLIP, params.flip == 'on')))
         for name, value in metrics.items():
-            record_metric(model, name, value)
+            if name != properties.FLIP:
+                record_metric(model, name, value)

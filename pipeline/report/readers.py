@@ -307,8 +307,15 @@ def training_settings(properties: Dict[str, object], model: Optional[Artifact],
         if properties.get(key):
             rows.append((label, str(properties[key])))
     if spec.kind != 'tabular' and properties.get(property_names.AUGMENT):
-        flip = ' + flip' if int(properties.get(property_names.FLIP) or 0) else ''
-        rows.append(('augmentation', f'{properties["augment"]}{flip} (train images only)'))
+        # What the trainer did (recorded on the Model), else what was asked: on, or 1 as the
+        # property was recorded before flip auto.
+        used = recorded(property_names.FLIP)
+        flip = used if used is not None else properties.get(property_names.FLIP) in (1, 'on')
+        reason = recorded('flip_reason')
+        rows.append(('augmentation', f'{properties["augment"]}{" + flip" if flip else ""} '
+                                     '(train images only)' + (
+                                         f'; flip {reason}' if reason and reason != 'asked'
+                                         else '')))
     warm = recorded('warm_start_version')
     if warm is not None and warm >= 0:
         rows.append(('warm start', f'from served version {int(warm)}'))

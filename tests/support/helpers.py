@@ -135,17 +135,29 @@ def unlearnable_model(input_shape, num_classes):
     return keras.Model(inputs, outputs)
 
 
-def write_digit_examples(path, classes, per_class, offset=0, size=8):
+def _mirrored_png(encoded: bytes) -> bytes:
+    import io
+    from PIL import Image
+    buffer = io.BytesIO()
+    Image.open(io.BytesIO(encoded)).transpose(Image.FLIP_LEFT_RIGHT).save(buffer, 'PNG')
+    return buffer.getvalue()
+
+
+def write_digit_examples(path, classes, per_class, offset=0, size=8, mirrored_too=False):
     """Writes GZIP TFRecords of real digit PNGs (size x size, see digit_png), as ingestion does;
-    returns the Examples."""
+    mirrored_too adds each one mirrored left-right under the same label (a set whose labels
+    mirroring keeps, by construction). Returns the Examples."""
     import tensorflow as tf  # heavy: only the tests that write records import it
     from core import features
     examples = []
     for label, name in enumerate(classes):
         folder = os.path.join(DIGITS, name)
         for file_name in sorted(os.listdir(folder))[offset:offset + per_class]:
-            examples.append(features.make_example(digit_png(name, file_name, size), label, name,
-                                                  size, size, f'{name}/{file_name}'))
+            encoded = digit_png(name, file_name, size)
+            for png, tag in ((encoded, ''), (_mirrored_png(encoded), ' mirrored'))[
+                    :2 if mirrored_too else 1]:
+                examples.append(features.make_example(png, label, name, size, size,
+                                                      f'{name}/{file_name}{tag}'))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path, options='GZIP') as writer:
         for example in examples:

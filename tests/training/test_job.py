@@ -126,6 +126,32 @@ def test_a_batch_from_the_data_is_planned_and_a_configured_one_kept(tmp_path):
     assert batch(plan.AUTO_EPOCHS, global_batch_size=32) == 32
 
 
+@pytest.mark.parametrize('mirrored_too', [False, True])
+def test_flip_auto_measures_whether_mirroring_keeps_the_labels(tmp_path, mirrored_too):
+    # The ten digits: a mirrored 3 is no 3. Half as many digits, each also mirrored under its
+    # own label: mirroring keeps every label (tested after the first epoch or, when the model
+    # is still near chance, the second).
+    classes = tuple(str(d) for d in range(10))
+    write_digit_examples(str(tmp_path / 'train' / 'part.gz'), classes,
+                         per_class=75 if mirrored_too else 150, mirrored_too=mirrored_too)
+    write_digit_examples(str(tmp_path / 'eval' / 'part.gz'), classes, per_class=5, offset=150)
+    job = job_lib.TrainJob(
+        train_pattern=str(tmp_path / 'train' / '*'), eval_pattern=str(tmp_path / 'eval' / '*'),
+        class_names=classes, image_shape=(8, 8, 1), epochs=3.0, held_out_percent=40,
+        options=loop.LoopOptions.of(
+            train_steps=1, global_batch_size=32, learning_rate=3e-3, warmup_steps=5,
+            validation_percent=40, model_builder='models.resnet.build_model', seed=1,
+            flip='auto'))
+    metrics = job_lib.train_and_export(job, str(tmp_path / 'model'), str(tmp_path / 'logs'))
+    reason = metrics['flip_reason']
+    assert ('keeps the labels' if mirrored_too else 'changes the labels') in reason
+    share = float(reason.split('as they are, ')[1].split('%')[0]) / 100
+    assert (share >= 0.5) is mirrored_too and metrics['epochs_run'] == 3
+    # On only where the labels keep and the model came to need it, as the reason says.
+    assert metrics['flip'] == int('flips were on' in reason), reason
+    assert mirrored_too or not metrics['flip']
+
+
 def test_the_cut_applies_to_a_length_from_the_data_or_under_a_budget(tmp_path):
     def planned(epochs, **params):
         job, _ = _digits_job(tmp_path, epochs=epochs, **params)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training import loop, progress, steps as steps_lib
+from training import flip_choice, loop, progress, steps as steps_lib
 
 
 def _separable_data(n=96, dim=4, num_classes=3):
@@ -173,6 +173,26 @@ def test_a_run_that_slows_down_part_way_is_re_planned_to_end_near_its_target():
     assert sum(seconds) <= target + 2 * slow_epoch + 0.5, seconds
     assert int(steps.planned_steps.numpy()) == result['steps_run']  # the schedule's end moved
     assert float(steps.optimizer.learning_rate) == pytest.approx(0.0, abs=1e-7)  # decayed
+
+
+def test_flips_that_start_at_an_epoch_end_rebuild_the_stream_where_it_was():
+    points, labels = _separable_data()
+    options = loop.LoopOptions.of(train_steps=24, global_batch_size=16, learning_rate=0.05,
+                                  steps_per_epoch=4, max_epochs=6)
+    steps = _steps(options)
+    with steps.strategy.scope():
+        # Mirroring keeps the labels (0.9 and 0.9), and the model fits its train points far
+        # better than the held-out accuracy of 0.2 given below: flips start after epoch 1.
+        choice = flip_choice.FlipChoice('auto', 3, lambda mirror: {'accuracy': 0.9})
+    built = []
+
+    def make_train_data(skip):
+        built.append((skip, choice.flip_now()))
+        return _stream(points, labels, 16)(skip)
+    result = loop.run_training(steps, make_train_data, options, flip_choice=choice,
+                               held_out_fn=lambda: {'accuracy': 0.2, 'loss': 1.0})
+    assert built == [(0, False), (4 * 16, True)]   # the stream again, at its place, with flips
+    assert result['steps_run'] == 24 and 'after epoch 1 the model fitted' in choice.reason()
 
 
 def test_without_a_target_or_a_plan_variable_the_length_stays(tmp_path):

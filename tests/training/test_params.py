@@ -20,7 +20,7 @@ def test_every_parameter_is_an_execution_property_of_a_plain_type():
     types = TrainParams.property_types()
     assert RECORDED <= set(types)
     assert set(types.values()) <= {int, float, str}
-    assert types['image_height'] is int and types['flip'] is int and types['devices'] is str
+    assert types['image_height'] is int and types['flip'] is str and types['devices'] is str
 
 
 @pytest.mark.parametrize('params', [
@@ -43,7 +43,7 @@ def test_none_is_recorded_as_zero_or_empty_and_read_back_as_none():
     assert (properties['image_height'], properties['image_width'], properties['channels']) == (
         0, 0, 0)
     assert properties['model_weights'] == '' and properties['devices'] == '[]'
-    assert properties['num_workers'] == 1 and properties['flip'] == 0
+    assert properties['num_workers'] == 1 and properties['flip'] == 'auto'
 
 
 def test_a_property_an_older_execution_lacks_keeps_its_default():

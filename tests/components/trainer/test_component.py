@@ -28,9 +28,9 @@ def test_parameters_become_execution_properties():
                        optimizer='sgd', checkpoint_interval=25, devices=('/cpu:0',),
                        augment='standard', flip=True)
     props = trainer.exec_properties
-    assert (props['augment'], props['flip']) == ('standard', 1)
+    assert (props['augment'], props['flip']) == ('standard', 'on')
     assert (_trainer().exec_properties['augment'], _trainer().exec_properties['flip']) == (
-        TrainParams.augment, 0)
+        TrainParams.augment, 'auto')
     assert (props['accumulation_steps'], props['mixed_precision'], props['optimizer']) == (
         4, 'mixed_bfloat16', 'sgd')
     assert props['checkpoint_interval'] == 25 and json.loads(props['devices']) == ['/cpu:0']
