@@ -214,6 +214,13 @@ def _against_peak(model: keras.Model, policy: str, examples_per_second) -> Dict[
             'peak_fraction': achieved / peak}
 
 
+def _flips_asked(job: TrainJob):
+    """on or off (True, False) when known before training, 'auto' when it is measured."""
+    if job.params.flip == 'auto':
+        return 'auto' if job.held_out_percent else False
+    return job.params.flip == 'on'
+
+
 def _flip_choice(job: TrainJob, steps: steps_lib.StepFunctions,
                  held_out_data: Optional[tf.data.Dataset]) -> flip_choice.FlipChoice:
     """Flips as asked, or measured on the held-out slice (flip_choice.py) when there is one."""
@@ -260,7 +267,8 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                  params.mixed_precision,
                  f', input {job.input_statement}' if job.input_statement else '',
                  '' if job.input_spec.kind == 'tabular' else
-                 f', augment {augment_lib.describe(params.augment, params.flip)}', job.options)
+                 f', augment {augment_lib.describe(params.augment, _flips_asked(job))}',
+                 job.options)
     previous_policy = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(policy)  # global in Keras: restored below
     scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')
