@@ -222,6 +222,16 @@ def held_out_dataset(file_pattern: str, held_out_percent: int, batch_size: int, 
                     .prefetch(tf.data.AUTOTUNE))
 
 
+def train_sample_dataset(file_pattern: str, held_out_percent: int, examples: int,
+                         batch_size: int, image_shape,
+                         spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
+    """One pass over the first `examples` held-in train records, unaugmented, like
+    held_out_dataset: what the model fits, scored as the held-out slice is (flip_choice.py)."""
+    records = _train_records(file_pattern, held_out_percent).take(examples)
+    return _sharded(_batched(records, batch_size, image_shape, spec, drop_remainder=False)
+                    .prefetch(tf.data.AUTOTUNE))
+
+
 def mirrored(batches: tf.data.Dataset) -> tf.data.Dataset:
     """Image batches (eval_dataset's, held_out_dataset's) mirrored left-right, labels kept: what
     flip_choice.py scores to see whether mirroring keeps the labels."""

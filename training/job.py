@@ -228,10 +228,13 @@ def _flip_choice(job: TrainJob, steps: steps_lib.StepFunctions,
     if job.input_spec.kind == 'tabular':
         mode, unmeasured = 'off', 'a table has no image to mirror'
     elif held_out_data is not None:
-        mirrored = data.mirrored(held_out_data)
+        scored = {'held_out': held_out_data, 'mirrored': data.mirrored(held_out_data),
+                  'train': data.train_sample_dataset(
+                      job.train_pattern, job.held_out_percent, flip_choice.TRAIN_SAMPLE,
+                      job.params.global_batch_size, job.image_shape, spec=job.input_spec)}
 
-        def evaluate(mirror: bool) -> Dict[str, float]:
-            return steps.evaluate(mirrored if mirror else held_out_data)
+        def evaluate(kind: str) -> Dict[str, float]:
+            return steps.evaluate(scored[kind])
     with steps.strategy.scope():  # mirrored like the weights, as the loop's StoppingState
         return flip_choice.FlipChoice(mode, len(job.class_names), evaluate, unmeasured)
 

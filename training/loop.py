@@ -209,8 +209,6 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             update_start = time.perf_counter()
             outputs = steps.train_step(iterator)
             window.add(*outputs[:3])
-            if flip_choice is not None:
-                flip_choice.count(float(outputs[1]), options.examples_per_update)
             speed.add(step - start_step, time.perf_counter() - update_start, float(outputs[2]),
                       options.examples_per_update)
             reporter.update(step=step)

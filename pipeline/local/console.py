@@ -111,10 +111,12 @@ class TrainingProgress:
             self.close()
         elif self._begin == 0:
             self._start(progress)
-        elif progress.total != self._total:  # early stopping ended it before the planned total
-            self.close()
+        elif progress.total != self._total and progress.step >= progress.total:
+            self.close()  # early stopping ended it before the planned total
             self._console.line(f'  training: stopped early at step {progress.step:,} of '
                                f'{self._total:,}')
+        elif progress.total != self._total:  # the length re-planned (training/replan.py)
+            self._replanned(progress)
         elif self._bar is not None:
             self._bar.update(progress.step - self._bar.n)
         elif self._marks and progress.step >= self._marks[0]:
@@ -138,6 +140,17 @@ class TrainingProgress:
             self._bar = tqdm(total=progress.total, initial=progress.start_step, unit='step',
                              desc='  training', file=self._console.stream, leave=False,
                              dynamic_ncols=True)
+
+    def _replanned(self, progress: progress_lib.Progress) -> None:
+        before, self._total = self._total, progress.total
+        self._marks = [m for m in (progress.total * k // 4 for k in (1, 2, 3))
+                       if m > progress.step]
+        if self._bar is not None:
+            self._bar.total = progress.total
+            self._bar.refresh()
+        else:
+            self._console.line(f'  training: length re-planned at step {progress.step:,}: '
+                               f'{progress.total:,} steps instead of {before:,}')
 
     def close(self) -> None:
         if self._bar is not None:

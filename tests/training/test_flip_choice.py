@@ -6,21 +6,15 @@ import tensorflow as tf
 from training import flip_choice
 
 
-def _scores(plain, mirrored):
-    """evaluate(mirrored) returning these accuracies, counting its calls."""
+def _scores(mirrored, train=0.99, plain=None):
+    """evaluate(kind) returning these accuracies (the train sample's, and the held-out slice's
+    when the loop has none), recording the kinds asked."""
     calls = []
 
-    def evaluate(mirror):
-        calls.append(mirror)
-        return {'accuracy': mirrored if mirror else plain, 'loss': 0.0}
+    def evaluate(kind):
+        calls.append(kind)
+        return {'accuracy': {'mirrored': mirrored, 'train': train, 'held_out': plain}[kind]}
     return evaluate, calls
-
-
-def _epoch(choice, epoch, train, held_out):
-    """One epoch of 10 updates of 100 examples at `train` accuracy, then its end."""
-    for _ in range(10):
-        choice.count(100 * train, 100)
-    return choice.at_epoch_end(epoch, held_out)
 
 
 @pytest.mark.parametrize('plain, mirrored, classes, keeps', [
@@ -31,59 +25,69 @@ def _epoch(choice, epoch, train, held_out):
     (0.90, 0.88, 2, True)])
 def test_the_labels_keep_when_mirrored_images_keep_half_the_accuracy_above_chance(
         plain, mirrored, classes, keeps):
-    evaluate, calls = _scores(plain, mirrored)
+    # The model scores its train images far above the held-out ones: it needs flips.
+    evaluate, calls = _scores(mirrored, train=0.99)
     choice = flip_choice.FlipChoice('auto', classes, evaluate)
-    # The model fits its train images much better than the held-out ones: it needs flips.
-    assert _epoch(choice, 1, 0.99, plain) is keeps and choice.flip_now() is keeps
-    assert calls == [False, True]
-    assert not _epoch(choice, 2, 0.99, plain) and calls == [False, True]  # tested once
+    assert not choice.flip_now()
+    assert choice.at_epoch_end(1, plain) is keeps and choice.flip_now() is keeps
+    assert calls == (['mirrored', 'train'] if keeps else ['mirrored'])
+    del calls[:]
+    assert not choice.at_epoch_end(2, plain) and not calls  # decided for good
     assert ('keeps' if keeps else 'changes') + ' the labels' in choice.reason()
-    assert 'after epoch 1' in choice.reason()
+    assert 'after epoch 1 the held-out images' in choice.reason()
 
 
-def test_flips_wait_until_the_model_fits_its_train_images_better_than_the_held_out_ones():
-    evaluate, calls = _scores(0.85, 0.70)   # mirroring keeps the labels
+def test_flips_wait_until_the_model_scores_train_images_higher_than_held_out_ones():
+    train = iter([0.75, 0.85, 0.90, 0.92, 0.96])
+    calls = []
+
+    def evaluate(kind):
+        calls.append(kind)
+        return {'accuracy': 0.60 if kind == 'mirrored' else next(train)}
     choice = flip_choice.FlipChoice('auto', 10, evaluate)
-    # Fashion-MNIST in 9 epochs: train and held-out accuracy alike, flips would only slow it.
-    assert [_epoch(choice, e, 0.88 + e / 100, 0.87 + e / 100) for e in (1, 2, 3, 4)] == [
-        False] * 4
+    # Fashion-MNIST in 9 epochs: train and held-out alike, so flips would only slow learning.
+    assert [choice.at_epoch_end(e, a) for e, a in ((1, 0.74), (2, 0.85), (3, 0.89),
+                                                   (4, 0.91))] == [False] * 4
     assert not choice.flip_now() and 'stayed off' in choice.reason()
     assert '(after epoch 4: 0.9200 against 0.9100)' in choice.reason()
-    assert _epoch(choice, 5, 0.95, 0.925) and choice.flip_now()
-    assert 'after epoch 5 the model fitted its train images better' in choice.reason()
-    assert not _epoch(choice, 6, 0.99, 0.5) and choice.flip_now()  # on for good
-    assert calls == [False, True]
+    assert choice.at_epoch_end(5, 0.93) and choice.flip_now()   # 0.96 against 0.93
+    assert 'after epoch 5 the model scored its train images higher' in choice.reason()
+    assert calls == ['mirrored'] + ['train'] * 5
+    assert not choice.at_epoch_end(6, 0.5) and len(calls) == 6  # on for good
 
 
 def test_a_model_near_chance_is_measured_again_then_flips_stay_off():
-    evaluate, calls = _scores(0.30, 0.30)   # 10 classes: not halfway from 0.1 to 1
+    evaluate, calls = _scores(0.30)   # 10 classes: 0.3 is not halfway from 0.1 to 1
     choice = flip_choice.FlipChoice('auto', 10, evaluate)
-    assert [_epoch(choice, e, 0.99, 0.3) for e in (1, 2, 3, 4)] == [False] * 4
-    assert len(calls) == 2 * flip_choice.LAST_PROBE_EPOCH and not choice.flip_now()
+    assert [choice.at_epoch_end(e, 0.3) for e in (1, 2, 3, 4)] == [False] * 4
+    assert calls == ['mirrored'] * flip_choice.LAST_PROBE_EPOCH and not choice.flip_now()
     assert 'too close to chance' in choice.reason() and 'after epoch 3' in choice.reason()
 
 
 def test_a_model_that_learns_by_the_second_epoch_is_tested_there():
-    scores = iter([0.3, 0.3, 0.8, 0.78])
-
-    def evaluate(mirror):
-        return {'accuracy': next(scores)}
+    evaluate, _ = _scores(0.78, train=0.9)
     choice = flip_choice.FlipChoice('auto', 10, evaluate)
-    assert _epoch(choice, 1, 0.99, 0.3) is False and _epoch(choice, 2, 0.99, 0.8) is True
+    assert choice.at_epoch_end(1, 0.3) is False and choice.at_epoch_end(2, 0.8) is True
     assert choice.flip_now() and 'after epoch 2 the held-out images' in choice.reason()
+
+
+def test_without_a_score_from_the_loop_the_held_out_slice_is_scored_here():
+    evaluate, calls = _scores(0.70, train=0.99, plain=0.9)
+    choice = flip_choice.FlipChoice('auto', 10, evaluate)
+    assert choice.at_epoch_end(1, -1.0) and calls[:2] == ['held_out', 'mirrored']
 
 
 @pytest.mark.parametrize('mode, flips', [('on', True), ('off', False)])
 def test_asked_flips_are_not_measured(mode, flips):
-    evaluate, calls = _scores(0.9, 0.1)
+    evaluate, calls = _scores(0.1)
     choice = flip_choice.FlipChoice(mode, 10, evaluate)
-    assert choice.flip_now() is flips and not _epoch(choice, 1, 0.99, 0.5) and not calls
+    assert choice.flip_now() is flips and not choice.at_epoch_end(1, 0.5) and not calls
     assert choice.reason() == 'asked'
 
 
 def test_without_a_held_out_slice_auto_is_off_and_says_why():
     choice = flip_choice.FlipChoice('auto', 10)
-    assert not _epoch(choice, 1, 0.99, 0.5) and not choice.flip_now()
+    assert not choice.at_epoch_end(1, 0.5) and not choice.flip_now()
     assert choice.reason() == 'auto: no held-out slice to measure it on'
     table = flip_choice.FlipChoice('auto', 3, unmeasured='a table has no image to mirror')
     assert table.reason() == 'auto: a table has no image to mirror'
@@ -94,18 +98,14 @@ def test_an_unknown_mode_is_refused():
         flip_choice.FlipChoice('sometimes')
 
 
-def test_the_decision_its_figures_and_a_part_epoch_survive_a_checkpoint(tmp_path):
-    evaluate, _ = _scores(0.85, 0.70)
+def test_the_decision_and_its_figures_survive_a_checkpoint(tmp_path):
+    evaluate, _ = _scores(0.70, train=0.86)
     choice = flip_choice.FlipChoice('auto', 10, evaluate)
-    _epoch(choice, 1, 0.86, 0.85)                  # keeps the labels, not needed yet
-    for _ in range(5):                              # half of epoch 2 at 0.99, then killed
-        choice.count(99, 100)
+    choice.at_epoch_end(1, 0.85)                    # keeps the labels, not needed yet
     path = tf.train.Checkpoint(flip_choice=choice).save(str(tmp_path / 'ckpt'))
-    evaluate_again, calls = _scores(0.1, 0.1)   # a resumed run must not test the labels again
+    evaluate_again, calls = _scores(0.1, train=0.97)   # the labels are not tested again
     resumed = flip_choice.FlipChoice('auto', 10, evaluate_again)
     tf.train.Checkpoint(flip_choice=resumed).restore(path).assert_existing_objects_matched()
     assert not resumed.flip_now() and resumed.reason() == choice.reason()
-    for _ in range(5):                              # the rest of epoch 2 at 0.95: 0.97 in all
-        resumed.count(95, 100)
-    assert resumed.at_epoch_end(2, 0.94) and not calls
+    assert resumed.at_epoch_end(2, 0.94) and calls == ['train']
     assert '(0.9700 against 0.9400)' in resumed.reason()

@@ -181,18 +181,19 @@ def test_flips_that_start_at_an_epoch_end_rebuild_the_stream_where_it_was():
                                   steps_per_epoch=4, max_epochs=6)
     steps = _steps(options)
     with steps.strategy.scope():
-        # Mirroring keeps the labels (0.9 and 0.9), and the model fits its train points far
-        # better than the held-out accuracy of 0.2 given below: flips start after epoch 1.
-        choice = flip_choice.FlipChoice('auto', 3, lambda mirror: {'accuracy': 0.9})
+        # Mirroring keeps the labels (0.9 held out, 0.9 mirrored), and the model scores its
+        # train images (0.99) far above the held-out ones: flips start after epoch 1.
+        choice = flip_choice.FlipChoice(
+            'auto', 3, lambda kind: {'accuracy': 0.99 if kind == 'train' else 0.9})
     built = []
 
     def make_train_data(skip):
         built.append((skip, choice.flip_now()))
         return _stream(points, labels, 16)(skip)
     result = loop.run_training(steps, make_train_data, options, flip_choice=choice,
-                               held_out_fn=lambda: {'accuracy': 0.2, 'loss': 1.0})
+                               held_out_fn=lambda: {'accuracy': 0.9, 'loss': 1.0})
     assert built == [(0, False), (4 * 16, True)]   # the stream again, at its place, with flips
-    assert result['steps_run'] == 24 and 'after epoch 1 the model fitted' in choice.reason()
+    assert result['steps_run'] == 24 and 'after epoch 1 the model scored' in choice.reason()
 
 
 def test_without_a_target_or_a_plan_variable_the_length_stays(tmp_path):

@@ -4,6 +4,7 @@ import io
 import logging
 import re
 
+import pytest
 import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 
@@ -42,8 +43,9 @@ def test_a_stage_line_is_timed_and_ends_with_the_stages_key_figure(caplog):
     assert [r.getMessage() for r in caplog.records if r.name == 'pipeline.local.console'] == lines
 
 
-def _progress_lines(start, total, last, stop_early=False):
-    """The console lines of a training from step `start` to `last` of `total`, off a terminal."""
+def _progress_lines(start, total, last, stop_early=False, replan=None):
+    """The console lines of a training from step `start` to `last` of `total`, off a terminal;
+    replan (step, total): the length re-planned at that step."""
     stream = io.StringIO()
     unsubscribe = progress_lib.subscribe(console_lib.TrainingProgress(console_lib.Console(stream)))
     try:
@@ -51,6 +53,8 @@ def _progress_lines(start, total, last, stop_early=False):
         progress.update(step=start, total=total, start_step=start, running=True)
         for step in range(start + 1, last + 1):
             progress.update(step=step)
+            if replan and step == replan[0]:
+                progress.update(total=replan[1])  # what the loop does when it re-plans
         if stop_early:
             progress.update(total=last)  # what loop.run_training does when it stops early
         progress.update(running=False)
@@ -72,6 +76,18 @@ def test_training_stopped_early_says_so_and_ends_its_progress():
     assert [line.split(',')[0] for line in lines[:-1]] == [
         '  training: step 100/400', '  training: step 200/400']  # no 300/400 line
     assert lines[-1] == '  training: stopped early at step 280 of 400'
+
+
+@pytest.mark.parametrize('new_total', [300, 500])
+def test_a_re_planned_length_is_a_line_and_the_quarters_follow_it(new_total):
+    lines = _progress_lines(0, 400, new_total, replan=(120, new_total))
+    assert lines[1] == (f'  training: length re-planned at step 120: {new_total} steps '
+                        'instead of 400')
+    assert [line.split(',')[0] for line in lines] == [
+        '  training: step 100/400', lines[1]] + [
+        f'  training: step {m}/{new_total}' for m in (new_total * k // 4 for k in (1, 2, 3))
+        if m > 120]   # the quarters of the new length still ahead
+    assert not any('stopped early' in line for line in lines)
 
 
 def test_ctrl_c_names_the_step_in_training_and_the_stage_otherwise(tmp_path):
