@@ -206,8 +206,11 @@ def _against_peak(model: keras.Model, policy: str, examples_per_second) -> Dict[
     if not examples_per_second or not flops:
         return {}
     dtype = tf.bfloat16 if policy == 'mixed_bfloat16' else tf.float32
+    start = time.perf_counter()
     with tf.device('/CPU:0' if not tf.config.list_physical_devices('GPU') else None):
         peak = speed.matmul_peak(dtype)
+    logging.info('Matmul peak %s: %.0f GFLOP/s (measured in %.1f s)', dtype.name, peak / 1e9,
+                 time.perf_counter() - start)
     achieved = examples_per_second * flops
     return {'train_flops_per_example': float(flops), 'train_flops_per_second': achieved,
             'peak_flops_per_second': peak, 'peak_dtype': dtype.name,
