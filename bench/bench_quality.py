@@ -2,7 +2,7 @@
 published table.
 
     python -m bench.bench_quality [--runs 3] [--code DIR] [--compare-augment] [--limit N]
-                                  [--work DIR]
+                                  [--work DIR] [--busy-after EPOCH]
 
 Fashion-MNIST comes from Debian's `dataset-fashion-mnist` package (offline, IDX files under
 /usr/share/datasets/fashion-mnist); the bench installs it with apt-get when it is missing. That
@@ -18,11 +18,14 @@ table. --runs N repeats the whole run N times from scratch (ingestion included) 
 mean and range of each figure: one run proves little, test accuracy moves by about 0.5 points
 between runs. --code DIR runs another checkout's runner.py on the same data (for example a
 `git worktree` of the commit before a change), so "before" and "after" come from one bench.
+--busy-after EPOCH starts a process spinning on one core when that epoch has ended, until the
+run ends: the length must still fit its time with a neighbour arriving part way through.
 --compare-augment reruns into the same output with `--augment none`: ingestion and statistics
 are cached, so both trainings see the same split. Each row records the load average at its
 start and end: on a shared machine the minutes move with it. Nothing here is asserted.
 """
 import argparse
+import glob
 import gzip
 import json
 import os
@@ -30,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -55,16 +59,44 @@ def published_rows(readme: str = quality_data.README):
     return rows
 
 
-def run_pipeline(data_dir: str, output: str, flags=(), code: str = REPO) -> dict:
-    """One `runner.py --local` run of the checkout `code`; returns its wall seconds, exit code
-    and the load average before and after."""
+def _busy_after(output: str, epoch: int, stop: threading.Event) -> None:
+    """Once the run's log says `epoch` ended, a process spinning on one core until `stop`: a
+    neighbour that arrives part way through training."""
+    marker = f'epoch {epoch}/'
+    while not stop.wait(2):
+        logs = glob.glob(os.path.join(output, 'logs', '*.log'))
+        if any(marker in open(path, errors='replace').read() for path in logs):
+            break
+    if stop.is_set():
+        return
+    busy = subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+    print(f'busy loop (pid {busy.pid}) started after epoch {epoch}', flush=True)
+    stop.wait()
+    busy.kill()
+    busy.wait()
+
+
+def run_pipeline(data_dir: str, output: str, flags=(), code: str = REPO,
+                 busy_after: int = 0) -> dict:
+    """One `runner.py --local` run of the checkout `code` (busy_after > 0: with a 1-core busy
+    loop beside it from that epoch's end on); returns its wall seconds, exit code and the load
+    average before and after."""
     command = [sys.executable, 'runner.py', '--local', '--data', data_dir, '--output', output,
                *flags]
     print('$', ' '.join(command), f'(in {code})', flush=True)
     load = os.getloadavg()[0]
+    stop = threading.Event()
+    neighbour = threading.Thread(target=_busy_after, args=(output, busy_after, stop))
+    if busy_after:
+        neighbour.start()
     start = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=code)  # that checkout's packages, not the installed ones
-    done = subprocess.run(command, cwd=code, capture_output=True, text=True, env=env)
+    try:
+        done = subprocess.run(command, cwd=code, capture_output=True, text=True, env=env)
+    finally:
+        stop.set()
+        if busy_after:
+            neighbour.join()
     wall = time.perf_counter() - start
     print(done.stdout[-3000:], done.stderr[-2000:] if done.returncode else '', flush=True)
     return {'wall': wall, 'code': done.returncode, 'load': (load, os.getloadavg()[0])}
@@ -173,6 +205,9 @@ def main():
     parser.add_argument('--code', default=REPO,
                         help='the checkout whose runner.py runs (default: this one)')
     parser.add_argument('--name', default='default flags', help='the rows\' name')
+    parser.add_argument('--busy-after', type=int, default=0, metavar='EPOCH',
+                        help='a 1-core busy loop beside each run from the end of this epoch on '
+                             '(0 = none): a neighbour arriving part way through training')
     parser.add_argument('--flag', action='append', default=[], metavar='FLAG',
                         help='a runner.py flag for every run, e.g. --flag=--batch-size=128 '
                              '(repeatable)')
@@ -188,7 +223,7 @@ def main():
             output = os.path.join(args.work, 'run' if args.runs == 1 else f'run{index + 1}')
             if os.path.isdir(output) and not args.keep and (index or name == configs[0][0]):
                 shutil.rmtree(output)
-            outcome = run_pipeline(data_dir, output, flags, args.code)
+            outcome = run_pipeline(data_dir, output, flags, args.code, args.busy_after)
             if outcome['code']:
                 sys.exit(f'{name}: runner.py exited {outcome["code"]}')
             result = read_result(output)
