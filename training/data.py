@@ -222,12 +222,16 @@ def held_out_dataset(file_pattern: str, held_out_percent: int, batch_size: int, 
                     .prefetch(tf.data.AUTOTUNE))
 
 
-def train_sample_dataset(file_pattern: str, held_out_percent: int, examples: int,
+def train_sample_dataset(file_pattern: str, held_out_percent: int, sample_percent: int,
                          batch_size: int, image_shape,
                          spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
-    """One pass over the first `examples` held-in train records, unaugmented, like
-    held_out_dataset: what the model fits, scored as the held-out slice is (flip_choice.py)."""
-    records = _train_records(file_pattern, held_out_percent).take(examples)
+    """One pass over sample_percent of the train split, all held in, unaugmented, like
+    held_out_dataset: what the model fits, scored as the held-out slice is (flip_choice.py).
+    Chosen by the held-out slice's hash (the buckets just above it), so it is spread over every
+    class and file as the slice is; the first records of the split may all be of one class."""
+    bucket = tf.strings.to_hash_bucket_fast
+    records = _records(file_pattern).filter(lambda r: tf.logical_and(
+        bucket(r, 100) >= held_out_percent, bucket(r, 100) < held_out_percent + sample_percent))
     return _sharded(_batched(records, batch_size, image_shape, spec, drop_remainder=False)
                     .prefetch(tf.data.AUTOTUNE))
 

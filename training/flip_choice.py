@@ -14,7 +14,8 @@ held-out accuracy alike at about 0.91). So `flip auto` (the default) asks the da
    perfect cannot tell: it is measured again at the next epoch end, up to LAST_PROBE_EPOCH,
    then flips stay off.
 2. Does the model need it? From then on, at each epoch end, the model also scores a sample of
-   the train images (unaugmented, TRAIN_SAMPLE of them) at the same moment as the held-out
+   the train images (unaugmented, about TRAIN_SAMPLE of them, by the held-out slice's hash so
+   that every class is in it) at the same moment as the held-out
    slice; flips start when it scores MIN_GAP or more higher on the images it trains on than on
    the held-out ones: it has begun to fit what it sees better than what it has not. (The
    accuracy of the epoch's own train batches will not do: it averages a model that moved all
@@ -30,6 +31,7 @@ checkpoint, so a resumed run builds its stream with the same choice, and the str
 position (augment.py), so it continues with exactly the examples an uninterrupted run would have
 seen.
 """
+import math
 from typing import Callable, Dict, Optional
 
 from absl import logging
@@ -62,8 +64,15 @@ def can_tell(plain: float, num_classes: int) -> bool:
 # How much better the model must score train images than held-out ones: 2 points, about three
 # standard deviations of the difference of two accuracies near 0.9 on 2,000 and 4,800 images.
 MIN_GAP = 0.02
-# The train images scored against the held-out slice (the first of the held-in split).
+# About this many train images are scored against the held-out slice (sample_percent).
 TRAIN_SAMPLE = 2000
+
+
+def sample_percent(held_in: int, held_out_percent: int) -> int:
+    """The whole percent of the train split that holds about TRAIN_SAMPLE of its held_in
+    examples (at least 1, at most all of them)."""
+    total = held_in * 100 / max(1, 100 - held_out_percent)
+    return max(1, min(100 - held_out_percent, math.ceil(100 * TRAIN_SAMPLE / max(1.0, total))))
 
 # The states: not measured yet; flips on; off for good (mirroring changes the labels, or it
 # could not be told); the labels keep, and the model does not need flips yet.

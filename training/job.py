@@ -233,7 +233,9 @@ def _flip_choice(job: TrainJob, steps: steps_lib.StepFunctions,
     elif held_out_data is not None:
         scored = {'held_out': held_out_data, 'mirrored': data.mirrored(held_out_data),
                   'train': data.train_sample_dataset(
-                      job.train_pattern, job.held_out_percent, flip_choice.TRAIN_SAMPLE,
+                      job.train_pattern, job.held_out_percent, flip_choice.sample_percent(
+                          job.options.steps_per_epoch * job.options.examples_per_update,
+                          job.held_out_percent),
                       job.params.global_batch_size, job.image_shape, spec=job.input_spec)}
 
         def evaluate(kind: str) -> Dict[str, float]:

@@ -109,3 +109,11 @@ def test_the_decision_and_its_figures_survive_a_checkpoint(tmp_path):
     assert not resumed.flip_now() and resumed.reason() == choice.reason()
     assert resumed.at_epoch_end(2, 0.94) and calls == ['train']
     assert '(0.9700 against 0.9400)' in resumed.reason()
+
+
+@pytest.mark.parametrize('held_in, held_out_percent, expected', [
+    (48_000, 10, 4),      # Fashion-MNIST: 53,333 in all, 2,000 of them are 3.75%
+    (900, 40, 60),        # a small split: every held-in example
+    (10_000_000, 10, 1)])  # never under 1%
+def test_the_train_sample_is_about_two_thousand_images(held_in, held_out_percent, expected):
+    assert flip_choice.sample_percent(held_in, held_out_percent) == expected

@@ -104,6 +104,19 @@ def test_the_held_out_split_is_deterministic_disjoint_and_covers_the_train_split
     assert len(out) == held_out and sorted(kept + out) == everything
 
 
+def test_the_train_sample_is_held_in_and_spread_over_the_classes_of_a_sorted_split(tmp_path):
+    # The split is written class by class (as ingestion's shards may be): its first records
+    # are all of one class, so a sample of them would be scored on that class alone.
+    pattern = _write_train_split(str(tmp_path / 'train'))
+    sample = data.train_sample_dataset(pattern, 25, 30, 32, (8, 8, 1))
+    images = _images(sample)
+    out = set(_images(data.held_out_dataset(pattern, 25, 32, (8, 8, 1))))
+    assert 15 <= len(images) <= 60 and not out & set(images)   # about 30% of 120, none held out
+    counts = [sum(image[-1] == label for image in images) for label in range(3)]
+    assert min(counts) >= 5, counts   # every one of the 3 classes, not the first one's only
+    assert images == _images(data.train_sample_dataset(pattern, 25, 30, 32, (8, 8, 1)))
+
+
 def _problem(seed=0):
     """Separable train points, and a held-out slice whose labels are noise: its accuracy goes
     up and down as training moves the boundary, so patience has something to decide."""
