@@ -121,9 +121,10 @@ class TrainParams(Settings):
         0.1, 'train towards (1 - e) on the label and e / classes on every class; 0 = none',
         '--label-smoothing', metavar='E')
     flip: str = setting(
-        'auto', 'random horizontal flips of train images too: auto = when mirrored held-out '
-        'images score at least 90% of the unmirrored after the first epoch (mirroring keeps '
-        'clothes, not digits or text); --flip alone = on', '--flip', choices=FLIP_CHOICES,
+        'auto', 'random horizontal flips of train images too: auto = once mirrored held-out '
+        'images keep half the accuracy above chance (so mirroring keeps the labels: clothes, '
+        'not digits or text) and the model scores train images 2 points above held-out ones; '
+        '--flip alone = on', '--flip', choices=FLIP_CHOICES,
         nargs='?', const='on')
     # Config file only (no flag):
     optimizer: str = setting('adam', ' | '.join(OPTIMIZERS))
