@@ -7,9 +7,12 @@ that cost moves, so a run that slows down part way (another process takes a core
 near its target, and one that speeds up takes back epochs up to the length from the data.
 
 A plan that changed by one epoch at every wobble of a quiet machine would train a different
-model from run to run, so after the first cut it moves only when the estimate leaves a band of
-one epoch around it: shorter when the plan overruns by more than one epoch at the recent cost,
-longer when at least two more epochs fit.
+model from run to run, so after the first cut it moves only when the measured cost leaves a
+band of BAND around the cost that fits: shorter when the epochs left would overrun the time
+left by more than that share, longer when one more epoch would still leave that share unused.
+The band is a share of the time left, so it narrows as the end nears: early, the estimate has
+many epochs to be wrong over, and a change of the end moves the schedule least; at the last
+epochs it holds the run to its target.
 """
 import dataclasses
 import math
@@ -25,6 +28,9 @@ REPLAN_EPOCH = 2
 # An epoch's cost is the mean of the last few, so one slow epoch (a checkpoint, a neighbour's
 # burst) moves the plan less than a lasting change.
 RECENT_EPOCHS = 3
+# The band: 5% of the time left, about twice the spread of the recent epochs' mean cost on a
+# quiet machine (Fashion-MNIST's 18-s epochs, +-1 s).
+BAND = 0.05
 
 
 def fit_epochs(spent_seconds: float, epoch_seconds: float, planned_epochs: float,
@@ -68,9 +74,11 @@ class TimePlan:
             return planned
         fit = fit_epochs(spent_seconds, epoch_seconds, self.ceiling, self.target,
                          self.min_epochs, epoch)
+        left = self.target - spent_seconds
         if epoch == REPLAN_EPOCH:
             new = min(fit, planned)
-        elif planned > fit + 1 or fit >= planned + 2:
+        elif (epoch_seconds * (planned - epoch) > left * (1 + BAND)
+              or epoch_seconds * (planned + 1 - epoch) < left * (1 - BAND)):
             new = fit
         else:
             new = planned
