@@ -4,7 +4,8 @@ No TFX imports. A mirrored shirt is a shirt; a mirrored 3, b or arrow is not wha
 And flips, like any augmentation, trade fitting the train images for generalising beyond them:
 a model that does not yet fit its train images better than unseen ones only learns slower with
 them (Fashion-MNIST in 9 epochs: test 0.9069 with flips against 0.9120 without, train and
-held-out accuracy alike at about 0.91). So `flip auto` (the default) asks the data twice:
+held-out accuracy alike at about 0.91). So `flip auto` asks the data twice (the default stays
+off: docs/training.md, "Augmentation", says why):
 
 1. Does mirroring keep the labels? At an epoch end, the model, trained that far on unmirrored
    images, scores the held-out slice as it is and mirrored left-right. Where mirroring keeps

@@ -121,7 +121,7 @@ class TrainParams(Settings):
         0.1, 'train towards (1 - e) on the label and e / classes on every class; 0 = none',
         '--label-smoothing', metavar='E')
     flip: str = setting(
-        'auto', 'random horizontal flips of train images too: auto = once mirrored held-out '
+        'off', 'random horizontal flips of train images too: auto = once mirrored held-out '
         'images keep half the accuracy above chance (so mirroring keeps the labels: clothes, '
         'not digits or text) and the model scores train images 2 points above held-out ones; '
         '--flip alone = on', '--flip', choices=FLIP_CHOICES,

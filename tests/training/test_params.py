@@ -43,7 +43,7 @@ def test_none_is_recorded_as_zero_or_empty_and_read_back_as_none():
     assert (properties['image_height'], properties['image_width'], properties['channels']) == (
         0, 0, 0)
     assert properties['model_weights'] == '' and properties['devices'] == '[]'
-    assert properties['num_workers'] == 1 and properties['flip'] == 'auto'
+    assert properties['num_workers'] == 1 and properties['flip'] == 'off'
 
 
 def test_a_property_an_older_execution_lacks_keeps_its_default():

@@ -30,7 +30,7 @@ def test_parameters_become_execution_properties():
     props = trainer.exec_properties
     assert (props['augment'], props['flip']) == ('standard', 'on')
     assert (_trainer().exec_properties['augment'], _trainer().exec_properties['flip']) == (
-        TrainParams.augment, 'auto')
+        TrainParams.augment, 'off')
     assert (props['accumulation_steps'], props['mixed_precision'], props['optimizer']) == (
         4, 'mixed_bfloat16', 'sgd')
     assert props['checkpoint_interval'] == 25 and json.loads(props['devices']) == ['/cpu:0']
