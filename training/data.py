@@ -58,8 +58,20 @@ def _records(file_pattern: str, worker: int = 0, num_workers: int = 1) -> tf.dat
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
+def _bucket(record: tf.Tensor) -> tf.Tensor:
+    """The record's hash bucket of 100: the held-out slice is the buckets below its percent."""
+    return tf.strings.to_hash_bucket_fast(record, 100)
+
+
 def _held_out(record: tf.Tensor, held_out_percent: int) -> tf.Tensor:
-    return tf.strings.to_hash_bucket_fast(record, 100) < held_out_percent
+    return _bucket(record) < held_out_percent
+
+
+def _one_pass(records: tf.data.Dataset, batch_size: int, image_shape,
+              spec: inputs.InputSpec) -> tf.data.Dataset:
+    """Records as batches for scoring: every example once, the last batch possibly partial."""
+    return _sharded(_batched(records, batch_size, image_shape, spec, drop_remainder=False)
+                    .prefetch(tf.data.AUTOTUNE))
 
 
 def _train_records(file_pattern: str, held_out_percent: int, worker: int = 0,
@@ -209,17 +221,14 @@ def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip
 def eval_dataset(file_pattern: str, batch_size: int, image_shape,
                  spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
     """One pass over the split, the last batch possibly partial, so every example counts once."""
-    return _sharded(
-        _batched(_records(file_pattern), batch_size, image_shape, spec, drop_remainder=False)
-        .prefetch(tf.data.AUTOTUNE))
+    return _one_pass(_records(file_pattern), batch_size, image_shape, spec)
 
 
 def held_out_dataset(file_pattern: str, held_out_percent: int, batch_size: int, image_shape,
                      spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
     """One pass over the train split's held-out slice, like eval_dataset (never augmented)."""
     records = _records(file_pattern).filter(lambda r: _held_out(r, held_out_percent))
-    return _sharded(_batched(records, batch_size, image_shape, spec, drop_remainder=False)
-                    .prefetch(tf.data.AUTOTUNE))
+    return _one_pass(records, batch_size, image_shape, spec)
 
 
 def train_sample_dataset(file_pattern: str, held_out_percent: int, sample_percent: int,
@@ -229,11 +238,9 @@ def train_sample_dataset(file_pattern: str, held_out_percent: int, sample_percen
     held_out_dataset: what the model fits, scored as the held-out slice is (flip_choice.py).
     Chosen by the held-out slice's hash (the buckets just above it), so it is spread over every
     class and file as the slice is; the first records of the split may all be of one class."""
-    bucket = tf.strings.to_hash_bucket_fast
     records = _records(file_pattern).filter(lambda r: tf.logical_and(
-        bucket(r, 100) >= held_out_percent, bucket(r, 100) < held_out_percent + sample_percent))
-    return _sharded(_batched(records, batch_size, image_shape, spec, drop_remainder=False)
-                    .prefetch(tf.data.AUTOTUNE))
+        _bucket(r) >= held_out_percent, _bucket(r) < held_out_percent + sample_percent))
+    return _one_pass(records, batch_size, image_shape, spec)
 
 
 def mirrored(batches: tf.data.Dataset) -> tf.data.Dataset:
