@@ -23,7 +23,7 @@ from google.protobuf import message
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from core import inputs
+from core import inputs, storage
 
 SIGNATURE_FILE = os.path.join('assets.extra', 'model_signature.json')
 _IMAGES_SIGNATURE = 'predict_images'   # training/export.py; image models only
@@ -57,11 +57,10 @@ def write(model_dir: str, description: Description) -> None:
 def _from_graph(model_dir: str) -> Description:
     """What an older export (without the file) still tells: class count and input kind."""
     saved_model = saved_model_pb2.SavedModel()
-    with tf.io.gfile.GFile(os.path.join(model_dir, 'saved_model.pb'), 'rb') as handle:
-        try:
-            saved_model.ParseFromString(handle.read())
-        except message.DecodeError:
-            return {}  # not a readable graph: nothing is known, so nothing can differ
+    try:
+        saved_model.ParseFromString(storage.read(os.path.join(model_dir, 'saved_model.pb')))
+    except message.DecodeError:
+        return {}  # not a readable graph: nothing is known, so nothing can differ
     signatures = saved_model.meta_graphs[0].signature_def if saved_model.meta_graphs else {}
     description: Description = {}
     if 'serving_default' in signatures:
@@ -75,11 +74,8 @@ def _from_graph(model_dir: str) -> Description:
 
 def read(model_dir: str) -> Description:
     """The model's description: the file when present, else what its graph says."""
-    path = os.path.join(model_dir, SIGNATURE_FILE)
-    if tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path) as handle:
-            return json.loads(handle.read())
-    return _from_graph(model_dir)
+    text = storage.read_text(os.path.join(model_dir, SIGNATURE_FILE))
+    return _from_graph(model_dir) if text is None else json.loads(text)
 
 
 def _classes(description: Description, word: str = '') -> str:

@@ -95,14 +95,13 @@ def read_config(serving_dir: str) -> Optional[Tuple[str, Labels]]:
     """(the model's name, its labels) in models.config, or None when there is no file."""
     from google.protobuf import text_format  # pylint: disable=import-outside-toplevel
     from tensorflow_serving.config import model_server_config_pb2  # pylint: disable=import-outside-toplevel
-    path = config_path(serving_dir)
-    gfile = _gfile()
-    # On a bucket, an outage raises rather than reading as "no file" (storage.exists): the
-    # labels would otherwise be lost by the push that rewrites the file.
-    if not (storage.exists(path) if storage.is_object_store(path) else gfile.exists(path)):
+    # On a bucket, an outage raises rather than reading as "no file", and the bytes are the
+    # file's (storage.read_if_exists): the labels would otherwise be lost by the push that
+    # rewrites the file.
+    text = storage.read_text(config_path(serving_dir))
+    if text is None:
         return None
-    with gfile.GFile(path) as handle:
-        config = text_format.Parse(handle.read(), model_server_config_pb2.ModelServerConfig())
+    config = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
     models = config.model_config_list.config
     if not models:
         return '', Labels()

@@ -289,10 +289,13 @@ def _asked(uri: str, call):
 
 
 def exists(uri: str) -> bool:
-    """tf.io.gfile.exists for an object, or a folder (a prefix with objects), on an object
-    store, except that a store that does not answer raises StoreUnanswered: tensorflow-io's
-    Stat reports any failed request as NotFound, so during an outage a complete version would
-    read as absent, and be deleted or overwritten as a killed push's leftover."""
+    """tf.io.gfile.exists, except that on an object store (an object, or a folder: a prefix
+    with objects) a store that does not answer raises StoreUnanswered: tensorflow-io's Stat
+    reports any failed request as NotFound, so during an outage a complete version would read
+    as absent, and be deleted or overwritten as a killed push's leftover."""
+    if not is_object_store(uri):
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel  (callers have it)
+        return tf.io.gfile.exists(uri)
     from botocore import exceptions  # pylint: disable=import-outside-toplevel
     bucket, _, key = to_s3(uri)[len(S3):].partition('/')
     key = key.rstrip('/')
@@ -305,6 +308,50 @@ def exists(uri: str) -> bool:
     listed = _asked(uri, lambda client: client.list_objects_v2(
         Bucket=bucket, Prefix=key + '/', MaxKeys=1))
     return bool(listed.get('KeyCount') or listed.get('Contents'))
+
+
+def read_if_exists(uri: str) -> Optional[bytes]:
+    """A whole file's bytes, or None when there is no such file.
+
+    On an object store by a GET of our own, asked again while the store does not answer
+    (_asked), because what tensorflow-io's read returns cannot be trusted there: when a GET
+    answers a 5xx and the AWS SDK's own retry succeeds, the failed attempt's XML error stays at
+    the front of the bytes read, cut to the file's length (seen with SeaweedFS starting up:
+    `<?xml ...><Error><Code>InternalError</Code>...` and then the file). A text proto or JSON
+    file then fails to parse, and TensorFlow's checkpoint reader takes that as "no checkpoint"
+    (checkpoint_management.get_checkpoint_state), so a rerun would train from step 0. Records
+    and SavedModels carry checksums or fail to parse loudly; the small files we read ourselves
+    come through here. Elsewhere (local disk, gs://), tf.io.gfile."""
+    if not is_object_store(uri):
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel  (callers have it)
+        if not tf.io.gfile.exists(uri):
+            return None
+        with tf.io.gfile.GFile(uri, 'rb') as handle:
+            return handle.read()
+    from botocore import exceptions  # pylint: disable=import-outside-toplevel
+    bucket, _, key = to_s3(uri)[len(S3):].partition('/')
+    try:
+        # The body is read inside the asked call: a connection cut mid-body is asked again too.
+        return _asked(uri, lambda client: client.get_object(Bucket=bucket,
+                                                            Key=key)['Body'].read())
+    except exceptions.ClientError as error:   # an answer: absent, or refused (403, ...)
+        if error.response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404:
+            return None
+        raise OSError(f'cannot read {uri}: {" ".join(str(error).split())[:200]}') from error
+
+
+def read(uri: str) -> bytes:
+    """read_if_exists, for a file that must be there: FileNotFoundError when it is not."""
+    found = read_if_exists(uri)
+    if found is None:
+        raise FileNotFoundError(f'no file at {uri}')
+    return found
+
+
+def read_text(uri: str) -> Optional[str]:
+    """read_if_exists as UTF-8 text (None when there is no file)."""
+    found = read_if_exists(uri)
+    return None if found is None else found.decode('utf-8')
 
 
 def children(uri: str) -> list:

@@ -59,9 +59,6 @@ def _names(base_dir: str) -> List[str]:
     return [n.rstrip('/') for n in tf.io.gfile.listdir(base_dir)]
 
 
-def _exists(path: str) -> bool:
-    """tf.io.gfile.exists; on an object store an outage raises instead of reading as absent."""
-    return storage.exists(path) if storage.is_object_store(path) else tf.io.gfile.exists(path)
 
 
 def _isdir(path: str) -> bool:
@@ -79,7 +76,7 @@ def complete_versions(base_dir: str) -> List[int]:
     file is a broken or foreign copy (or a push still copying to a bucket) that TF Serving
     would not load either, so it does not count."""
     return [v for v in list_versions(base_dir)
-            if _exists(os.path.join(base_dir, str(v), _SAVED_MODEL))]
+            if storage.exists(os.path.join(base_dir, str(v), _SAVED_MODEL))]
 
 
 def served_version(base_dir: str) -> Optional[int]:
@@ -107,8 +104,7 @@ def model_digest(model_dir: str) -> str:
     digest = hashlib.sha256()
     for rel in _files(model_dir):
         digest.update(rel.encode('utf-8') + b'\0')
-        with tf.io.gfile.GFile(os.path.join(model_dir, rel), 'rb') as handle:
-            digest.update(hashlib.sha256(handle.read()).digest())
+        digest.update(hashlib.sha256(storage.read(os.path.join(model_dir, rel))).digest())
     return digest.hexdigest()
 
 
@@ -120,7 +116,7 @@ def remove_leftovers(base_dir: str) -> None:
         path = os.path.join(base_dir, name)
         if name.startswith(TMP_PREFIX) or (
                 _is_uri(base_dir) and name.isdigit() and _isdir(path)
-                and not _exists(os.path.join(path, _SAVED_MODEL))):
+                and not storage.exists(os.path.join(path, _SAVED_MODEL))):
             tf.io.gfile.rmtree(path)
 
 

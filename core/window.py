@@ -22,6 +22,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import tensorflow as tf
 
+from core import storage
+
 PROPERTY = 'window'          # the Examples' and the Model's custom property (JSON list)
 SPANS_PROPERTY = 'spans'     # the Model's: "2,3,4"
 # The Examples': JSON of the ingestion parameters that shaped the records (another train/eval
@@ -156,8 +158,7 @@ def write_training_data(model_dir: str, window: Sequence[SpanEntry]) -> str:
 def read_training_data(model_dir: str) -> Optional[List[SpanEntry]]:
     """The window a model folder (e.g. serving/<version>/) was trained on; None when the model
     predates training_data.json."""
-    path = os.path.join(model_dir, TRAINING_DATA_FILE)
-    if not tf.io.gfile.exists(path):
+    text = storage.read_text(os.path.join(model_dir, TRAINING_DATA_FILE))
+    if text is None:
         return None
-    with tf.io.gfile.GFile(path) as handle:
-        return [SpanEntry.from_dict(value) for value in json.load(handle)['window']]
+    return [SpanEntry.from_dict(value) for value in json.loads(text)['window']]

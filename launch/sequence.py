@@ -19,6 +19,7 @@ from typing import Dict, List, Optional
 from absl import logging
 import tensorflow as tf  # gfile: the job file and metrics may be on the pipeline root (gs://)
 
+from core import storage
 from launch import worker
 from training import progress
 
@@ -61,8 +62,7 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str,
         launcher.stop()
         if relay:
             relay.stop()
-    with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json')) as handle:
-        return json.load(handle)
+    return json.loads(storage.read(os.path.join(log_dir, 'metrics.json')))
 
 
 class _Relay:

@@ -115,12 +115,10 @@ def main(argv: List[str]) -> None:
     if config:  # before TensorFlow reads it
         os.environ['TF_CONFIG'] = config
         logging.info('TrainJob pod: TF_CONFIG=%s', config)
-    import tensorflow as tf  # gfile: in a TFJob the file is on the pipeline root (gs://...)
     from training import job as job_lib, progress
     if is_chief():
         progress.subscribe(progress.LineWriter(sys.stdout))
-    with tf.io.gfile.GFile(job_file) as handle:
-        job = job_from_json(handle.read())
+    job = job_from_json(storage.read(job_file).decode('utf-8'))
     job_lib.train_and_export(job, serving_dir, log_dir, checkpoint_dir=checkpoint_dir)
 
 

@@ -32,7 +32,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.saved_model import fingerprinting_utils
 
-from core import features, inputs, model_signature
+from core import features, inputs, model_signature, storage
 from training import warmup
 
 SIGNATURE_INPUT = 'examples'
@@ -130,8 +130,7 @@ def _mark_classify(saved_model_dir: str) -> None:
     the fingerprint is written again to match."""
     path = os.path.join(saved_model_dir, 'saved_model.pb')
     saved_model = saved_model_pb2.SavedModel()
-    with tf.io.gfile.GFile(path, 'rb') as handle:
-        saved_model.ParseFromString(handle.read())
+    saved_model.ParseFromString(storage.read(path))
     for meta_graph in saved_model.meta_graphs:
         meta_graph.signature_def[CLASSIFY_SIGNATURE].method_name = (
             tf.saved_model.CLASSIFY_METHOD_NAME)

@@ -17,7 +17,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from training import progress, replan, stopping
+from training import checkpoints, progress, replan, stopping
 from training.flip_choice import FlipChoice
 from training.params import AUTO_MIN_TIMED_EPOCHS, TrainParams
 from training.steps import StepFunctions
@@ -164,7 +164,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     if checkpoint_dir:
         extra = {'flip_choice': flip_choice} if flip_choice is not None else {}
         checkpoint = tf.train.Checkpoint(**steps.checkpoint_items(), stopping=state, **extra)
-        latest = tf.train.latest_checkpoint(checkpoint_dir)
+        latest = checkpoints.latest(checkpoint_dir)
         if latest:
             checkpoint.restore(latest).assert_existing_objects_matched()
             logging.info('Resuming from checkpoint %s at step %d of %d', latest,

@@ -26,6 +26,8 @@ import tensorflow_data_validation as tfdv
 from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
+from core import storage
+
 TRAINING_DATA_FILE = os.path.join('assets.extra', 'training_data.json')
 CACHE_FOLDER = '_drift'
 STATS_FILE = 'train_stats.pb'
@@ -38,11 +40,10 @@ class MissingData(RuntimeError):
 def read_window(served_path: str) -> Optional[List[dict]]:
     """The window (oldest span first) the model at served_path was trained on, or None when it
     does not record one (a model from another tool, or copied in by hand)."""
-    path = os.path.join(served_path, TRAINING_DATA_FILE)
-    if not tf.io.gfile.exists(path):
+    text = storage.read_text(os.path.join(served_path, TRAINING_DATA_FILE))
+    if text is None:
         return None
-    with tf.io.gfile.GFile(path) as handle:
-        window = json.load(handle).get('window')
+    window = json.loads(text).get('window')
     return list(window) if window else None
 
 
@@ -78,9 +79,9 @@ def statistics(window: List[dict], pipeline_root: str
     """The window's train statistics: the kept ones, else computed now and kept."""
     folder = os.path.join(pipeline_root, CACHE_FOLDER, cache_key(window))
     path = os.path.join(folder, STATS_FILE)
-    if tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path, 'rb') as handle:
-            return statistics_pb2.DatasetFeatureStatisticsList.FromString(handle.read())
+    kept = storage.read_if_exists(path)
+    if kept is not None:
+        return statistics_pb2.DatasetFeatureStatisticsList.FromString(kept)
     stats = _compute(train_files(window))
     tf.io.gfile.makedirs(folder)
     temporary = os.path.join(folder, f'.tmp-{uuid.uuid4().hex}')

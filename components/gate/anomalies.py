@@ -1,8 +1,9 @@
 """Reads TFDV anomaly protos and renders them for people (no TFX imports)."""
 from typing import Dict
 
-import tensorflow as tf
 from tensorflow_metadata.proto.v0 import anomalies_pb2
+
+from core import storage
 
 
 class DataAnomaliesError(RuntimeError):
@@ -12,8 +13,7 @@ class DataAnomaliesError(RuntimeError):
 
 def load(path: str) -> anomalies_pb2.Anomalies:
     """Reads a binary Anomalies proto, as the stock ExampleValidator writes it."""
-    with tf.io.gfile.GFile(path, 'rb') as handle:
-        return anomalies_pb2.Anomalies.FromString(handle.read())
+    return anomalies_pb2.Anomalies.FromString(storage.read(path))
 
 
 def describe(anomalies: anomalies_pb2.Anomalies) -> str:

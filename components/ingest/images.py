@@ -14,6 +14,7 @@ from PIL import Image, ImageChops
 import tensorflow as tf
 
 from components.ingest import files, image_formats, records
+from core import storage
 from components.ingest.image_formats import BadImage  # a file that cannot become an example
 
 
@@ -161,11 +162,10 @@ def read_file(path: str, input_base: str) -> bytes:
         if '://' in path:
             if tf.io.gfile.isdir(path):
                 raise IsADirectoryError(path)
-            with tf.io.gfile.GFile(path, 'rb') as handle:
-                return handle.read()
+            return storage.read(path)
         _check_inside(path, input_base)
         return files.read_regular(path)  # FIFOs, sockets, devices: rejected, never opened
-    except BadImage:
+    except (BadImage, storage.StoreUnanswered):   # an outage is the run's, not the file's
         raise
     except records.BadRecord as error:  # from files.py, shared with CSV
         raise BadImage(error.reason, str(error)) from None

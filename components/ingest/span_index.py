@@ -79,11 +79,10 @@ def lookup(pipeline_root: str, key: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     {'entry': SpanEntry, 'properties': {...}, 'files': [...]}; else None."""
     if not key['fingerprint']:
         return None  # unknown input: never reused
-    path = stable_paths.span_index_path(pipeline_root, NODE, key)
-    if not tf.io.gfile.exists(path):
+    text = storage.read_text(stable_paths.span_index_path(pipeline_root, NODE, key))
+    if text is None:
         return None
-    with tf.io.gfile.GFile(path) as handle:
-        record = json.load(handle)
+    record = json.loads(text)
     if record.get('identity') != key:  # a digest collision: treat as unknown
         return None
     entry = window.SpanEntry.from_dict(record['entry'])

@@ -17,6 +17,8 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from core import storage
+
 FOLDER = '_schema'
 FILE = 'schema.pbtxt'
 
@@ -27,11 +29,8 @@ def path(pipeline_root: str) -> str:
 
 def read(pipeline_root: str) -> Optional[schema_pb2.Schema]:
     """The kept schema, or None before the first run inferred one."""
-    kept = path(pipeline_root)
-    if not tf.io.gfile.exists(kept):
-        return None
-    with tf.io.gfile.GFile(kept) as handle:
-        return text_format.Parse(handle.read(), schema_pb2.Schema())
+    text = storage.read_text(path(pipeline_root))
+    return None if text is None else text_format.Parse(text, schema_pb2.Schema())
 
 
 def keep(pipeline_root: str, schema: schema_pb2.Schema) -> schema_pb2.Schema:

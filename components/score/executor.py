@@ -11,7 +11,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from core import properties
+from core import properties, storage
 from components.score import predictions, results, served
 
 _LOGS = 'prediction_logs-*.gz'   # what the stock BulkInferrer writes into its InferenceResult
@@ -62,10 +62,7 @@ class WriterExecutor(base_executor.BaseExecutor):
             version, model.get_string_custom_property(properties.MODEL_PATH),
             exec_properties.get('input_base', ''), counts, len(rows))
         quarantine_uri = examples.get_string_custom_property(properties.QUARANTINE_URI)
-        quarantine = ''
-        if quarantine_uri and tf.io.gfile.exists(quarantine_uri):
-            with tf.io.gfile.GFile(quarantine_uri) as handle:
-                quarantine = handle.read()
+        quarantine = (quarantine_uri and storage.read_text(quarantine_uri)) or ''
         results.write_all(out.uri, rows, quarantine, summary)
         for name, key in ((properties.NUM_INPUTS, 'inputs'), (properties.NUM_SCORED, 'scored'),
                           (properties.NUM_QUARANTINED, 'quarantined')):

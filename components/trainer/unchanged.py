@@ -65,11 +65,8 @@ def write_record(export_dir: str, record: Dict[str, str], metrics: Dict[str, Any
 
 def read_record(model_dir: str) -> Optional[Dict[str, Any]]:
     """{'trained_from': ..., 'metrics': ...} of an exported model, or None."""
-    path = os.path.join(model_dir, RECORD_PATH)
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as handle:
-        return json.load(handle)
+    text = storage.read_text(os.path.join(model_dir, RECORD_PATH))
+    return None if text is None else json.loads(text)
 
 
 def served_match(record: Dict[str, str], serving_dir: str,

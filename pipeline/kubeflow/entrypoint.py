@@ -190,10 +190,10 @@ def prepare_invocation(invocation: str, inputs_spec_json: Optional[str]) -> str:
 
 def restore_output_uris(output_file: str, restore: Dict[str, str]) -> None:
     """Names the outputs in TFX's ExecutorOutput file as KFP handed them (see to_s3)."""
-    if not restore or not tf.io.gfile.exists(output_file):
+    text = storage.read_text(output_file) if restore else None
+    if text is None:
         return
-    with tf.io.gfile.GFile(output_file) as handle:
-        output = json.load(handle)
+    output = json.loads(text)
     for artifact_list in output.get('artifacts', {}).values():
         for artifact in artifact_list.get('artifacts', ()):
             artifact['uri'] = restore.get(artifact.get('uri'), artifact.get('uri'))

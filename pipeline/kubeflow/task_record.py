@@ -63,10 +63,10 @@ def task_root(executor_input) -> Optional[str]:
 
 def _output_properties(output_file: Optional[str]) -> Dict[str, dict]:
     """{output key: its metadata} from TFX's ExecutorOutput file."""
-    if not output_file or not tf.io.gfile.exists(output_file):
+    text = storage.read_text(output_file) if output_file else None
+    if text is None:
         return {}
-    with tf.io.gfile.GFile(output_file) as handle:
-        written = json.load(handle)
+    written = json.loads(text)
     result = {}
     for key, artifacts in written.get('artifacts', {}).items():
         for artifact in artifacts.get('artifacts', ())[:1]:
@@ -136,11 +136,9 @@ def read_runs(pipeline_folder: str) -> Dict[str, List[TaskRecord]]:
 
 def _read(folder: str) -> dict:
     path = os.path.join(folder, RECORD_NAME)
-    if not tf.io.gfile.exists(path):
-        return {}
     try:
-        with tf.io.gfile.GFile(path) as handle:
-            return json.load(handle)
+        text = storage.read_text(path)
+        return {} if text is None else json.loads(text)
     except (ValueError, tf.errors.OpError) as error:
         logging.warning('Unreadable task record %s: %s', path, error)
         return {}

@@ -41,7 +41,7 @@ from ml_metadata import metadata_store
 import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 
-from core import versions
+from core import storage, versions
 from pipeline.runs import retention_plan as plan_lib
 from pipeline.runs import rollback as rollback_lib
 from pipeline.runs import run_files, runlock
@@ -224,10 +224,9 @@ def serving_versions(serving_dir: str, output_dir: Optional[str] = None
             served.append((os.path.join(serving_dir, str(source)),
                            f'serving version {version} is a rollback copy of version {source}'))
             source = copies.get(source)
-        path = os.path.join(folder, TRAINING_DATA)
-        if tf.io.gfile.exists(path):   # local, gs:// or s3:// alike
-            with tf.io.gfile.GFile(path) as handle:
-                window = json.dumps(json.load(handle).get('window', []))
+        text = storage.read_text(os.path.join(folder, TRAINING_DATA))
+        if text is not None:   # local, gs:// or s3:// alike
+            window = json.dumps(json.loads(text).get('window', []))
             trained_on += [(uri, f'serving version {version} was trained on it')
                            for uri in window_uris(window)]
     return served, trained_on
