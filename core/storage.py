@@ -31,6 +31,7 @@ three things, once per process:
 the task reports to KFP.
 """
 import ctypes
+import io
 import logging
 import os
 import posixpath
@@ -352,6 +353,76 @@ def read_text(uri: str) -> Optional[str]:
     """read_if_exists as UTF-8 text (None when there is no file)."""
     found = read_if_exists(uri)
     return None if found is None else found.decode('utf-8')
+
+
+# How much of an object one GET of open_read's fetches: a CSV's lines are read through a buffer
+# this large, and Parquet's larger column chunks in one GET each.
+READ_CHUNK_BYTES = 8 << 20
+
+
+class _ObjectReader(io.RawIOBase):
+    """One object as a read-only, seekable file: ranged GETs, each asked again while the store
+    does not answer (_asked), with the object's ETag required (If-Match), so that an object
+    replaced while it is read fails (412) instead of mixing two versions, and its length
+    checked. Seeking costs nothing: bytes are fetched when read."""
+
+    def __init__(self, uri: str):
+        from botocore import exceptions  # pylint: disable=import-outside-toplevel
+        super().__init__()
+        self._uri = uri
+        self._bucket, _, self._key = to_s3(uri)[len(S3):].partition('/')
+        try:
+            head = _asked(uri, lambda client: client.head_object(Bucket=self._bucket,
+                                                                 Key=self._key))
+        except exceptions.ClientError as error:
+            if error.response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404:
+                raise FileNotFoundError(f'no file at {uri}') from None
+            raise OSError(f'cannot read {uri}: {" ".join(str(error).split())[:200]}') from error
+        self.size, self._etag, self._position = int(head['ContentLength']), head['ETag'], 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self.size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer) -> int:
+        from botocore import exceptions  # pylint: disable=import-outside-toplevel
+        count = min(len(buffer), self.size - self._position)
+        if count <= 0:
+            return 0
+        first, last = self._position, self._position + count - 1
+        try:
+            data = _asked(self._uri, lambda client: client.get_object(
+                Bucket=self._bucket, Key=self._key, Range=f'bytes={first}-{last}',
+                IfMatch=self._etag)['Body'].read())
+        except exceptions.ClientError as error:  # 412: replaced since it was opened
+            raise OSError(f'cannot read {self._uri}: '
+                          f'{" ".join(str(error).split())[:200]}') from error
+        if len(data) != count:
+            raise OSError(f'cannot read {self._uri}: {len(data)} bytes where {count} were '
+                          f'asked at {first}')
+        buffer[:count] = data
+        self._position += count
+        return count
+
+
+def open_read(uri: str):
+    """A binary, seekable file for reading; on an object store one whose bytes are the
+    object's (read_if_exists says why tensorflow-io's are not always), elsewhere tf.io.gfile's.
+    FileNotFoundError (object store) or tf's NotFoundError when there is no such file."""
+    if not is_object_store(uri):
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel  (callers have it)
+        return tf.io.gfile.GFile(uri, 'rb')
+    return io.BufferedReader(_ObjectReader(uri), buffer_size=READ_CHUNK_BYTES)
 
 
 def children(uri: str) -> list:

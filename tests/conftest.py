@@ -122,6 +122,19 @@ def s3(seaweedfs, monkeypatch):
     return S3Bucket(seaweedfs, seaweedfs.new_bucket())
 
 
+@pytest.fixture
+def relay(s3, seaweedfs, monkeypatch):
+    """A relay in front of the test's store that answers chosen GETs once with a 500
+    (tests/support/s3_fault_proxy.py); this process's reads through boto3, and a new process's
+    through tensorflow-io too, go through it from now on."""
+    from s3_fault_proxy import FailOnceRelay
+    server = FailOnceRelay(seaweedfs.endpoint)
+    monkeypatch.setenv('AWS_ENDPOINT_URL', server.endpoint)
+    monkeypatch.setenv('S3_ENDPOINT', server.endpoint)
+    yield server
+    server.stop()
+
+
 class S3Bucket:
     """A test's bucket: `uri(key)` names a path in it; the server's client lists what is there."""
 

@@ -26,6 +26,7 @@ from typing import Iterator, List, Optional, Tuple
 
 
 from components.ingest import files, records
+from core import storage
 
 DEFAULT_ENCODING = 'utf-8'
 DEFAULT_MAX_RECORD_BYTES = 1024 * 1024   # 1 MiB: far above any real row
@@ -61,7 +62,7 @@ def byte_scannable(encoding: str) -> bool:
 
 def _open(path: str):
     if '://' in path:
-        return files.gfile().GFile(path, 'rb')
+        return storage.open_read(path)  # on a bucket: the object's bytes, never an error's
     files.check_regular(path)  # a FIFO named x.csv is rejected, never opened (it would block)
     return open(path, 'rb')
 
@@ -219,6 +220,8 @@ def _records(path: str, encoding: str, start: int, end: int, header: bool,
     except records.BadRecord as error:  # not a regular file (its type), or vanished
         yield path, None, (error.reason, str(error))
         return
+    except storage.StoreUnanswered:   # an outage is the run's, not the file's
+        raise
     except OSError as error:  # no permission, I/O error: one rejection names it
         yield path, None, ('unreadable', f'cannot read: {error.strerror or error}')
         return

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from components.ingest import csv_records, files, records, table_source, tabular
 from components.ingest.checks import IngestionError
+from core import storage
 
 BATCH_ROWS = 4096                 # rows turned into Python objects at a time
 UNIT_BYTES = 64 * 1024 * 1024     # row-group bytes (uncompressed) per unit of work
@@ -59,8 +60,10 @@ def _opened(path: str) -> Iterator[pq.ParquetFile]:
     """The file's reader, or BadRecord: not a regular file, empty, not Parquet or truncated.
     OSErrors (no permission, I/O) propagate: callers name them `unreadable`."""
     if '://' in path:
-        handle = files.gfile().GFile(path, 'rb')
-        size = files.gfile().stat(path).length
+        handle = storage.open_read(path)  # on a bucket: the object's bytes, never an error's
+        handle.seek(0, 2)
+        size = handle.tell()
+        handle.seek(0)
     else:
         # Checked before pyarrow opens it: a FIFO named x.parquet would block the open.
         size = files.check_regular(path).st_size
@@ -301,6 +304,8 @@ def read_unit(unit: Unit, names: Sequence[str], checked: Sequence[str]) -> Itera
                 yield element, None, ('changed', 'changed between planning and reading')
     except records.BadRecord as error:
         yield element, None, (error.reason, str(error))
+    except storage.StoreUnanswered:   # an outage is the run's, not the file's
+        raise
     except OSError as error:  # no permission, I/O error
         yield element, None, ('unreadable', f'cannot read: {error.strerror or error}')
 
@@ -315,6 +320,8 @@ class ParquetSource(table_source.TableSource):
         try:
             with _opened(path) as reader:
                 names = [name for name, _ in flat_columns(reader)]
+        except storage.StoreUnanswered:
+            raise
         except OSError as error:
             raise records.BadRecord('unreadable',
                                     f'cannot read: {error.strerror or error}') from None

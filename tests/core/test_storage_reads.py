@@ -1,7 +1,8 @@
-"""core/storage.py's whole-file reads and training/checkpoints.py, against a store that answers
-a GET once with a 500 (tests/support/s3_fault_proxy.py in front of SeaweedFS): our reads return
-the file; tensorflow-io's, in a process of its own (its S3 client is made once per process),
-return the error's XML in front of the file, which is why ours exist."""
+"""core/storage.py's whole-file reads and open_read, and training/checkpoints.py, against a
+store that answers a GET once with a 500 (the `relay` fixture: tests/support/s3_fault_proxy.py
+in front of SeaweedFS): ours return the file; tensorflow-io's, in a process of its own (its S3
+client is made once per process), return the error's XML in front of it, which is why ours
+exist."""
 import json
 import os
 import subprocess
@@ -12,19 +13,7 @@ import pytest
 import tensorflow as tf
 
 from core import storage
-from s3_fault_proxy import FailOnceRelay
 from training import checkpoints
-
-
-@pytest.fixture
-def relay(s3, seaweedfs, monkeypatch):
-    """The relay; this process's reads through boto3, and a new process's through
-    tensorflow-io too, go through it from now on."""
-    server = FailOnceRelay(seaweedfs.endpoint)
-    monkeypatch.setenv('AWS_ENDPOINT_URL', server.endpoint)
-    monkeypatch.setenv('S3_ENDPOINT', server.endpoint)
-    yield server
-    server.stop()
 
 
 def _save_checkpoint(directory):
@@ -97,3 +86,30 @@ def test_tensorflow_io_reads_the_error_in_front_of_the_file(s3, relay):
     assert len(relay.failed) == 2, relay.failed
     assert seen['text'].startswith('<?xml version="1.0" encoding="UTF-8"?>\n<Error>'), seen
     assert seen['latest'] is None, seen
+
+
+def test_open_read_streams_an_object_in_ranges_through_a_500_and_refuses_a_replaced_one(
+        s3, relay, monkeypatch):
+    """What CSV and Parquet ingestion read a bucket's files with (components/ingest): lines and
+    seeks as in a local file, the object's bytes although a range's GET answers 500, and an
+    error, not a mix of two versions, when the object is replaced while it is read."""
+    monkeypatch.setattr(storage, 'READ_CHUNK_BYTES', 1000)   # several GETs for the file
+    text = 'x,y,label\n' + ''.join(f'{i},{i % 3},label{i % 2}\n' for i in range(500))
+    s3.server.client().put_object(Bucket=s3.name, Key='in/data.csv', Body=text.encode())
+    uri = s3.uri('in', 'data.csv')
+    with storage.open_read(uri) as handle:
+        assert handle.readline() == b'x,y,label\n'
+        relay.fail_next_get(f'{s3.name}/in/data.csv')   # the next range's GET
+        rest = handle.read()
+        assert handle.seek(0, 2) == len(text) and handle.tell() == len(text)
+        handle.seek(10)
+        assert handle.readline() == b'0,0,label0\n'
+    assert b'x,y,label\n' + rest == text.encode()
+    assert relay.failed == [f'{s3.name}/in/data.csv']
+    with storage.open_read(uri) as handle:
+        handle.read(10)
+        s3.server.client().put_object(Bucket=s3.name, Key='in/data.csv', Body=b'other')
+        with pytest.raises(OSError, match='PreconditionFailed|412'):
+            handle.read()
+    with pytest.raises(FileNotFoundError):
+        storage.open_read(s3.uri('in', 'nothing.csv'))
