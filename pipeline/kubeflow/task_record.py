@@ -139,7 +139,9 @@ def _read(folder: str) -> dict:
     try:
         text = storage.read_text(path)
         return {} if text is None else json.loads(text)
-    except (ValueError, tf.errors.OpError) as error:
+    except storage.StoreUnanswered:   # an outage is not an unreadable record
+        raise
+    except (ValueError, OSError, tf.errors.OpError) as error:
         logging.warning('Unreadable task record %s: %s', path, error)
         return {}
 
