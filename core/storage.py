@@ -338,7 +338,12 @@ def read_if_exists(uri: str) -> Optional[bytes]:
     except exceptions.ClientError as error:   # an answer: absent, or refused (403, ...)
         if error.response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404:
             return None
-        raise OSError(f'cannot read {uri}: {" ".join(str(error).split())[:200]}') from error
+        raise _refused(uri, error) from error
+
+
+def _refused(uri: str, error: Exception) -> OSError:
+    """A store's answer that is not the object (403, 412, ...) as one line."""
+    return OSError(f'cannot read {uri}: {" ".join(str(error).split())[:200]}')
 
 
 def read(uri: str) -> bytes:
@@ -377,7 +382,7 @@ class _ObjectReader(io.RawIOBase):
         except exceptions.ClientError as error:
             if error.response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404:
                 raise FileNotFoundError(f'no file at {uri}') from None
-            raise OSError(f'cannot read {uri}: {" ".join(str(error).split())[:200]}') from error
+            raise _refused(uri, error) from error
         self.size, self._etag, self._position = int(head['ContentLength']), head['ETag'], 0
 
     def readable(self) -> bool:
@@ -405,8 +410,7 @@ class _ObjectReader(io.RawIOBase):
                 Bucket=self._bucket, Key=self._key, Range=f'bytes={first}-{last}',
                 IfMatch=self._etag)['Body'].read())
         except exceptions.ClientError as error:  # 412: replaced since it was opened
-            raise OSError(f'cannot read {self._uri}: '
-                          f'{" ".join(str(error).split())[:200]}') from error
+            raise _refused(self._uri, error) from error
         if len(data) != count:
             raise OSError(f'cannot read {self._uri}: {len(data)} bytes where {count} were '
                           f'asked at {first}')
