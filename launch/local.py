@@ -97,12 +97,16 @@ class LocalWorkers(sequence.Launcher):
 
     def __init__(self, log_dir: str, num_workers: int):
         self._folder = storage.normpath(os.path.join(log_dir, self.folder))
+        # The workers' TMPDIR, removed by stop(): a worker that is SIGKILLed (stop() after
+        # another one failed, or a crash) runs no `finally`, and its scratch checkpoints
+        # (training/job.py) would stay in /tmp, as large as the model's, run after run.
+        self._scratch = tempfile.mkdtemp(prefix='workers-')
         # A worker's output is a file the process writes as it goes, and the relay follows: on
         # this machine's disk. With the run root in a bucket they are copied there at the end.
-        self._scratch = tempfile.mkdtemp(prefix='workers-') if '://' in log_dir else ''
+        self._copy_logs = '://' in log_dir
         self._count = num_workers
-        self._logs = [os.path.join(self._scratch or self._folder, f'worker-{i}.log')
-                      for i in range(num_workers)]
+        self._logs = [os.path.join(self._scratch if self._copy_logs else self._folder,
+                                   f'worker-{i}.log') for i in range(num_workers)]
         self._processes: List[subprocess.Popen] = []
         self._group = 0
 
@@ -115,7 +119,7 @@ class LocalWorkers(sequence.Launcher):
             with open(self._logs[index], 'w') as output:
                 self._processes.append(subprocess.Popen(
                     [sys.executable, '-m', worker.MODULE, *args],
-                    env=dict(env, TF_CONFIG=tf_config(ports, index)),
+                    env=dict(env, TF_CONFIG=tf_config(ports, index), TMPDIR=self._scratch),
                     stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     cwd=root, process_group=self._group))
             self._group = self._group or self._processes[0].pid
@@ -140,13 +144,13 @@ class LocalWorkers(sequence.Launcher):
             os.killpg(self._group, signal.SIGKILL)
         for process in self._processes:
             process.wait()
-        if self._scratch:
+        if self._copy_logs:
             import tensorflow as tf
             tf.io.gfile.makedirs(self._folder)
             for path in self._logs:
                 if os.path.exists(path):
                     storage.copy_file(path, f'{self._folder}/{os.path.basename(path)}')
-            shutil.rmtree(self._scratch, ignore_errors=True)
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
     def chief_output(self) -> Optional[str]:
         return self._logs[0]

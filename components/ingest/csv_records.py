@@ -180,6 +180,8 @@ def plan_ranges(path: str, configured: str, split_bytes: int = SPLIT_BYTES) -> L
         size = files.gfile().stat(path).length if '://' in path else \
             files.check_regular(path).st_size
         newline = line_break(path, bom) if byte_scannable(encoding) else b'\n'
+    except storage.StoreUnanswered:   # an outage is the run's, not the file's
+        raise
     except (records.BadRecord, OSError):
         return [(files.to_beam(path), configured, 0, 0, True, b'\n')]  # read_range rejects it
     if size - bom <= split_bytes or not byte_scannable(encoding):

@@ -73,6 +73,8 @@ def _opened(path: str) -> Iterator[pq.ParquetFile]:
             raise records.BadRecord('empty_file', 'empty file (0 bytes)')
         try:
             reader = pq.ParquetFile(handle)
+        except storage.StoreUnanswered:   # pyarrow re-raises its reader's error as it was
+            raise
         except (pa.ArrowException, OSError) as error:
             raise records.BadRecord('corrupt_parquet', 'not a Parquet file, or truncated '
                                     f'({size:,} bytes): {error}') from None
@@ -266,6 +268,8 @@ def plan_units(element, unit_bytes: int = UNIT_BYTES) -> List[Unit]:
         with _opened(path) as reader:
             sizes = [reader.metadata.row_group(g).total_byte_size
                      for g in range(reader.num_row_groups)]
+    except storage.StoreUnanswered:   # an outage is the run's, not the file's
+        raise
     except (records.BadRecord, OSError):
         return [(element, 0, -1)]  # read_unit rejects it, with the reason
     units, first, size = [], 0, 0
@@ -291,6 +295,8 @@ def read_unit(unit: Unit, names: Sequence[str], checked: Sequence[str]) -> Itera
                         batch = next(batches)
                     except StopIteration:
                         break
+                    except storage.StoreUnanswered:   # the store's fault, not the row group's
+                        raise
                     except (pa.ArrowException, OSError) as error:
                         # Row groups are decoded independently: the next one may be whole.
                         rows = reader.metadata.row_group(group).num_rows

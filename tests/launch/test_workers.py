@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -102,6 +103,37 @@ def test_killing_the_parent_outright_leaves_no_worker(tmp_path):
     while subprocess.run(['pgrep', '-f', running], capture_output=True).stdout:
         assert time.time() < deadline, 'workers outlived their killed parent'
         time.sleep(0.5)
+
+
+def test_what_a_killed_worker_leaves_in_its_tmpdir_goes_with_the_launcher(tmp_path, monkeypatch):
+    """A worker SIGKILLed (stop() after another worker failed, or a crash) runs no `finally`: the
+    scratch checkpoints a non-chief makes with tempfile (training/job.py) go with the launcher's
+    own folder, not left in /tmp run after run."""
+    (tmp_path / 'modules').mkdir()
+    (tmp_path / 'modules' / 'scratch_worker.py').write_text(
+        'import os, tempfile, time\n'
+        'folder = tempfile.mkdtemp(prefix="ckpt_1_")\n'
+        'open(os.path.join(folder, "ckpt-10.index"), "w").close()\n'
+        'print(folder, flush=True)\n'
+        'time.sleep(600)\n')
+    (tmp_path / 'tmp').mkdir()
+    monkeypatch.setenv('PYTHONPATH', str(tmp_path / 'modules'))
+    monkeypatch.setenv('TMPDIR', str(tmp_path / 'tmp'))
+    monkeypatch.setattr(tempfile, 'tempdir', None)   # read TMPDIR again
+    monkeypatch.setattr(worker, 'MODULE', 'scratch_worker')
+    (tmp_path / 'logs' / 'workers').mkdir(parents=True)
+    launcher = local.LocalWorkers(str(tmp_path / 'logs'), 2)
+    launcher.start([])
+    logs = [tmp_path / 'logs' / 'workers' / f'worker-{i}.log' for i in range(2)]
+    deadline = time.time() + 60
+    while not all(log.exists() and log.read_text().strip() for log in logs):
+        assert time.time() < deadline, 'the workers never made their scratch folders'
+        time.sleep(0.2)
+    made = [log.read_text().strip() for log in logs]
+    assert all(os.path.isfile(os.path.join(folder, 'ckpt-10.index')) for folder in made)
+    launcher.stop()   # SIGKILL: no worker removes its own
+    assert not any(os.path.exists(folder) for folder in made), made
+    assert os.listdir(tmp_path / 'tmp') == []
 
 
 def test_a_failed_workers_error_is_shown_even_when_a_long_dump_follows_it(tmp_path):

@@ -5,6 +5,8 @@ so signatures made for the relay's address still verify at the store.
 
     relay = FailOnceRelay(seaweedfs.endpoint)   # .endpoint: http://127.0.0.1:PORT
     relay.fail_next_get('bucket/key')           # its next GET answers 500, the one after passes
+    relay.fail_gets('bucket/key', below=1000)   # every ranged GET starting before byte 1000
+                                                # answers 500 (an outage of those reads)
     ...
     relay.stop()
 """
@@ -12,7 +14,7 @@ import http.client
 import http.server
 import threading
 import urllib.parse
-from typing import Set
+from typing import Dict, Set
 
 ERROR_BODY = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code>'
               b'<Message>We encountered an internal error, please try again.</Message></Error>')
@@ -22,6 +24,7 @@ class FailOnceRelay:
     def __init__(self, store_endpoint: str):
         target = urllib.parse.urlparse(store_endpoint)
         self._armed: Set[str] = set()
+        self._failing: Dict[str, int] = {}   # path -> the first byte whose reads pass
         self.failed: list = []   # the paths answered with a 500, in order
         lock = threading.Lock()
         relay = self
@@ -37,7 +40,9 @@ class FailOnceRelay:
                 length = int(self.headers.get('Content-Length') or 0)
                 body = self.rfile.read(length) if length else None
                 with lock:
-                    fail = self.command == 'GET' and path in relay._armed
+                    fail = self.command == 'GET' and (
+                        path in relay._armed
+                        or _first_byte(self.headers.get('Range')) < relay._failing.get(path, 0))
                     if fail:
                         relay._armed.discard(path)
                         relay.failed.append(path)
@@ -77,6 +82,19 @@ class FailOnceRelay:
     def fail_next_get(self, bucket_and_key: str) -> None:
         self._armed.add(bucket_and_key)
 
+    def fail_gets(self, bucket_and_key: str, below: int) -> None:
+        """Every GET of the object whose range starts before byte `below` (or that has no
+        range) answers 500 from now on, as a store that has stopped answering does."""
+        self._failing[bucket_and_key] = below
+
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _first_byte(range_header) -> int:
+    """The first byte a GET's Range asks for ('bytes=A-B'); 0 for a whole-object GET."""
+    if not range_header or not range_header.startswith('bytes='):
+        return 0
+    first = range_header[len('bytes='):].split('-', 1)[0]
+    return int(first) if first else 0
