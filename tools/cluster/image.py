@@ -132,12 +132,16 @@ def podman_env() -> Dict[str, str]:
     return dict(os.environ, CONTAINERS_CONF=CONTAINERS_CONF)
 
 
+def _podman_binary() -> str:
+    return _require('podman', 'podman buildah runc containernetworking-plugins',
+                    'to build and run the image')
+
+
 def podman(*args: str, check: bool = True, log: bool = True,
            timeout: Optional[float] = None) -> subprocess.CompletedProcess:
     """podman with our containers.conf. Output to the log (log=True) or captured."""
-    _require('podman', 'podman buildah runc containernetworking-plugins',
-             'to build and run the image')
-    return _run(['podman', *args], env=podman_env(), check=check, log=log, timeout=timeout)
+    return _run([_podman_binary(), *args], env=podman_env(), check=check, log=log,
+                timeout=timeout)
 
 
 def _run(command: Sequence[str], env: Optional[Dict[str, str]] = None, check: bool = True,
@@ -458,11 +462,10 @@ def import_into(containerd_socket: str, tag: Optional[str] = None) -> str:
 
 def _stream_into(containerd_socket: str, tag: str) -> None:
     """`podman save` (a docker-archive on its stdout) piped into `ctr images import -`."""
-    _require('podman', 'podman buildah runc containernetworking-plugins',
-             'to build and run the image')
     _log(f'$ podman save --format docker-archive --output /dev/stdout {tag} | ctr ... import -')
     with open(LOG, 'a') as log, subprocess.Popen(
-            ['podman', 'save', '--format', 'docker-archive', '--output', '/dev/stdout', tag],
+            [_podman_binary(), 'save', '--format', 'docker-archive', '--output', '/dev/stdout',
+             tag],
             env=podman_env(), stdout=subprocess.PIPE, stderr=log,
             stdin=subprocess.DEVNULL) as save:
         try:
