@@ -27,8 +27,9 @@ FROM ${BASE}
 WORKDIR /pipeline
 
 # The dependencies first, from the lock and setup.py alone, so that a change to the code reuses
-# this layer (the dependencies are most of the image and of its build time). Exactly what
-# `make install` does, minus the editable mode and the dev tools: the lock as constraints.
+# this layer (the dependencies are most of the image and of its build time). The lock that
+# `make install` installs, minus the editable mode and the dev tools, by pip (make install's uv
+# would be one more download here; pip needs --ignore-requires-python for TFX, uv no flag).
 # TFX 1.16 declares Requires-Python <3.11 but runs on 3.11 (docs/install.md, "Supported
 # Pythons"). With setup.py alone no package of ours is found: this installs its dependencies
 # and an empty distribution of the project, which the next step replaces.
