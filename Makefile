@@ -48,22 +48,29 @@ lint: install
 # one group on one worker, the long groups first (tests/conftest.py). TEST_WORKERS=0 runs in
 # this process, one by one.
 TEST_WORKERS ?= 2
+UP_LOG := .tools/cluster-up.log
 # Everything the tests need is built first, side by side (-j: Go's builds, podman's image, pip);
-# then the cluster comes up (unless one is already running, which is then left running), the
-# suite runs, and the cluster this run started goes down even when tests fail. The image first:
+# then the suite runs, and the cluster comes up beside it (unless one is already running, which
+# is then left running): pytest's collection and its first tests need none, and a cluster test
+# waits for the `up` named in CLUSTER_UP_PID (tests/support/real_cluster.py), which prints into
+# UP_LOG, shown after pytest. The cluster this run started goes down even when tests fail, and
+# a failed `up` fails the run. The image first:
 # its debootstrap and pip downloads wait on the network, not the cores; listed last, it waited
 # for a free slot until the Go builds were nearly done (22 min, with Go's caches empty). Debian's
 # packages first, alone (apt takes one lock), so that the image's recipe, which needs nothing else,
 # takes the first slot: make hands a slot freed later to the next target of its walk, which the
 # image, once waiting on a prerequisite, is not. The Go builds need no virtualenv, so they run
-# beside pip's install rather than after it.
+# beside the install rather than after it.
 test:
 	$(MAKE) --no-print-directory .tools/packages.stamp
 	$(MAKE) -j4 --no-print-directory image lint $(WEED) cluster-parts
 	@was_up=$$($(BIN)/python -m tools.cluster status >/dev/null 2>&1 && echo yes); \
-	$(BIN)/python -m tools.cluster up || exit 1; status=0; \
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
-	  $(PYTEST_ARGS) || status=$$?; \
+	status=0; up=; if [ -z "$$was_up" ]; then \
+	  echo "the cluster comes up beside the tests (what it prints: $(UP_LOG), after them)"; \
+	  $(BIN)/python -m tools.cluster up > $(UP_LOG) 2>&1 & up=$$!; fi; \
+	CLUSTER_UP_PID=$$up $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup \
+	  --no-loadscope-reorder $(PYTEST_ARGS) || status=$$?; \
+	if [ -n "$$up" ]; then wait $$up || status=1; cat $(UP_LOG); fi; \
 	[ -n "$$was_up" ] || $(BIN)/python -m tools.cluster down; exit $$status
 
 # Unit and executor tests only (no end-to-end pipeline runs, no multi-process training, no

@@ -1,10 +1,13 @@
 """The real single-node Kubernetes (tools/cluster/, `make cluster`) as the cluster tests use it:
 its kubeconfig, a namespace of a test's own, and the tests' SeaweedFS made reachable from pods.
 
-The cluster is brought up once by `make test` (or `make cluster`) before pytest and stopped after
-it: the two pytest-xdist workers share it. A cluster test run without it fails, saying so.
+The cluster is brought up once by `make test` (or `make cluster`) and stopped after pytest: the
+two pytest-xdist workers share it. `make test` starts it beside pytest (collection and the first
+tests need no cluster) and names its `up` process in CLUSTER_UP_PID: a cluster test waits for
+that process to finish bringing it up. A cluster test run without it fails, saying so.
 """
 import json
+import os
 import subprocess
 import sys
 import time
@@ -17,10 +20,22 @@ WHERE = layout.Layout()
 GATEWAY_NETNS = layout.NETNS_PREFIX + cluster.GATEWAY
 
 
+UP_SECONDS = 600   # a cold `up` takes about 40 s here; a bound, so that a stuck one fails
+
+
 def kubeconfig() -> str:
-    if not cluster.running(WHERE):
-        raise RuntimeError('the real cluster is not running: `make cluster` starts it (make test '
-                           'does, before pytest); docs/testing.md "The real cluster"')
+    coming = int(os.environ.get('CLUSTER_UP_PID') or 0)   # make test's `up`, still at work
+    deadline = time.monotonic() + UP_SECONDS
+    while not cluster.running(WHERE):
+        if not coming or not cluster.alive(coming):
+            raise RuntimeError(
+                'the real cluster is not running: `make cluster` starts it (make test does, '
+                'beside pytest; what its `up` printed: .tools/cluster-up.log); '
+                'docs/testing.md "The real cluster"')
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'the real cluster did not come up within {UP_SECONDS} s (its '
+                               f'`up`, pid {coming}, is still at work: .tools/cluster-up.log)')
+        time.sleep(0.5)
     return WHERE.kubeconfig
 
 

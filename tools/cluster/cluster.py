@@ -14,7 +14,7 @@ from tools.cluster.state import State
 GATEWAY = 'api'   # the namespace holding the `kubernetes` Service's address
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -32,7 +32,7 @@ def running(where: layout.Layout) -> bool:
         return False
     state = State(where.state_file)
     pid = state.pid('kube-apiserver')
-    if not state.data.get('complete') or not pid or not _alive(pid):
+    if not state.data.get('complete') or not pid or not alive(pid):
         return False
     try:
         return control_plane.ControlPlane(where, state, print).get('/readyz') == b'ok'
@@ -113,9 +113,9 @@ def _stop(pid: int, seconds: float = 10) -> None:
         except ProcessLookupError:
             return
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.1)
-        if not _alive(pid):
+        if not alive(pid):
             return
 
 
