@@ -21,6 +21,7 @@ GATEWAY_NETNS = layout.NETNS_PREFIX + cluster.GATEWAY
 
 
 UP_SECONDS = 600   # a cold `up` takes about 40 s here; a bound, so that a stuck one fails
+UP_LOG = '.tools/cluster-up.log'   # where make test's `up` prints (the Makefile's UP_LOG)
 
 
 def kubeconfig() -> str:
@@ -30,11 +31,11 @@ def kubeconfig() -> str:
         if not coming or not cluster.alive(coming):
             raise RuntimeError(
                 'the real cluster is not running: `make cluster` starts it (make test does, '
-                'beside pytest; what its `up` printed: .tools/cluster-up.log); '
+                f'beside pytest; what its `up` printed: {UP_LOG}); '
                 'docs/testing.md "The real cluster"')
         if time.monotonic() > deadline:
             raise RuntimeError(f'the real cluster did not come up within {UP_SECONDS} s (its '
-                               f'`up`, pid {coming}, is still at work: .tools/cluster-up.log)')
+                               f'`up`, pid {coming}, is still at work: {UP_LOG})')
         time.sleep(0.5)
     return WHERE.kubeconfig
 
