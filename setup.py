@@ -41,7 +41,7 @@ setup(
         # Compiling for and scheduling on Kubeflow Pipelines; the image installs it too. The
         # kubernetes client (also a kfp dependency) creates the trainer's TrainJob or TFJob;
         # kubeflow-trainer-api: Trainer v2's typed models, which build the TrainJob
-        # (launch/trainjob.py; it needs pydantic >= 2.10).
+        # (pipeline/kubeflow/jobs/trainjob.py; it needs pydantic >= 2.10).
         # kfp-kubernetes: the Kubernetes platform spec's protos (the object store's Secret for
         # every task, pipeline/kubeflow/compiler.py); 1.5.0 is the newest for protobuf 4 and kfp
         # 2.13.

@@ -27,7 +27,8 @@ NUM_WRITTEN_EVAL = num_written('eval')
 INPUT_STATEMENT = 'input_statement'  # how the image input size was chosen, for people
 AUGMENT = 'augment'
 FLIP = 'flip'
-TRAINING_API = 'training_api'      # Kubeflow: TrainJob or TFJob (launch/cluster.py)
+# Kubeflow: TrainJob or TFJob (pipeline/kubeflow/jobs/launcher.py)
+TRAINING_API = 'training_api'
 
 # The served-model baseline (a reference to <serving>/<version>/, not a copy).
 SERVED_VERSION = 'served_version'    # NO_VERSION: nothing served yet

@@ -1,4 +1,5 @@
-"""Local multi-worker training: N processes on this machine, one TF_CONFIG each (no TFX imports).
+"""Training on this machine: in this process, or N processes with one TF_CONFIG each (no TFX
+imports). LocalLauncher is the launchers registry's default ('local', launchers.py).
 
     metrics = local.run(job, serving_dir, log_dir, checkpoint_dir, num_workers=2)
 
@@ -32,7 +33,8 @@ from typing import Dict, List, Optional
 from absl import logging
 
 from core import storage
-from launch import sequence, worker
+from launch import launchers, sequence, worker
+from training import job as job_lib
 
 _TAIL_LINES = 20   # of a failed worker's log, in the error
 
@@ -91,7 +93,7 @@ def _tail(path: str) -> str:
     return ''.join(lines[first:first + _TAIL_LINES])
 
 
-class LocalWorkers(sequence.Launcher):
+class LocalWorkers(sequence.Workers):
     """num_workers processes of this machine's Python, in one process group."""
     folder = 'workers'
 
@@ -161,3 +163,14 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str,
     """Trains with num_workers local processes; returns the chief's metrics."""
     return sequence.run(job, serving_dir, log_dir, checkpoint_dir,
                         LocalWorkers(log_dir, num_workers))
+
+
+class LocalLauncher(launchers.Launcher):
+    """params.workers > 1: that many processes here (run); else this process trains."""
+
+    def train(self, job, spec: str, name: str, serving_dir: str, log_dir: str,
+              checkpoint_dir: str) -> Dict[str, float]:
+        paths = dict(serving_dir=serving_dir, log_dir=log_dir, checkpoint_dir=checkpoint_dir)
+        if job.params.workers > 1:  # each with its TF_CONFIG: MultiWorkerMirroredStrategy
+            return run(job, num_workers=job.params.workers, **paths)
+        return job_lib.train_and_export(job, **paths)

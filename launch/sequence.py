@@ -3,8 +3,9 @@
     write the job file -> launch the workers -> wait for them, relaying the chief's output
     -> clean up, whatever happened -> read the chief's metrics
 
-`Launcher` is what differs: local processes (local.py) or a Kubernetes TFJob (tfjob.py). Each
-worker runs `python -m launch.worker JOB SERVING LOG CHECKPOINT` (worker.py). Where a launcher
+`Workers` is what differs: local processes (local.py) or the pods of a Kubernetes job
+(pipeline/kubeflow/jobs/). Each
+worker runs `python -m launch.worker JOB SERVING LOG CHECKPOINT` (worker.py). Where the workers
 can read the chief's output while it runs (a local log file), the relay copies its lines into
 this process's log and publishes its progress events here (training/progress.py), so the
 console follows the chief's training; a TFJob's pods log to Kubernetes instead.
@@ -24,9 +25,9 @@ from launch import worker
 from training import progress
 
 
-class Launcher(abc.ABC):
+class Workers(abc.ABC):
     """Starts the workers of one training job, waits for them, and cleans up after them."""
-    folder = ''   # under the log folder: the job file, and the launcher's own files
+    folder = ''   # under the log folder: the job file, and the workers' own files
 
     @abc.abstractmethod
     def start(self, args: List[str]) -> None:
@@ -46,20 +47,20 @@ class Launcher(abc.ABC):
 
 
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str,
-        launcher: Launcher) -> Dict[str, float]:
-    """Trains `job` with the launcher's workers; returns the chief's metrics."""
-    job_file = os.path.join(log_dir, launcher.folder, 'job.json')
+        workers: Workers) -> Dict[str, float]:
+    """Trains `job` with these workers; returns the chief's metrics."""
+    job_file = os.path.join(log_dir, workers.folder, 'job.json')
     tf.io.gfile.makedirs(os.path.dirname(job_file))
     with tf.io.gfile.GFile(job_file, 'w') as handle:
         handle.write(worker.job_to_json(job))
     relay = None
     try:
-        launcher.start([job_file, serving_dir, log_dir, checkpoint_dir])
-        if launcher.chief_output():
-            relay = _Relay(launcher.chief_output())
-        launcher.wait()
+        workers.start([job_file, serving_dir, log_dir, checkpoint_dir])
+        if workers.chief_output():
+            relay = _Relay(workers.chief_output())
+        workers.wait()
     finally:
-        launcher.stop()
+        workers.stop()
         if relay:
             relay.stop()
     return json.loads(storage.read(os.path.join(log_dir, 'metrics.json')))

@@ -15,8 +15,8 @@ gets:
 - JOBSET_NAME, REPLICATED_JOB_NAME and JOB_INDEX, which the project's runtime
   (deploy/tensorflow-runtime.yaml) sets through the downward API from the labels JobSet puts on
   every pod (jobset pkg/controllers/jobset_controller.go labelAndAnnotateObject);
-- TRAINJOB_NUM_NODES, the TrainJob's own env (launch/trainjob.py), since nothing of the real
-  system tells a pod how many pods its Job has.
+- TRAINJOB_NUM_NODES, the TrainJob's own env (pipeline/kubeflow/jobs/trainjob.py), since
+  nothing of the real system tells a pod how many pods its Job has.
 Pod i of the Job is reachable as `<jobset>-<replicatedJob>-<jobIndex>-<i>.<subdomain>`: the Job
 controller names its hostname `<job>-<i>` (job_controller.go manageJob), JobSet names the Job
 `<jobset>-<replicatedJob>-<jobIndex>` (placement.go GenJobName) and gives it the subdomain of a

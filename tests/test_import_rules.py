@@ -10,7 +10,10 @@ inside functions), so that a docstring's "no TFX imports" is a rule a change can
   features, inputs, settings, storage): none of the layers above it, so no components/,
   training/, launch/, models/, pipeline/ or runner;
 - components/, training/, launch/: no pipeline/ or runner;
-- pipeline/: no stage's executor (what it needs of a stage is in the stage's libraries).
+- pipeline/: no stage's executor (what it needs of a stage is in the stage's libraries);
+- pipeline/kubeflow/ (the Kubeflow adapter, training on Kubernetes included): imported by
+  nothing outside it except runner.py, so removing it touches runner.py alone (and the
+  launchers registry's line that names its launcher by path, launch/launchers.py).
 
 Inside pipeline/, every module is in one of its packages, and each package imports only those
 below it (PIPELINE_PACKAGES), so there is no cycle between them:
@@ -102,6 +105,9 @@ def violation(module: str, imported: str, common_ok=lambda name: True) -> str:
     if layer == 'components' and _stage(imported) and _stage(imported) != _stage(module):
         return (f'components.{_stage(module)} imports no other stage '
                 f'(components.{_stage(imported)}): shared code goes to core/')
+    if _within(imported, ('pipeline.kubeflow',)) and not _within(
+            module, ('pipeline.kubeflow', 'runner')):
+        return 'only runner.py imports the Kubeflow adapter (pipeline/kubeflow/) from outside it'
     if layer == 'pipeline' and _stage(imported) and imported.split('.')[2:3] == ['executor']:
         return "pipeline/ imports no stage's executor: shared code goes to a library"
     source, target = _package(module), _package(imported)
@@ -283,7 +289,8 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         'launch.local': ('l.py', 'import subprocess\nfrom components.trainer import executor\n'),
         'components.push.executor': ('p.py', 'from components.evaluate import checks\n'),
         'components.trainer.component': ('a.py', 'from components.trainer import executor\n'
-                                         'from training import loop\nfrom launch import tfjob\n'),
+                                         'from training import loop\n'
+                                         'from launch import launchers\n'),
         'components.gate.anomalies': ('g.py', 'from pipeline import summary\n'),
         'pipeline.report.readers': ('r.py', 'from components.trainer import executor\n'
                                     'from components.evaluate import checks\n'),
@@ -305,6 +312,10 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         'core.labels': ('cl.py', 'from core import props\nNAME = props.NAME\n'),
         'training.steps': ('ts.py', 'from core.props import json  # noqa: F401\n'),
         'launch.cluster': ('lc.py', 'from training import job\njob.props\n'),
+        # the Kubeflow adapter: runner.py and the adapter itself only
+        'models.kf': ('mk.py', 'from pipeline.kubeflow.jobs import tfjob\n'),
+        'runner': ('rn.py', 'from pipeline.kubeflow import compiler\n'),
+        'pipeline.kubeflow.jobs.launcher': ('kl.py', 'from pipeline.kubeflow.jobs import k8s\n'),
     }
     flagged = {tuple(found.split(': ')[:2]) for found in broken_rules(modules)}
     assert flagged == {
@@ -319,6 +330,7 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         ('ls.py:2', 'pipeline.runs.summary._custom'), ('ls.py:3', 'pipeline.local.run._exit'),
         ('cl.py:2', 'props.NAME'), ('lc.py:2', 'training.job.props'),
         ('ts.py:1', 'from core.props import json'), ('ts.py:1', 'core.props.json'),
+        ('mk.py:1', 'pipeline.kubeflow.jobs'), ('mk.py:1', 'pipeline.kubeflow.jobs.tfjob'),
     } | {(at, name) for at, module in (  # a package of pipeline/ above or beside: both names
         ('dc.py:1', 'pipeline.runs.summary'), ('rs.py:3', 'pipeline.local.console'),
         ('rp.py:2', 'pipeline.kubeflow.compiler'), ('lr.py:2', 'pipeline.kubeflow.compiler'),

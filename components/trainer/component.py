@@ -17,7 +17,7 @@ from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
 from components.trainer import executor
-from launch import tfjob
+from launch import launchers
 from training.params import TrainParams
 
 
@@ -29,9 +29,10 @@ class ImageTrainerSpec(ComponentSpec):
         # The serving folder: where skip_unchanged finds the served model and warm_start its
         # weights.
         'serving_dir': ExecutionParameter(type=str, optional=True),
-        # Kubeflow only (pipeline/kubeflow/compiler.py, with_tfjob): a TFJobSpec as JSON; the task
-        # then trains in the Worker pods of a TFJob (launch/tfjob.py). '' = in the task's own pod.
-        'tfjob': ExecutionParameter(type=str, optional=True),
+        # How the job runs (launch/launchers.py Choice as JSON): a launcher's name and its
+        # settings, e.g. the Kubeflow compile's pods of a TrainJob. Unset = 'local': this
+        # process, or params.workers processes beside it.
+        'launcher': ExecutionParameter(type=str, optional=True),
         # Where checkpoints outlive a failed attempt: <pipeline_root>/_checkpoints/ImageTrainer/
         # (core/stable_paths.py).
         'pipeline_root': ExecutionParameter(type=str),
@@ -49,27 +50,18 @@ class ImageTrainer(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
     def __init__(self, examples: Channel, params: TrainParams, pipeline_root: str,
-                 serving_dir: str = ''):
+                 serving_dir: str = '', launcher: launchers.Choice = launchers.Choice()):
         if not pipeline_root:  # the executor puts its checkpoints there
             raise ValueError('pipeline_root is required: checkpoints go under it')
         if not params.model_builder:  # the config names the source's (PipelineConfig)
             raise ValueError('model_builder is required: an import path')
+        # Refused here, when the pipeline is built: not in a task at run time.
+        launchers.get(launcher.name).check(launcher.spec, params)
         # Without a serving folder there is no served model to hand on.
         params = dataclasses.replace(params,
                                      skip_unchanged=params.skip_unchanged and bool(serving_dir))
         super().__init__(spec=ImageTrainerSpec(
             examples=examples, **params.to_properties(), serving_dir=serving_dir,
             pipeline_root=pipeline_root, model=Channel(type=standard_artifacts.Model),
-            model_run=Channel(type=standard_artifacts.ModelRun)))
-
-    def with_tfjob(self, spec: tfjob.TFJobSpec) -> 'ImageTrainer':
-        """Trains in a TFJob of spec.workers pods instead (Kubeflow compile only)."""
-        params = TrainParams.from_properties(self.exec_properties)
-        if spec.workers < 2 or params.global_batch_size % spec.workers:
-            raise ValueError(f'trainer workers must be >= 2 and split global_batch_size '
-                             f'({params.global_batch_size}) evenly, got {spec.workers}')
-        if params.workers > 1:
-            raise ValueError('give --workers (processes in one pod) or --trainer-workers (a '
-                             'TFJob of pods), not both')
-        self.exec_properties['tfjob'] = spec.to_json()
-        return self
+            model_run=Channel(type=standard_artifacts.ModelRun),
+            **({'launcher': launcher.to_json()} if launcher.to_json() else {})))

@@ -7,10 +7,10 @@ on the Examples (core/image_shape.py). The Model records the result as
 `input_height`, `input_width`, `input_channels` and a sentence, `input_statement`. It also
 records how long training ran and why it stopped (the loop's metrics): `steps_run`,
 `stop_reason`, and with epochs `epochs_run`, `best_epoch`, `held_out_accuracy`,
-`held_out_examples`, and how it was spread: `num_workers` (processes; `num_workers` > 1 runs
-them on this machine through launch/local.py; with the `tfjob` property, set by the Kubeflow
-compile, they are the pods of a Kubeflow Trainer v2 TrainJob, or of a TFJob where the cluster
-serves only that: launch/cluster.py, which `training_api` records) and `num_replicas`.
+`held_out_examples`, and how it was spread: `num_workers` (processes, run by the launcher the
+component's `launcher` property names, launch/launchers.py: here, or on this machine beside
+it; from the Kubeflow compile, the pods of a TrainJob or TFJob, which `training_api` records)
+and `num_replicas`.
 
 The data is the training window recorded on the Examples (core/window.py): the
 train and eval splits of every span in it, read from their folders, and the step arithmetic
@@ -39,7 +39,7 @@ from tfx.utils import path_utils
 
 from core import image_shape, inputs, properties, stable_paths, versions, window
 from components.trainer import unchanged
-from launch import cluster, local, tfjob
+from launch import launchers
 from training import job as job_lib, plan
 from training import loop
 from training.params import TrainParams
@@ -160,16 +160,11 @@ class Executor(base_executor.BaseExecutor):
                                'fingerprint, training parameters and model code; not trained)'))
             metrics.pop('epochs_run', None)
             logging.info('Training skipped: %s', metrics['stop_reason'])
-        elif props.get('tfjob'):  # Kubeflow with --trainer-workers: a TrainJob's or TFJob's pods
-            spec = tfjob.TFJobSpec.from_json(props['tfjob'])
-            api = cluster.discover(spec)  # TrainJob (Trainer v2) first, else TFJob
-            model.set_string_custom_property(properties.TRAINING_API, api.kind)
-            metrics = cluster.run(api, job, spec=spec, name='train-' + hashlib.sha256(
-                model.uri.encode('utf-8')).hexdigest()[:12], **paths)
-        elif params.workers > 1:  # processes on this machine, each with its TF_CONFIG
-            metrics = local.run(job, num_workers=params.workers, **paths)
-        else:
-            metrics = job_lib.train_and_export(job, **paths)
+        else:  # the launcher the component recorded (launch/launchers.py): here, or pods
+            choice = launchers.Choice.from_json(props.get('launcher') or '')
+            metrics = launchers.get(choice.name).train(
+                job, choice.spec, name='train-' + hashlib.sha256(
+                    model.uri.encode('utf-8')).hexdigest()[:12], **paths)
         if not match:  # a handed-on model keeps its files: the same bytes, no new version
             unchanged.write_record(paths['serving_dir'], record, metrics)
             # What it learnt from, with the model: every pushed version says (no ML Metadata).

@@ -64,7 +64,7 @@ class KubeflowConfig(Settings):
         'nvidia.com/gpu', "the GPUs' Kubernetes resource (Vertex AI: NVIDIA_TESLA_T4)")
     # > 1: the trainer's task creates a Kubeflow Trainer v2 TrainJob of this many workers, or a
     # TFJob (Training Operator v1, deprecated) where the cluster serves only that, each with the
-    # trainer's cpu/memory/gpus, and waits for it (launch/cluster.py).
+    # trainer's cpu/memory/gpus, and waits for it (pipeline/kubeflow/jobs/launcher.py).
     trainer_workers: int = setting(
         1, 'N > 1: train in N pods, each with the resources above: a TrainJob (Kubeflow '
         'Trainer v2), or a TFJob where the cluster has only the Training Operator',

@@ -11,10 +11,12 @@
 SchemaGen (ours) infers the schema on the first run and keeps it; ImportSchemaGen imports a
 given one. DriftCheck compares the new span with the data the served version was trained on.
 
-Both runners (local and Kubeflow) call this same function; they differ only in environment.
+Both runners (local and Kubeflow) call this same function; what differs is an Environment:
+the local runner passes none, the Kubeflow compile its trainer's launcher (the pods of a
+TrainJob), the trainer task's resources and the Pusher's run-end settings.
 """
 import dataclasses
-from typing import List
+from typing import Any, Dict, List
 
 import tensorflow_model_analysis as tfma
 from tfx import components as tfx_components
@@ -35,6 +37,7 @@ from components.trainer.component import ImageTrainer
 from components.evaluate.params import EvalParams
 from pipeline.definition.config import PipelineConfig
 from core import features
+from launch import launchers
 
 
 def make_eval_config(config: EvalParams) -> tfma.EvalConfig:
@@ -79,13 +82,28 @@ def make_eval_config(config: EvalParams) -> tfma.EvalConfig:
             tfma.MetricConfig(class_name='MultiClassConfusionMatrixPlot')])])
 
 
-def create_components(config: PipelineConfig) -> List:
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """What an orchestrator sets in the components it runs (the local runner: nothing).
+
+    launcher: how the trainer's job runs (launch/launchers.py), checked by the trainer;
+    trainer_platform_config: a TFX platform config for the trainer's task (its resources), as
+    TFX's `with_platform_config` takes it; None = none;
+    pusher_config: entries for the Pusher's custom_config that the orchestrator's own task code
+    reads (Kubeflow's run end)."""
+    launcher: launchers.Choice = launchers.Choice()
+    trainer_platform_config: Any = None
+    pusher_config: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def create_components(config: PipelineConfig, env: Environment = Environment()) -> List:
     ingest = config.ingest
+    # Room for every process that reads train shards of its own (FILE sharding): the
+    # launcher's workers, here or in pods.
+    readers = launchers.get(env.launcher.name).readers(env.launcher.spec, config.train)
     example_gen = ImageExampleGen(dataclasses.replace(
-        ingest,
-        # Room for every training worker to read shards of its own (FILE sharding).
-        num_shards=ingest.num_shards and max(ingest.num_shards, config.train.workers),
-        min_train_shards=config.train.workers,
+        ingest, num_shards=ingest.num_shards and max(ingest.num_shards, readers),
+        min_train_shards=readers,
         # Converts channels at ingestion (resize, raw) only when configured; 0 keeps each
         # image's own, so the trainer's channels are inferred from the data as it is.
         channels=config.train.channels or 0),
@@ -108,7 +126,10 @@ def create_components(config: PipelineConfig) -> List:
     trainer = ImageTrainer(
         examples=example_gen.outputs['examples'],
         params=dataclasses.replace(config.train, model_builder=config.model_builder),
-        serving_dir=config.serving_dir, pipeline_root=config.pipeline_root)
+        serving_dir=config.serving_dir, pipeline_root=config.pipeline_root,
+        launcher=env.launcher)
+    if env.trainer_platform_config is not None:
+        trainer.with_platform_config(env.trainer_platform_config)
     trainer.add_upstream_node(gate)  # no training on data that failed validation
 
     # The model in production, chosen once per candidate (see components/baseline/component.py).
@@ -123,16 +144,18 @@ def create_components(config: PipelineConfig) -> List:
         baseline_model=baseline.outputs['baseline'], eval_config=make_eval_config(config.eval),
         example_splits=['eval'], params=config.eval, drift=drift_check.outputs['drift'])
     pusher = Pusher(model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
-                    serving_dir=config.serving_dir, params=config.push, model_name=config.name)
+                    serving_dir=config.serving_dir, params=config.push, model_name=config.name,
+                    orchestrator_config=env.pusher_config)
     return [example_gen, statistics_gen, schema_gen, example_validator, gate, trainer,
             baseline, drift_check, evaluator, pusher]
 
 
-def create_pipeline(config: PipelineConfig) -> tfx_pipeline.Pipeline:
+def create_pipeline(config: PipelineConfig,
+                    env: Environment = Environment()) -> tfx_pipeline.Pipeline:
     return tfx_pipeline.Pipeline(
         pipeline_name=config.name,
         pipeline_root=config.pipeline_root,
-        components=create_components(config),
+        components=create_components(config, env),
         enable_cache=config.enable_cache,
         # The local SQLite store; None on cluster storage, whose orchestrator keeps its own.
         metadata_connection_config=config.metadata_path and (

@@ -11,9 +11,11 @@ The pipeline is the same one `runner.py --local` runs; only the environment diff
   compiler copies into the task's container `resources` (both the numeric fields Vertex AI reads
   and the string fields open-source KFP prefers); with `trainer_workers` > 1 those resources go
   to each pod of the TrainJob (Trainer v2) or TFJob the task creates instead (the compiled
-  `tfjob` property, a launch/tfjob.py TFJobSpec naming the Trainer v2 runtime too; which API
-  is used is discovered at run time, launch/cluster.py), and the task
-  itself, which only waits, gets 1 core and 4 GB, and ingestion leaves a train shard per pod;
+  `launcher` property names the 'kubernetes' launcher with a jobs/tfjob.py TFJobSpec, naming
+  the Trainer v2 runtime too; which API is used is discovered at run time, jobs/launcher.py),
+  and the task itself, which only waits, gets 1 core and 4 GB, and ingestion leaves a train
+  shard per pod. What differs on Kubeflow reaches the components through create_components'
+  Environment, so the pipeline's wiring and its shard rule are written once (factory.py);
 - every task runs our entry point, `python -m pipeline.kubeflow.entrypoint`, with the arguments TFX
   compiles: it prepares the ExecutorInput open-source KFP's driver hands over, then runs TFX's
   own run_executor (see that module); the ExampleGen's pre-cache-check hook stays TFX's driver,
@@ -71,14 +73,13 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from core import storage, store_watch
 from components.ingest.component import ImageExampleGen
-from components.ingest.params import IngestParams
-from launch import tfjob
 from components.push.component import Pusher
-from components.trainer.component import ImageTrainer
+from launch import launchers
 from pipeline.definition import beam_mode
 from pipeline.definition import config as config_lib
 from pipeline.definition import config_kubeflow
 from pipeline.kubeflow import run_end as run_end_lib
+from pipeline.kubeflow.jobs import tfjob
 from pipeline.definition import factory
 
 # The trainer's task when a TFJob trains: TFX, TensorFlow and polling, no GPU.
@@ -128,6 +129,26 @@ def trainer_resources(kubeflow: config_kubeflow.KubeflowConfig) -> _ResourceSpec
     return spec
 
 
+def trainer_launcher(config: config_lib.PipelineConfig,
+                     kubeflow: config_kubeflow.KubeflowConfig) -> launchers.Choice:
+    """With trainer_workers > 1, the pods of a TrainJob or TFJob (jobs/launcher.py), each with
+    the trainer's resources and the object store's variables and Secret references; else the
+    task's own pod ('local')."""
+    if kubeflow.trainer_workers <= 1:
+        return launchers.Choice()
+    return launchers.Choice('kubernetes', tfjob.TFJobSpec(
+        workers=kubeflow.trainer_workers, image=kubeflow.image,
+        cpu=kubeflow.trainer_cpu, memory_gb=kubeflow.trainer_memory_gb,
+        gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type,
+        service_account=kubeflow.trainer_service_account,
+        env=tuple((e['name'], e['value']) for e in object_store_env(
+            kubeflow, config.pipeline_root, config.store_timeout_minutes)),
+        secret_env=tuple(
+            (variable, kubeflow.s3_secret, key)
+            for key, variable in config_kubeflow.SECRET_KEYS
+            if kubeflow.s3_secret and config_kubeflow.uses_s3(config.pipeline_root))).to_json())
+
+
 def build_job(config: config_lib.PipelineConfig,
               kubeflow: config_kubeflow.KubeflowConfig) -> Dict[str, Any]:
     """Compiles the pipeline; returns the PipelineJob as a JSON-ready dict."""
@@ -137,35 +158,12 @@ def build_job(config: config_lib.PipelineConfig,
                          'Kubeflow: a pipeline with retention runs no task from KFP\'s cache, '
                          'which would hand over artifacts retention deleted (docs/kubeflow.md, '
                          '"Retention"); set --keep-runs 0 to cache')
-    pipeline = factory.create_pipeline(for_image(config, kubeflow.image_workdir))
     run_end = run_end_lib.settings(config)
-    workers = kubeflow.trainer_workers
-    for component in pipeline.components:
-        if isinstance(component, Pusher) and run_end is not None:
-            custom = json.loads(component.exec_properties['custom_config'])
-            custom[run_end_lib.RUN_END_KEY] = run_end
-            component.exec_properties['custom_config'] = json.dumps(custom, sort_keys=True)
-        if isinstance(component, ImageExampleGen) and workers > 1:
-            # Room for every pod of the TFJob to read train shards of its own (FILE sharding),
-            # as create_components leaves for TrainParams.workers.
-            params = IngestParams.from_properties(component.exec_properties)
-            component.exec_properties.update(dataclasses.replace(
-                params, num_shards=params.num_shards and max(params.num_shards, workers),
-                min_train_shards=max(params.min_train_shards, workers)).to_properties())
-        if isinstance(component, ImageTrainer):
-            component.with_platform_config(trainer_resources(kubeflow))
-            if kubeflow.trainer_workers > 1:  # each worker pod gets the trainer's resources
-                component.with_tfjob(tfjob.TFJobSpec(
-                    workers=kubeflow.trainer_workers, image=kubeflow.image,
-                    cpu=kubeflow.trainer_cpu, memory_gb=kubeflow.trainer_memory_gb,
-                    gpus=kubeflow.trainer_gpus, gpu_resource=kubeflow.gpu_type,
-                    service_account=kubeflow.trainer_service_account,
-                    env=tuple((e['name'], e['value']) for e in object_store_env(
-                        kubeflow, config.pipeline_root, config.store_timeout_minutes)),
-                    secret_env=tuple(
-                        (variable, kubeflow.s3_secret, key)
-                        for key, variable in config_kubeflow.SECRET_KEYS
-                        if kubeflow.s3_secret and config_kubeflow.uses_s3(config.pipeline_root))))
+    env = factory.Environment(
+        launcher=trainer_launcher(config, kubeflow),
+        trainer_platform_config=trainer_resources(kubeflow),
+        pusher_config={} if run_end is None else {run_end_lib.RUN_END_KEY: run_end})
+    pipeline = factory.create_pipeline(for_image(config, kubeflow.image_workdir), env)
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             display_name=config.name, default_image=kubeflow.image, default_commands=ENTRYPOINT,

@@ -29,7 +29,7 @@ def pod_s3(seaweedfs):
 @pytest.fixture
 def namespace(kube, monkeypatch, tmp_path):
     """A namespace of the test's own, and a kubeconfig whose context names it: what the
-    product's client reads outside a pod (launch/k8s.py clients)."""
+    product's client reads outside a pod (pipeline/kubeflow/jobs/k8s.py clients)."""
     space = real_cluster.Namespace()
     with open(kube) as handle:
         text = handle.read().replace('namespace: default', f'namespace: {space.name}')

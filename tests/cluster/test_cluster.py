@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from launch import tfjob, trainjob
+from pipeline.kubeflow.jobs import tfjob, trainjob
 from tools.cluster import dns, layout
 import real_cluster
 

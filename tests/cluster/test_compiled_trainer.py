@@ -4,7 +4,7 @@ tests/support/kfp_launcher.py), and the trainer's task creates its TrainJob on t
 Trainer v2 and JobSet start two pods of the project's image, which train on the run's bucket,
 and the chief's export flows on to the evaluation and the push.
 
-What this adds to test_trainjob.py: the `tfjob` property as the compiled spec carries it (a JSON
+What this adds to test_trainjob.py: the `launcher` property as the compiled spec carries it (a JSON
 string parameter through the KFP executor input), the store's endpoint and Secret as the compile
 hands them to the pods, the task's own process creating the job."""
 import os

@@ -1,7 +1,8 @@
-"""How the training task (launch/tfjob.py, launch/trainjob.py) survives what a real cluster does
-to it: a same-name job left by a killed attempt, pods that never start, the task itself being
-cancelled, a worker that fails or is killed. The Training Operator, Trainer v2, JobSet, the Job
-controller, the scheduler and the kubelet are the real ones; the pods run the project's image."""
+"""How the training task (pipeline/kubeflow/jobs/tfjob.py and trainjob.py) survives what a real
+cluster does to it: a same-name job left by a killed attempt, pods that never start, the task
+itself being cancelled, a worker that fails or is killed. The Training Operator, Trainer v2,
+JobSet, the Job controller, the scheduler and the kubelet are the real ones; the pods run the
+project's image."""
 import dataclasses
 import json
 import logging as std_logging
@@ -14,7 +15,7 @@ import time
 
 import pytest
 
-from launch import k8s, tfjob, trainjob
+from pipeline.kubeflow.jobs import k8s, tfjob, trainjob
 from training import loop
 import real_cluster
 import tfjob_helpers
@@ -111,7 +112,7 @@ def test_terminating_the_task_deletes_the_job(namespace, pod_bucket, image, pod_
     script.write_text(
         'import dataclasses, pathlib\n'
         'from core import storage\n'
-        'from launch import tfjob\n'
+        'from pipeline.kubeflow.jobs import tfjob\n'
         'storage.enable()\n'
         'from training import loop\n'
         'import tfjob_helpers\n'
@@ -166,10 +167,10 @@ def _pod_events(core, namespace, selector, seconds):
 
 def test_the_failed_worker_log_is_reported_and_backoff_limit_deletes_it(namespace, image):
     """One worker fails, the other waits in its collectives: the task reports the failed pod's
-    own log. With backoffLimit 0 (why launch/tfjob.py sets none) the real operator deletes
-    every pod it started before marking the job Failed (kubeflow/trainer#3419): the failed
-    worker's log is gone. It may even start a replacement after the job failed (seen in one run
-    of three): that pod is not one of the originals and the test does not count it."""
+    own log. With backoffLimit 0 (why pipeline/kubeflow/jobs/tfjob.py sets none) the real
+    operator deletes every pod it started before marking the job Failed (kubeflow/trainer#3419):
+    the failed worker's log is gone. It may even start a replacement after the job failed (seen
+    in one run of three): that pod is not one of the originals and the test does not count it."""
     fails = ['python', '-c', 'import json, os, sys, time\n'
              'if json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 1:\n'
              '    sys.exit("worker 1: bad record in shard 1")\n'

@@ -1,7 +1,8 @@
 """The trainer's TrainJob on the real cluster: Kubeflow Trainer v2 and JobSet reconcile it, the
 kubelet runs two pods of the project's image, and they train together with TF_CONFIG built from
 the JobSet's index (launch/worker.py), reading and writing the tests' SeaweedFS as pods read a
-bucket. The path is the product's own: the trainer executor, discovery, launch/trainjob.py."""
+bucket. The path is the product's own: the trainer executor, discovery,
+pipeline/kubeflow/jobs/trainjob.py."""
 import json
 import os
 import time
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from components.trainer import executor
-from launch import k8s, tfjob
+from pipeline.kubeflow.jobs import k8s, tfjob
 import real_cluster
 import tfjob_helpers
 
@@ -77,8 +78,8 @@ def test_a_failing_pod_fails_the_task_with_its_last_log_lines(namespace, pod_buc
 def test_discovery_on_the_real_api_server(namespace, image):
     """TrainJob first when Trainer v2 and the runtime are there; TFJob when the runtime is not
     (the cluster serves both APIs)."""
-    from launch import cluster as cluster_lib
+    from pipeline.kubeflow.jobs import launcher
     spec = tfjob.TFJobSpec(workers=2, image=image)
-    assert cluster_lib.discover(spec) == k8s.TRAINJOB
+    assert launcher.discover(spec) == k8s.TRAINJOB
     missing = tfjob.TFJobSpec(workers=2, image=image, runtime='no-such-runtime')
-    assert cluster_lib.discover(missing) == k8s.TFJOB
+    assert launcher.discover(missing) == k8s.TFJOB

@@ -13,7 +13,7 @@ from training import job as job_lib, loop, progress
 from helpers import write_digit_examples
 
 
-class _Recorded(sequence.Launcher):
+class _Recorded(sequence.Workers):
     """A launcher that records the sequence's calls; its 'chief' writes `lines` at start."""
     folder = 'fake'
 

@@ -129,7 +129,7 @@ STORE_SECRET = 'store'   # the namespace's Secret with the bucket's keys (confte
 def worker_spec(image: str, pod_s3: PodReachable, **overrides):
     """Two small training workers (the node has 2 cores) with the bucket's endpoint as plain
     env and its keys from the namespace's Secret, as the Kubeflow compile passes them."""
-    from launch import tfjob
+    from pipeline.kubeflow.jobs import tfjob
     fields = dict(
         workers=2, image=image, cpu=0.5, memory_gb=2.0, start_timeout_s=300,
         env=(('AWS_ENDPOINT_URL', f'http://{pod_s3.endpoint}'), ('AWS_REGION', 'us-east-1')),

@@ -44,13 +44,15 @@ def artifacts(tmp_path, train_files=2):
 
 
 def properties(spec, **overrides):
-    """The trainer's execution properties with the compiled workers spec (`tfjob`)."""
+    """The trainer's execution properties with the compiled workers spec (the `launcher`
+    property: the 'kubernetes' launcher and its TFJobSpec)."""
+    from launch import launchers
     from training.params import TrainParams
     props = TrainParams.bare(
         model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
         train_steps=6, global_batch_size=8, learning_rate=3e-3, seed=1,
         skip_unchanged=False).to_properties()
-    props['tfjob'] = spec.to_json()
+    props['launcher'] = launchers.Choice('kubernetes', spec.to_json()).to_json()
     props.update(overrides)
     return props
 

@@ -7,20 +7,21 @@ import pytest
 from tfx.types import Channel, standard_artifacts
 
 from components.trainer.component import ImageTrainer, ImageTrainerSpec
+from launch import launchers
 from training.params import TrainParams
 
 
-def _trainer(pipeline_root='/root', serving_dir='', **params):
+def _trainer(pipeline_root='/root', serving_dir='', launcher=launchers.Choice(), **params):
     base = dict(model_builder='models.resnet.build_model', image_size=(8, 8), channels=1,
                 global_batch_size=32, learning_rate=1e-3, train_steps=100)
     return ImageTrainer(examples=Channel(type=standard_artifacts.Examples),
                         params=TrainParams(**dict(base, **params)),
-                        pipeline_root=pipeline_root, serving_dir=serving_dir)
+                        pipeline_root=pipeline_root, serving_dir=serving_dir, launcher=launcher)
 
 
 def test_the_spec_has_a_parameter_per_training_parameter_and_the_locations():
     assert set(ImageTrainerSpec.PARAMETERS) == set(TrainParams.property_types()) | {
-        'serving_dir', 'tfjob', 'pipeline_root'}
+        'serving_dir', 'launcher', 'pipeline_root'}
 
 
 def test_parameters_become_execution_properties():
@@ -88,15 +89,19 @@ def test_the_input_shape_defaults_to_zero_meaning_from_the_data():
     assert (props['image_height'], props['image_width'], props['channels']) == (0, 0, 3)
 
 
-def test_with_tfjob_sets_the_property_and_checks_the_workers():
-    from launch import tfjob
-    spec = tfjob.TFJobSpec(workers=4, image='img:1', gpus=1)
-    assert _trainer().exec_properties.get('tfjob') is None  # trains in its own process
-    trainer = _trainer().with_tfjob(spec)
-    assert tfjob.TFJobSpec.from_json(trainer.exec_properties['tfjob']) == spec
+def test_the_launcher_is_recorded_and_checked_when_the_component_is_made():
+    from pipeline.kubeflow.jobs import tfjob
+
+    def pods(workers):
+        return launchers.Choice('kubernetes', tfjob.TFJobSpec(workers=workers, image='i').to_json())
+    assert _trainer().exec_properties.get('launcher') is None  # 'local': trains in its process
+    trainer = _trainer(launcher=pods(4))
+    assert launchers.Choice.from_json(trainer.exec_properties['launcher']) == pods(4)
     with pytest.raises(ValueError, match=r'split global_batch_size \(32\) evenly, got 3'):
-        _trainer().with_tfjob(tfjob.TFJobSpec(workers=3, image='i'))
+        _trainer(launcher=pods(3))
     with pytest.raises(ValueError, match='>= 2'):
-        _trainer().with_tfjob(tfjob.TFJobSpec(workers=1, image='i'))
+        _trainer(launcher=pods(1))
     with pytest.raises(ValueError, match='not both'):
-        _trainer(workers=2).with_tfjob(spec)
+        _trainer(workers=2, launcher=pods(4))
+    with pytest.raises(ValueError, match="launcher must be one of .*'local'.*got 'ray'"):
+        launchers.Choice('ray')

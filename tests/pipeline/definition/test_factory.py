@@ -60,6 +60,33 @@ def test_every_training_worker_gets_train_shards_of_its_own(tmp_path):
     assert trainer.exec_properties['num_workers'] == 4
 
 
+def test_an_orchestrators_environment_reaches_its_components_and_the_shard_rule(tmp_path):
+    """What differs on Kubeflow is passed in, not patched afterwards: the trainer's launcher
+    (whose pods each read shards of their own), its task's platform config, the Pusher's
+    orchestrator entries."""
+    import json
+    from launch import launchers
+    from pipeline.kubeflow.jobs import tfjob
+    cfg = config_lib.smoke_config(config_lib.DEFAULT_DATA, str(tmp_path))
+    pods = launchers.Choice('kubernetes', tfjob.TFJobSpec(workers=3, image='i').to_json())
+    platform = object()  # stands for TFX's platform config message: handed on as it is
+    env = factory.Environment(launcher=pods, trainer_platform_config=platform,
+                              pusher_config={'run_end': {'keep_runs': 2}})
+    built = {c.id: c for c in factory.create_components(
+        dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, global_batch_size=48)),
+        env)}
+    ingest = built['ImageExampleGen'].exec_properties
+    assert (ingest['num_shards'], ingest['min_train_shards']) == (3, 3)  # smoke asks for 2
+    assert launchers.Choice.from_json(built['ImageTrainer'].exec_properties['launcher']) == pods
+    assert built['ImageTrainer'].platform_config is platform
+    custom = built['Pusher'].exec_properties['custom_config']
+    assert json.loads(custom)['run_end'] == {'keep_runs': 2}
+    local = {c.id: c for c in factory.create_components(cfg)}  # no environment: nothing set
+    assert 'launcher' not in local['ImageTrainer'].exec_properties
+    assert local['ImageTrainer'].platform_config is None
+    assert 'run_end' not in json.loads(local['Pusher'].exec_properties['custom_config'])
+
+
 def test_the_training_window_reaches_ingestion(tmp_path):
     cfg = config_lib.smoke_config(config_lib.DEFAULT_DATA, str(tmp_path))
     assert cfg.ingest.window == 3  # the default: the last 3 spans

@@ -213,16 +213,19 @@ def _compile(output, *flags):
 
 
 def test_trainer_workers_compile_a_tfjob_with_the_trainer_resources_per_worker(tmp_path):
-    from launch import tfjob
+    from launch import launchers
+    from pipeline.kubeflow.jobs import tfjob
     output = str(tmp_path / 'pipeline.json')
     result = _compile(output, '--trainer-workers', '2', '--trainer-service-account', 'trainer')
     assert result.returncode == 0, result.stderr[-3000:]
     with open(output) as handle:
         spec = json_format.ParseDict(json.load(handle)['pipelineSpec'],
                                      pipeline_spec_pb2.PipelineSpec())
-    assert tfjob.TFJobSpec.from_json(_parameter(spec, 'ImageTrainer', 'tfjob')) == \
-        tfjob.TFJobSpec(workers=2, image=IMAGE, cpu=8.0, memory_gb=30.0, gpus=2,
-                        gpu_resource='nvidia.com/gpu', service_account='trainer')
+    choice = launchers.Choice.from_json(_parameter(spec, 'ImageTrainer', 'launcher'))
+    assert choice.name == 'kubernetes'
+    assert tfjob.TFJobSpec.from_json(choice.spec) == tfjob.TFJobSpec(
+        workers=2, image=IMAGE, cpu=8.0, memory_gb=30.0, gpus=2,
+        gpu_resource='nvidia.com/gpu', service_account='trainer')
     # The task itself only creates and watches the job: no GPU, little CPU and memory.
     resources = _container_spec(spec, 'ImageTrainer').resources
     assert (resources.resource_cpu_limit, resources.resource_memory_limit) == ('1', '4G')
@@ -238,7 +241,7 @@ def test_trainer_workers_compile_a_tfjob_with_the_trainer_resources_per_worker(t
 
 
 def test_without_trainer_workers_the_task_trains_in_its_own_pod(spec):
-    assert 'tfjob' not in spec.root.dag.tasks['ImageTrainer'].inputs.parameters
+    assert 'launcher' not in spec.root.dag.tasks['ImageTrainer'].inputs.parameters
 
 
 def test_workers_and_trainer_workers_are_exclusive_and_must_split_the_batch(tmp_path):

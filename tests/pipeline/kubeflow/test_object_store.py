@@ -195,12 +195,18 @@ def test_a_malformed_executor_config_is_refused_when_the_run_is_compiled(compile
 
 def test_tfjob_workers_get_the_store_env_and_secret_references(tmp_path):
     """A TFJob's pods are not KFP's: the platform spec never reaches them, so the TFJob spec the
-    trainer task creates carries the same variables and Secret references (launch/tfjob.py)."""
-    from launch import tfjob
+    trainer task creates carries the same variables and Secret references
+    (pipeline/kubeflow/jobs/tfjob.py)."""
+    from launch import launchers
+    from pipeline.kubeflow.jobs import tfjob
+
+    def compiled(parameters):
+        return tfjob.TFJobSpec.from_json(launchers.Choice.from_json(
+            parameters['launcher']['runtimeValue']['constant']).spec)
     files = _compile(str(tmp_path), 's3://mlpipeline/runs', '--trainer-workers', '2')
     parameters = json.loads(files['pipeline.json'])['pipelineSpec']['root']['dag']['tasks'][
         'ImageTrainer']['inputs']['parameters']
-    spec = tfjob.TFJobSpec.from_json(parameters['tfjob']['runtimeValue']['constant'])
+    spec = compiled(parameters)
     assert spec.env == (('AWS_ENDPOINT_URL', 'http://seaweedfs.kubeflow:9000'),
                         ('AWS_REGION', 'us-east-1'))
     assert spec.secret_env == (
@@ -214,7 +220,7 @@ def test_tfjob_workers_get_the_store_env_and_secret_references(tmp_path):
     gcs = _compile(str(tmp_path / 'gcs'), 'gs://bucket/runs', '--trainer-workers', '2')
     parameters = json.loads(gcs['pipeline.json'])['pipelineSpec']['root']['dag']['tasks'][
         'ImageTrainer']['inputs']['parameters']
-    spec = tfjob.TFJobSpec.from_json(parameters['tfjob']['runtimeValue']['constant'])
+    spec = compiled(parameters)
     assert (spec.env, spec.secret_env) == ((), ())
     assert 'env' not in tfjob.manifest('x', spec, [])['spec']['tfReplicaSpecs']['Worker'][
         'template']['spec']['containers'][0]

@@ -4,7 +4,7 @@ imports.
     metrics = trainjob.run(job, serving_dir, log_dir, checkpoint_dir, TFJobSpec(workers=2, ...),
                            name='train-1a2b3c')
 
-The same sequence as a TFJob (launch/tfjob.py, whose launcher this one extends): the task writes
+The same sequence as a TFJob (tfjob.py, whose workers this one extends): the task writes
 the job file on the pipeline root, creates a TrainJob of spec.workers nodes running the workers'
 entry point (`python -m launch.worker JOB SERVING LOG CHECKPOINT`) in the pipeline's image,
 waits for its Complete or Failed condition, shows a failed pod's log, and deletes it in the
@@ -25,8 +25,9 @@ What the TrainJob sets, and where Trainer v2.3 puts it (kubeflow/trainer at v2.3
 """
 from typing import Any, Dict, List
 
-from launch import k8s, sequence, tfjob, worker
-from launch.tfjob import TFJobSpec
+from launch import sequence, worker
+from pipeline.kubeflow.jobs import k8s, tfjob
+from pipeline.kubeflow.jobs.tfjob import TFJobSpec
 
 API_VERSION = f'{k8s.TRAINJOB.group}/{k8s.TRAINJOB.version}'
 RUNTIME_KIND = 'ClusterTrainingRuntime'

@@ -1,19 +1,23 @@
-"""Which Kubeflow training API the cluster serves, and a run through it (no TFX imports).
+"""Training on the pods of a Kubernetes job: the launchers registry's 'kubernetes'
+(launch/launchers.py), which the Kubeflow compile names with --trainer-workers (no TFX imports).
 
-    api = cluster.discover(spec)          # k8s.TRAINJOB or k8s.TFJOB, or RuntimeError
-    metrics = cluster.run(api, job, serving_dir, log_dir, checkpoint_dir, spec, name)
+    api = launcher.discover(spec)         # k8s.TRAINJOB or k8s.TFJOB, or RuntimeError
+    metrics = launcher.run(api, job, serving_dir, log_dir, checkpoint_dir, spec, name)
 
-Kubeflow Trainer v2's TrainJob first: the cluster serves trainer.kubeflow.org/v1alpha1
+Which Kubeflow training API the cluster serves decides the job's kind, at run time: Kubeflow
+Trainer v2's TrainJob first: the cluster serves trainer.kubeflow.org/v1alpha1
 trainjobs (API discovery) and has the ClusterTrainingRuntime the compile named (spec.runtime,
 deploy/tensorflow-runtime.yaml). Else the Training Operator v1's TFJob (kubeflow.org/v1
 tfjobs, deprecated). A cluster that serves Trainer v2 without the runtime falls back to TFJob
 when it serves that, and is refused with how to apply the runtime when it does not.
 """
-from typing import Dict
+from typing import Any, Dict
 
 from absl import logging
 
-from launch import k8s, tfjob, trainjob
+from core import properties
+from launch import launchers
+from pipeline.kubeflow.jobs import k8s, tfjob, trainjob
 
 
 def discover(spec: tfjob.TFJobSpec) -> k8s.Api:
@@ -49,3 +53,27 @@ def run(api: k8s.Api, job, serving_dir: str, log_dir: str, checkpoint_dir: str,
     module = trainjob if api == k8s.TRAINJOB else tfjob
     return module.run(job, serving_dir, log_dir, checkpoint_dir, spec=spec, name=name,
                       poll_seconds=poll_seconds)
+
+
+class KubernetesLauncher(launchers.Launcher):
+    """spec: a TFJobSpec as JSON; its workers are pods of a TrainJob, or of a TFJob where the
+    cluster serves only that. The chief's metrics say which (`training_api`)."""
+
+    def check(self, spec: str, params) -> None:
+        workers = tfjob.TFJobSpec.from_json(spec).workers
+        if workers < 2 or params.global_batch_size % workers:
+            raise ValueError(f'trainer workers must be >= 2 and split global_batch_size '
+                             f'({params.global_batch_size}) evenly, got {workers}')
+        if params.workers > 1:
+            raise ValueError('give --workers (processes in one pod) or --trainer-workers (a '
+                             'TFJob of pods), not both')
+
+    def readers(self, spec: str, params) -> int:
+        return tfjob.TFJobSpec.from_json(spec).workers
+
+    def train(self, job, spec: str, name: str, serving_dir: str, log_dir: str,
+              checkpoint_dir: str) -> Dict[str, Any]:
+        workers = tfjob.TFJobSpec.from_json(spec)
+        api = discover(workers)  # TrainJob (Trainer v2) first, else TFJob
+        metrics = run(api, job, serving_dir, log_dir, checkpoint_dir, spec=workers, name=name)
+        return dict(metrics, **{properties.TRAINING_API: api.kind})

@@ -1,8 +1,8 @@
 """Training as a Kubernetes TFJob (Kubeflow Training Operator, kubeflow.org/v1); no TFX imports.
 
 Deprecated with the Training Operator v1 (only its release-1.9 branch is maintained): used on
-clusters that do not serve Kubeflow Trainer v2's TrainJob (launch/trainjob.py), which
-launch/cluster.py asks for first. TFJobSpec is what the compile fixes for either.
+clusters that do not serve Kubeflow Trainer v2's TrainJob (trainjob.py), which launcher.py
+asks for first. TFJobSpec is what the compile fixes for either.
 
     metrics = tfjob.run(job, serving_dir, log_dir, checkpoint_dir, TFJobSpec(workers=2, ...),
                         name='train-1a2b3c')
@@ -52,8 +52,9 @@ from typing import Any, Dict, List, Tuple
 
 from absl import logging
 
-from launch import k8s, sequence, worker
-from launch.k8s import CONTAINER, GROUP, VERSION
+from launch import sequence, worker
+from pipeline.kubeflow.jobs import k8s
+from pipeline.kubeflow.jobs.k8s import CONTAINER, GROUP, VERSION
 
 ISTIO_INJECT = 'sidecar.istio.io/inject'
 _DELETE_TIMEOUT_S = 300.0  # pods get 30 s of grace by default; the garbage collector some more
@@ -78,7 +79,7 @@ class TFJobSpec:
     secret_env: Tuple[Tuple[str, str, str], ...] = ()
     # Kubeflow Trainer v2: the ClusterTrainingRuntime the TrainJob uses
     # (deploy/tensorflow-runtime.yaml); a cluster that has it is asked for a TrainJob first
-    # (launch/cluster.py), one with only the Training Operator v1 gets this TFJob.
+    # (launcher.py), one with only the Training Operator v1 gets this TFJob.
     runtime: str = 'image-pipeline-tensorflow'
 
     def to_json(self) -> str:
@@ -181,9 +182,9 @@ def _wait(objects, core, namespace: str, name: str, spec: TFJobSpec,
         time.sleep(poll_seconds)
 
 
-class TFJobWorkers(sequence.Launcher):
+class TFJobWorkers(sequence.Workers):
     """spec.workers pods of a TFJob named `name`, in the namespace of the clients.
-    launch/trainjob.py's TrainJobWorkers is the same with another `api`, `ends` and body."""
+    trainjob.py's TrainJobWorkers is the same with another `api`, `ends` and body."""
     folder = 'tfjob'
     api = k8s.TFJOB
     ends = ('Succeeded', 'Failed')   # the job's conditions of success and failure

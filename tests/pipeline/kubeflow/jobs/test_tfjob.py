@@ -1,11 +1,11 @@
-"""The TFJob the trainer creates (launch/tfjob.py) and the spec the compile hands it. The job
-on the real Training Operator, and what the task survives there: tests/cluster/test_tfjob.py and
-test_tfjob_survival.py.
+"""The TFJob the trainer creates (pipeline/kubeflow/jobs/tfjob.py) and the spec the compile hands
+it. The job on the real Training Operator, and what the task survives there:
+tests/cluster/test_tfjob.py and test_tfjob_survival.py.
 """
 import dataclasses
 import json
 
-from launch import tfjob
+from pipeline.kubeflow.jobs import tfjob
 
 SPEC = tfjob.TFJobSpec(workers=2, image='registry/image-pipeline:1', cpu=8.0, memory_gb=30.0,
                        gpus=2, gpu_resource='nvidia.com/gpu')

@@ -1,8 +1,8 @@
-"""The TrainJob the trainer creates (launch/trainjob.py), the runtime the project ships
-(deploy/tensorflow-runtime.yaml), the TF_CONFIG a TrainJob pod builds (launch/worker.py), and
-discovery's choice and sentences for every answer the API can give (launch/cluster.py). The
-same on the real Trainer v2, JobSet, Training Operator and API server:
-tests/cluster/test_trainjob.py, test_cluster.py.
+"""The TrainJob the trainer creates (pipeline/kubeflow/jobs/trainjob.py), the runtime the project
+ships (deploy/tensorflow-runtime.yaml), the TF_CONFIG a TrainJob pod builds (launch/worker.py), and
+discovery's choice and sentences for every answer the API can give
+(pipeline/kubeflow/jobs/launcher.py). The same on the real Trainer v2, JobSet, Training Operator
+and API server: tests/cluster/test_trainjob.py, test_cluster.py.
 """
 import dataclasses
 import json
@@ -12,10 +12,11 @@ import pytest
 import yaml
 from absl import logging
 
-from launch import cluster as cluster_lib, k8s, tfjob, trainjob, worker
+from helpers import REPO_ROOT
+from launch import worker
+from pipeline.kubeflow.jobs import k8s, launcher, tfjob, trainjob
 
-RUNTIME_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), 'deploy', 'tensorflow-runtime.yaml')
+RUNTIME_FILE = os.path.join(REPO_ROOT, 'deploy', 'tensorflow-runtime.yaml')
 SPEC = tfjob.TFJobSpec(workers=2, image='registry/image-pipeline:1', cpu=8.0, memory_gb=30.0,
                        gpus=2, gpu_resource='nvidia.com/gpu')
 
@@ -95,9 +96,10 @@ def test_the_worker_builds_tf_config_from_the_jobset_index_and_hostnames():
 
 
 class _Api:
-    """What discovery asks of the cluster (launch/k8s.py served, trainjob.runtime_exists),
-    answered as the API server answers: which APIs it serves, whether the runtime exists. The
-    real server's answers, for the same questions: tests/cluster/test_trainjob.py."""
+    """What discovery asks of the cluster (pipeline/kubeflow/jobs/k8s.py served,
+    trainjob.runtime_exists), answered as the API server answers: which APIs it serves, whether
+    the runtime exists. The real server's answers, for the same questions:
+    tests/cluster/test_trainjob.py."""
 
     def __init__(self, monkeypatch, trainer, tfjob_served, runtime):
         served = {k8s.TRAINJOB.plural: trainer, k8s.TFJOB.plural: tfjob_served}
@@ -122,7 +124,7 @@ def test_discovery_picks_trainjob_first_then_tfjob(monkeypatch, installed, runti
     _Api(monkeypatch, runtime=runtime, **installed)
     said_lines = []
     monkeypatch.setattr(logging, 'info', lambda fmt, *args: said_lines.append(fmt % args))
-    assert cluster_lib.discover(SPEC).kind == expected
+    assert launcher.discover(SPEC).kind == expected
     assert [line for line in said_lines if line.startswith('Training API')][0].startswith(said)
 
 
@@ -138,5 +140,5 @@ def test_discovery_picks_trainjob_first_then_tfjob(monkeypatch, installed, runti
 def test_discovery_fails_clearly_when_neither_is_usable(monkeypatch, installed, message):
     _Api(monkeypatch, runtime=False, **installed)
     with pytest.raises(RuntimeError) as error:
-        cluster_lib.discover(SPEC)
+        launcher.discover(SPEC)
     assert str(error.value).startswith(message)

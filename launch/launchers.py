@@ -1,0 +1,78 @@
+"""The ways the trainer's job can run, by name, each loaded on first use (no TFX imports).
+
+    choice = launchers.Choice.from_json(exec_properties.get('launcher', ''))
+    metrics = launchers.get(choice.name).train(job, choice.spec, name, serving_dir=...,
+                                               log_dir=..., checkpoint_dir=...)
+
+The trainer component records one `launcher` property, a Choice: a name from this registry and
+that launcher's own settings as JSON. Its executor asks the registry and knows no launcher, so a
+new way to run a job (a cluster API, Ray) is its module and one line in `_IMPLEMENTATIONS`, and
+touches no stage of components/. The Kubeflow adapter's launcher is named here by its path
+only, and loaded when a task asks for it: nothing below pipeline/kubeflow/ imports it, and
+removing the adapter removes its line.
+"""
+import abc
+import dataclasses
+import importlib
+import json
+from typing import Any, Dict
+
+# name -> 'module:class'. 'local' is the default: this process, or --workers processes here.
+_IMPLEMENTATIONS = {
+    'local': 'launch.local:LocalLauncher',
+    'kubernetes': 'pipeline.kubeflow.jobs.launcher:KubernetesLauncher',
+}
+NAMES = tuple(_IMPLEMENTATIONS)
+DEFAULT = 'local'
+_LOADED: Dict[str, 'Launcher'] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """The trainer's `launcher` property: which launcher, and its settings as that launcher's
+    JSON ('' = none). The default is recorded as '' (to_json), so a local training's settings,
+    and with them the digest that finds an unchanged served model, are those of before."""
+    name: str = DEFAULT
+    spec: str = ''
+
+    def __post_init__(self):
+        if self.name not in _IMPLEMENTATIONS:
+            raise ValueError(f'launcher must be one of {NAMES}, got {self.name!r}')
+
+    def to_json(self) -> str:
+        if self == Choice():
+            return ''
+        return json.dumps({'name': self.name, 'spec': self.spec}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> 'Choice':
+        return cls(**json.loads(text)) if text else cls()
+
+
+class Launcher(abc.ABC):
+    """Runs one training job (training/job.py TrainJob) into the trainer's folders."""
+
+    def check(self, spec: str, params) -> None:
+        """Refuses settings that cannot train `params` (TrainParams), when the component is
+        made: a compile fails at once instead of a task at run time."""
+
+    def readers(self, spec: str, params) -> int:
+        """How many processes read train shards of their own (ingestion leaves at least one
+        shard for each)."""
+        return params.workers
+
+    @abc.abstractmethod
+    def train(self, job, spec: str, name: str, serving_dir: str, log_dir: str,
+              checkpoint_dir: str) -> Dict[str, Any]:
+        """Trains and exports `job`; returns the chief's metrics. `name` is unique to the
+        trainer's execution and the same for its retries (a cluster job's name)."""
+
+
+def get(name: str) -> Launcher:
+    """The launcher called `name` (one shared instance: launchers hold no state)."""
+    if name not in _IMPLEMENTATIONS:
+        raise ValueError(f'launcher must be one of {NAMES}, got {name!r}')
+    if name not in _LOADED:
+        module, cls = _IMPLEMENTATIONS[name].split(':')
+        _LOADED[name] = getattr(importlib.import_module(module), cls)()
+    return _LOADED[name]
