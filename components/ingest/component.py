@@ -17,7 +17,9 @@ Whether spans are used is decided when the pipeline is built, from the folders p
 An empty latest span folder stops the run with one line naming it (the stock driver would skip
 it silently, or fail with a pattern error when no span has files). The driver resolves and
 fingerprints the newest span only; the executor adds the older spans of the training window
-(`window`), converting only those not ingested before (executor.py).
+(`window`), converting only those not ingested before (executor.py). Open-source KFP runs no
+driver (nor the compiled hook): there the Kubeflow entry point calls `resolve_input`, the same
+driver's work, before the executor runs (pipeline/kubeflow/entrypoint.py).
 
 The quarantine is a folder of the Examples artifact (`Quarantine/quarantine.jsonl`, named by
 the `quarantine_uri` property), not an artifact of its own: it is meaningful only next to the
@@ -28,11 +30,13 @@ deletes the Examples folder, so the executor first copies the quarantine to
 names it. The `pipeline_root` execution property says where that is: the Examples URI's layout
 is the orchestrator's (core/stable_paths.py).
 """
-from typing import Optional
+from typing import Any, Dict, Optional
 
+from absl import logging
 from tfx.components.example_gen import driver
 from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import base_beam_component, executor_spec
+from tfx.dsl.io import filesystem
 from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
@@ -68,6 +72,21 @@ class SpanCheckingDriver(driver.FileBasedDriver):
     def get_input_processor(self, splits, range_config=None, input_base_uri=None):
         # The stock processor, but file names that are not UTF-8 do not stop the run.
         return name_safe_input.Processor(input_base_uri, splits, range_config)
+
+
+def resolve_input(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
+    """The driver's work for an orchestrator that runs none: the execution properties with the
+    span resolved, `{SPAN}` filled in and the input fingerprinted (`span`, `version`,
+    `input_fingerprint`), by SpanCheckingDriver itself. Its metadata handle is never read by
+    this step, so none is given. Input that matches nothing, or a file that vanished or
+    dangles, is left unresolved with a warning: the executor's input checks and quarantine then
+    name it, and without a fingerprint the next run trains again."""
+    try:
+        return SpanCheckingDriver(None).resolve_exec_properties(dict(exec_properties),
+                                                                None, None)
+    except (ValueError, filesystem.NotFoundError) as error:
+        logging.warning('Input not fingerprinted: %s', error)
+        return dict(exec_properties)
 
 
 class ImageExampleGenSpec(ComponentSpec):

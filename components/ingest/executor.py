@@ -30,15 +30,14 @@ from tfx import types
 from tfx.dsl.components.base import base_beam_executor
 from tfx.components.example_gen import driver as example_gen_driver
 from tfx.components.example_gen import utils as example_gen_utils
-from tfx.dsl.io import filesystem
-from tfx.proto import example_gen_pb2, range_config_pb2
+from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils
 from tfx.components.util import examples_utils
 from tfx.utils import proto_utils
 
 from core import features, stable_paths, storage, window
 from core import properties as property_names
-from components.ingest import beam_pipeline, checks, name_safe_input, registry, sources
+from components.ingest import beam_pipeline, checks, registry, sources
 from components.ingest import span_index, stats, window_spans
 from components.ingest.params import IngestParams
 
@@ -56,56 +55,25 @@ def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
     return storage.normpath(os.path.join(input_base, folder))
 
 
-def resolve_without_driver(exec_properties: Dict[str, Any], examples: types.Artifact) -> None:
-    """Resolves the span and fingerprints the input when no driver did (open-source KFP).
+def record_driver_values(exec_properties: Dict[str, Any], examples: types.Artifact) -> None:
+    """Records the span, version and input fingerprint a driver resolved on the Examples.
 
-    Locally (and on Vertex AI, through the task's preCacheCheck hook) TFX's FileBasedDriver
-    picks the span, fills `{SPAN}` in the pattern and records `input_fingerprint`, `span` and
-    `version` before the executor runs. Open-source KFP never runs that hook: the executor gets
-    the unresolved pattern. Here the same stock input processor does the same work, and the
-    Examples get the same properties, so spans and "no new data" work on every orchestrator.
-
-    When a driver ran, its values are recorded on the Examples here as well. With PipelineSpec
-    2.1 the preCacheCheck hook's parameters reach the executor (TFX's run_executor reads them
-    from the executor output file), but its Examples record only reaches ML Metadata if the
-    orchestrator merges it; so the executor's own output carries it. Locally the driver set the
-    same values already. The hook's span and version arrive as JSON numbers: ints again here.
-    """
-    if exec_properties.get(example_gen_utils.FINGERPRINT_PROPERTY_NAME):  # a driver ran
-        version = exec_properties.get(example_gen_utils.VERSION_PROPERTY_NAME)
-        example_gen_driver.update_output_artifact(dict(exec_properties, **{
-            example_gen_utils.SPAN_PROPERTY_NAME: int(
-                exec_properties[example_gen_utils.SPAN_PROPERTY_NAME]),
-            example_gen_utils.VERSION_PROPERTY_NAME: None if version is None else int(version)}),
-            examples.mlmd_artifact)
+    Locally TFX's FileBasedDriver (component.py SpanCheckingDriver) resolves them before the
+    executor runs, and so does the compiled task's preCacheCheck hook on Vertex AI, or the
+    Kubeflow entry point on open-source KFP (component.py resolve_input). With PipelineSpec 2.1
+    the hook's values reach the executor as parameters (TFX's run_executor reads them from the
+    executor output file), but its Examples record reaches ML Metadata only if the orchestrator
+    merges it: so the executor's own output carries it. Locally the driver set the same values
+    already. On Kubeflow span and version arrive as JSON numbers: ints again here. Input that
+    no driver could fingerprint records nothing (the next run trains again)."""
+    if not exec_properties.get(example_gen_utils.FINGERPRINT_PROPERTY_NAME):
         return
-    input_config = example_gen_pb2.Input()
-    proto_utils.json_to_proto(exec_properties['input_config'], input_config)
-    range_config = None
-    if exec_properties.get('range_config'):
-        range_config = proto_utils.json_to_proto(exec_properties['range_config'],
-                                                 range_config_pb2.RangeConfig())
-    if '{SPAN}' in input_config.splits[0].pattern:
-        sources.check_latest_span(exec_properties['input_base'],
-                                  IngestParams.from_properties(exec_properties).source)
-    processor = name_safe_input.Processor(  # input_processor's, for names not UTF-8 too
-        exec_properties['input_base'], input_config.splits, range_config)
-    try:
-        span, version = processor.resolve_span_and_version()
-    except (ValueError, filesystem.NotFoundError) as error:
-        # Nothing matches, or a file vanished or dangles: the input checks and the quarantine
-        # that follow name it; without a fingerprint, the next run retrains.
-        logging.warning('Input not fingerprinted: %s', error)
-        return
-    for split in input_config.splits:
-        split.pattern = processor.get_pattern_for_span_version(split.pattern, span, version)
-    exec_properties['input_config'] = proto_utils.proto_to_json(input_config)
-    exec_properties[example_gen_utils.SPAN_PROPERTY_NAME] = span
-    exec_properties[example_gen_utils.VERSION_PROPERTY_NAME] = version
-    exec_properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME] = \
-        processor.get_input_fingerprint(span, version)
-    example_gen_driver.update_output_artifact(exec_properties, examples.mlmd_artifact)
-    logging.info('No driver ran: resolved span %s and fingerprinted the input here', span)
+    version = exec_properties.get(example_gen_utils.VERSION_PROPERTY_NAME)
+    example_gen_driver.update_output_artifact(dict(exec_properties, **{
+        example_gen_utils.SPAN_PROPERTY_NAME: int(
+            exec_properties[example_gen_utils.SPAN_PROPERTY_NAME]),
+        example_gen_utils.VERSION_PROPERTY_NAME: None if version is None else int(version)}),
+        examples.mlmd_artifact)
 
 
 class Executor(base_beam_executor.BaseBeamExecutor):
@@ -169,7 +137,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         examples = artifact_utils.get_single_instance(output_dict['examples'])
         input_base = exec_properties['input_base']
         pipeline_root = stable_paths.pipeline_root(exec_properties)  # refused before any work
-        resolve_without_driver(exec_properties, examples)
+        record_driver_values(exec_properties, examples)
         root = _source_root(input_base, exec_properties)
         newest = self._span(int(exec_properties.get(example_gen_utils.SPAN_PROPERTY_NAME) or 0),
                             root, exec_properties.get(

@@ -26,6 +26,12 @@ driver hands it over differently, and every task would fail (docs/kubeflow.md, c
   and never executor-logs).
 Parameters need nothing: the driver fills `inputs.parameterValues` from `runtimeValue.constant`
 (driver/resolve.go), which TFX reads, typed by the inputs spec (integers back to int).
+- The ingestion task's driver never runs: TFX compiles it as the task's preCacheCheck hook,
+  which only Vertex AI runs, so the executor would get `span-{SPAN}` unresolved and no input
+  fingerprint. The entry point does that driver's work (run_driver: the component's own
+  SpanCheckingDriver, components/ingest/component.py resolve_input) and hands its values over
+  as the hook's would reach TFX: as parameters. So spans and "no new data" work the same on
+  every orchestrator, and the executor knows none of this.
 
 On Vertex AI inputs are typed and no output is added: the invocation is passed on byte for byte
 (after the ExampleGen's preCacheCheck hook, which stays TFX's own driver: open-source KFP never
@@ -50,6 +56,8 @@ from google.protobuf import json_format
 from google.protobuf import struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 import tensorflow as tf
+from tfx.components.example_gen import utils as example_gen_utils
+from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
 from core import stable_paths, storage, store_watch
@@ -110,6 +118,37 @@ def prepare(executor_input: pipeline_spec_pb2.ExecutorInput,
     return done
 
 
+def run_driver(executor_input: pipeline_spec_pb2.ExecutorInput,
+               inputs_spec: Optional[pipeline_spec_pb2.ComponentInputsSpec],
+               executor_class_path: str) -> List[str]:
+    """The ingestion task's driver work, where none ran (see the module's docstring): its
+    resolved input config, span, version and fingerprint become the task's parameters, in
+    place. Returns what was done (empty: another task, or a driver ran)."""
+    parameters = executor_input.inputs.parameter_values
+    if 'input_config' not in parameters or example_gen_utils.FINGERPRINT_PROPERTY_NAME in \
+            parameters or tf.io.gfile.exists(executor_input.outputs.output_file):
+        return []  # not ingestion, or a driver ran: Vertex AI's hook wrote its values to the
+    # output file, which TFX's run_executor merges (KFP's is a fresh local file per attempt)
+    from components.ingest import component as ingest  # only a task with an input config
+    executor = ingest.ImageExampleGen.EXECUTOR_SPEC.executor_class
+    if executor_class_path != f'{executor.__module__}.{executor.__qualname__}':
+        return []
+    resolved = ingest.resolve_input(kubeflow_v2_entrypoint_utils.parse_execution_properties(
+        parameters, executor_input.inputs.parameters, inputs_spec))
+    if not resolved.get(example_gen_utils.FINGERPRINT_PROPERTY_NAME):
+        return []  # matched nothing: the executor's input checks say what
+    for key in ('input_config', example_gen_utils.SPAN_PROPERTY_NAME,
+                example_gen_utils.VERSION_PROPERTY_NAME,
+                example_gen_utils.FINGERPRINT_PROPERTY_NAME):
+        value = resolved.get(key)
+        if isinstance(value, str):
+            parameters[key].string_value = value
+        elif value is not None:  # no version: none is given, as the hook gives none
+            parameters[key].number_value = value
+    return [f'resolved span {resolved[example_gen_utils.SPAN_PROPERTY_NAME]} and fingerprinted '
+            'the input (no driver ran)']
+
+
 def _artifacts(executor_input: pipeline_spec_pb2.ExecutorInput):
     for side in (executor_input.inputs.artifacts, executor_input.outputs.artifacts):
         for artifact_list in side.values():
@@ -168,7 +207,8 @@ def _parse(invocation: str) -> pipeline_spec_pb2.ExecutorInput:
                              ignore_unknown_fields=True)
 
 
-def prepare_invocation(invocation: str, inputs_spec_json: Optional[str]) -> str:
+def prepare_invocation(invocation: str, inputs_spec_json: Optional[str],
+                       executor_class_path: str = '') -> str:
     """The --json_serialized_invocation_args TFX gets: the given text when nothing changes."""
     executor_input = _parse(invocation)
     inputs_spec = None
@@ -180,6 +220,7 @@ def prepare_invocation(invocation: str, inputs_spec_json: Optional[str]) -> str:
     # Before TFX touches a URI: TensorFlow's s3:// scheme, and this task's own exit code.
     storage.enable_for([a.uri for a in _artifacts(executor_input)])
     done = prepare(executor_input, inputs_spec)
+    done += run_driver(executor_input, inputs_spec, executor_class_path)
     if mapped:
         done.append('read minio:// URIs as s3://')
     if not done:
@@ -209,7 +250,8 @@ def parse_flags(argv: List[str]) -> Tuple[object, List[str]]:
     args.original_input = _parse(args.json_serialized_invocation_args)
     args.restore_uris = to_s3(_parse(args.json_serialized_invocation_args))
     args.json_serialized_invocation_args = prepare_invocation(
-        args.json_serialized_invocation_args, args.json_serialized_inputs_spec_args)
+        args.json_serialized_invocation_args, args.json_serialized_inputs_spec_args,
+        args.executor_class_path)
     return args, beam_args
 
 

@@ -11,14 +11,16 @@ from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
-from components.ingest import executor
+from components.ingest import component, executor
 from helpers import IN_PROCESS_BEAM
 
 
 def ingest_do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*', properties=None,
         **extra):
-    """Runs the executor in-process on input_base; returns the Examples artifact (and fills
-    `properties` with the execution properties, as TFX would record them)."""
+    """Runs the driver's work and the executor in-process on input_base, as every orchestrator
+    runs them; returns the Examples artifact (and fills `properties` with the execution
+    properties, as TFX would record them). A given input_fingerprint stands for a driver that
+    ran already (Vertex AI's hook)."""
     examples = standard_artifacts.Examples()
     # Laid out as TFX lays out a run: <pipeline root>/<node>/examples/<execution id>.
     examples.uri = os.path.join(output_uri, 'ImageExampleGen', 'examples', '1')
@@ -28,6 +30,8 @@ def ingest_do(input_base, output_uri, max_rejected_fraction=0.01, pattern='*/*',
         'input_base': input_base, 'input_config': proto_utils.proto_to_json(input_config),
         'train_percent': 60, 'num_shards': 2, 'max_rejected_fraction': max_rejected_fraction,
         'pipeline_root': output_uri, **extra}
+    if 'input_fingerprint' not in exec_properties:
+        exec_properties = component.resolve_input(exec_properties)
     context = base_beam_executor.BaseBeamExecutor.Context(
         beam_pipeline_args=IN_PROCESS_BEAM)
     executor.Executor(context).Do({}, {'examples': [examples]}, exec_properties)

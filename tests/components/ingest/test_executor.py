@@ -187,9 +187,10 @@ def test_resized_raw_images_record_what_was_stored(tmp_path):
     assert grey.get_int_custom_property('grayscaled_at_ingestion') == colour
 
 
-def test_without_a_driver_the_latest_span_is_resolved_and_fingerprinted(small_images, tmp_path):
-    """Open-source KFP runs no driver: the executor gets `span-{SPAN}` unresolved and no
-    fingerprint, and must do the driver's work itself."""
+def test_the_drivers_work_resolves_the_latest_span_and_fingerprints_it(small_images, tmp_path):
+    """Open-source KFP runs no driver: the entry point does its work (component.py
+    resolve_input, which ingest_do runs as every orchestrator does), and the executor records
+    it on the Examples."""
     spans = tmp_path / 'spans'
     os.makedirs(spans / 'span-1' / 'a')
     Image.new('L', (8, 8), 200).save(spans / 'span-1' / 'a' / 'old.png')

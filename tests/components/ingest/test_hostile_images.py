@@ -1,10 +1,11 @@
 """A landing folder as users have one: one bad file never stops or hangs the run.
 
-Executor-level (tests/support/ingest_helpers.py ingest_do, no driver: the executor resolves and
-fingerprints the input itself). Real images sit next to a FIFO, a socket, a dangling link, a
-decompression bomb (a 30000x30000 grayscale PNG header over a tiny zlib stream), a file
-named with the bytes b'\\xff\\xfe.png', and WebP / TIFF images. A SIGALRM guard (no_hang) fails
-a test that would hang (a blocking open of the FIFO) instead of hanging the suite.
+Executor-level (tests/support/ingest_helpers.py ingest_do: the driver's work, which resolves and
+fingerprints the input, then the executor). Real images sit next to a FIFO, a socket, a
+dangling link, a decompression bomb (a 30000x30000 grayscale PNG header over a tiny zlib
+stream), a file named with the bytes b'\\xff\\xfe.png', and WebP / TIFF images. A SIGALRM
+guard (no_hang) fails a test that would hang (a blocking open of the FIFO) instead of hanging
+the suite.
 """
 import base64
 import io

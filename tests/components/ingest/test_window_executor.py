@@ -1,6 +1,7 @@
 """Executor tests of the training window: ImageExampleGen's Do over span folders, run after run
-with one pipeline root, as open-source KFP runs it (no driver, no cache): what is converted, what
-is referenced, what is linked, and what is ingested again when its data is gone."""
+with one pipeline root, as open-source KFP runs it (the entry point's driver work, no cache):
+what is converted, what is referenced, what is linked, and what is ingested again when its data
+is gone."""
 import json
 import os
 import shutil
@@ -12,7 +13,7 @@ from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
 from core import window
-from components.ingest import executor
+from components.ingest import component, executor
 
 from helpers import IN_PROCESS_BEAM, copy_digits
 from ingest_helpers import ingest_do
@@ -43,7 +44,8 @@ def _do(data, root, run, window_size=2, **extra):
                   'pipeline_root': root, 'window': window_size, **extra}
     context = base_beam_executor.BaseBeamExecutor.Context(
         beam_pipeline_args=IN_PROCESS_BEAM)
-    executor.Executor(context).Do({}, {'examples': [examples]}, properties)
+    executor.Executor(context).Do({}, {'examples': [examples]},
+                                  component.resolve_input(properties))
     return examples
 
 

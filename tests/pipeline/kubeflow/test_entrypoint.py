@@ -144,3 +144,45 @@ def test_an_untyped_input_the_task_does_not_declare_is_refused(tmp_path):
             {'artifacts': {'examples': json.loads(_inputs_spec())['artifacts']['examples']}}))
     with pytest.raises(ValueError, match='arrived without a type'):
         entrypoint.prepare_invocation(invocation, None)  # a 2.0 spec has no inputs spec
+
+
+def test_the_ingestion_tasks_driver_work_is_done_here_and_handed_over_as_parameters(tmp_path):
+    """Open-source KFP runs no driver: the entry point resolves the latest span and fingerprints
+    it (the component's own driver), and TFX gets them as the hook's parameters would reach it."""
+    import os
+    from PIL import Image
+    for span in (1, 2):
+        os.makedirs(tmp_path / 'data' / f'span-{span}' / 'a')
+        Image.new('L', (8, 8), span).save(tmp_path / 'data' / f'span-{span}' / 'a' / 'x.png')
+    parameters = {'input_base': str(tmp_path / 'data'), 'source': 'images', 'num_shards': 2,
+                  'input_config': json.dumps({'splits': [
+                      {'name': 'images', 'pattern': 'span-{SPAN}/*/*'}]})}
+    spec = pipeline_spec_pb2.ComponentInputsSpec()
+    for key, value in parameters.items():
+        spec.parameters[key].CopyFrom(compiler_utils.build_parameter_type_spec(value))
+    ingest = 'components.ingest.executor.Executor'
+
+    def prepared(executor_class_path, **extra):
+        executor_input = json_format.ParseDict(
+            {'inputs': {'parameterValues': dict(parameters, **extra)},
+             'outputs': {'outputFile': str(tmp_path / 'output_metadata.json')}},
+            pipeline_spec_pb2.ExecutorInput())
+        done = entrypoint.run_driver(executor_input, spec, executor_class_path)
+        return done, executor_input.inputs.parameter_values
+    done, values = prepared(ingest)
+    assert done == ['resolved span 2 and fingerprinted the input (no driver ran)']
+    assert values['span'].number_value == 2 and 'version' not in values
+    assert values['input_fingerprint'].string_value.startswith('split:images,num_files:1,')
+    assert json.loads(values['input_config'].string_value)['splits'][0]['pattern'] == \
+        'span-2/*/*'
+    # Another task, a driver that ran (its values given, or written to the output file), and
+    # input that matches nothing: left as they are, for the executor's checks to name.
+    done, values = prepared(f'{__name__}.Recorder')
+    assert done == [] and 'span' not in values
+    assert values['input_config'].string_value == parameters['input_config']
+    assert prepared(ingest, input_fingerprint='hook')[0] == []
+    (tmp_path / 'output_metadata.json').write_text('{}')
+    assert prepared(ingest)[0] == []
+    os.remove(tmp_path / 'output_metadata.json')
+    done, values = prepared(ingest, input_base=str(tmp_path / 'nowhere'))
+    assert done == [] and 'span' not in values
