@@ -1,12 +1,12 @@
 """Reconciling and judging the counts of an ingestion run; reading its quarantine back.
 
-No TFX imports. The run fails with `IngestionError`, whose message says what to fix, when the
-counts do not reconcile, when nothing was found or nothing was valid, and when more than the
-allowed fraction was rejected. A rejection failure reports the counts per reason (and per CSV
-column), then a few differing examples, and names the quarantine file holding every rejected
-record. That file is first copied out of the Examples artifact, to a path computed from the
-pipeline root (core/stable_paths.py): the orchestrator deletes a failed
-execution's output folders, and with them the records that explain the failure.
+No TFX imports. The run fails with `IngestionError` (records.py), whose message says what to
+fix, when the counts do not reconcile, when nothing was found or nothing was valid, and when
+more than the allowed fraction was rejected. A rejection failure reports the counts per reason
+(and per CSV column), then a few differing examples, and names the quarantine file holding every
+rejected record. That file is first copied out of the Examples artifact, to a path computed from
+the pipeline root (core/stable_paths.py): the orchestrator deletes a failed execution's output
+folders, and with them the records that explain the failure.
 """
 import itertools
 import json
@@ -18,13 +18,10 @@ import tensorflow as tf
 
 from core import features, stable_paths, storage
 from components.ingest import records
+from components.ingest.records import IngestionError
 
 SHOWN_REJECTIONS = 5  # examples in a message; every rejected record is in the quarantine file
 NODE = 'ImageExampleGen'  # names its folder under <pipeline_root>/_quarantine/
-
-
-class IngestionError(RuntimeError):
-    """Ingestion produced nothing usable, or rejected more than allowed."""
 
 
 def quarantine_path(output_dir: str) -> str:

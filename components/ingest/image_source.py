@@ -15,7 +15,7 @@ from core import inputs
 from components.ingest import convert, images, stats
 from components.ingest import files as files_
 from components.ingest import source
-from components.ingest.checks import IngestionError
+from components.ingest.records import IngestionError
 
 # Raw pixels of an image we do not resize: typical PNG/JPEG compress about this much.
 _RAW_GROWTH = 8

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from components.ingest import csv_records, files, records, table_source, tabular
-from components.ingest.checks import IngestionError
+from components.ingest.records import IngestionError
 from core import storage
 
 BATCH_ROWS = 4096                 # rows turned into Python objects at a time

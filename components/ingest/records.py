@@ -3,7 +3,9 @@
 No TFX and no Beam here. A source (registry.py: image folders, CSV or Parquet tables) turns one
 input record into an Example or raises `BadRecord` with a reason code from `REASONS`; the Beam
 graph writes the rejection as one quarantine line and counts it under that code, so the counts
-by reason add up to the rejected total, and `written + rejected == found`.
+by reason add up to the rejected total, and `written + rejected == found`. What stops the run
+as a whole (no input to read, nothing valid, too much rejected) is an `IngestionError`, here
+beside `BadRecord` because readers, sources and the judge of the counts (checks.py) all raise it.
 """
 import base64
 import hashlib
@@ -66,6 +68,10 @@ class BadRecord(ValueError):
         super().__init__(detail)
         self.reason = reason
         self.column = column
+
+
+class IngestionError(RuntimeError):
+    """Ingestion produced nothing usable, or rejected more than allowed."""
 
 
 def name_bytes(name: str) -> bytes:

@@ -84,7 +84,7 @@ class Source(abc.ABC):
                    drop_columns: Tuple[str, ...], encoding: str,
                    unlabelled: bool) -> Dict[str, Any]:
         """What the Beam graph needs to know before it starts, as IngestOptions fields; raises
-        checks.IngestionError when the folder holds nothing this source can read."""
+        records.IngestionError when the folder holds nothing this source can read."""
 
     @abc.abstractmethod
     def estimated_output_bytes(self, options) -> int:

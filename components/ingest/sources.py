@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from components.ingest import beam_pipeline, records, registry
 from components.ingest import files as files_
-from components.ingest.checks import IngestionError
+from components.ingest.records import IngestionError
 from components.ingest.params import IngestParams
 
 SPAN_FOLDER = re.compile(r'^span-(\d+)$')

@@ -19,7 +19,7 @@ from core import inputs
 from core import properties as property_names
 from components.ingest import convert, csv_records, records, source, stats, tabular
 from components.ingest import files as files_
-from components.ingest.checks import IngestionError
+from components.ingest.records import IngestionError
 
 TABLE_FILE = 'table.json'   # class names and numeric moments, read by finalize
 

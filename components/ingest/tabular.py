@@ -22,7 +22,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from core import features
 from components.ingest import csv_records, records
-from components.ingest.checks import IngestionError
+from components.ingest.records import IngestionError
 
 NUMERIC, CATEGORICAL = 'numeric', 'categorical'
 TYPES = (NUMERIC, CATEGORICAL)

@@ -10,7 +10,7 @@ from ml_metadata.proto import metadata_store_pb2
 import pytest
 from tfx import v1 as tfx
 
-from components.ingest.checks import IngestionError
+from components.ingest.records import IngestionError
 from components.ingest.component import ImageExampleGen, uses_spans
 from components.ingest.params import IngestParams
 from pipeline.runs import summary as summary_lib

@@ -42,7 +42,7 @@ def test_a_rejection_failure_counts_by_reason_and_column_shows_five_examples_and
     by_column = {('non_numeric', 'fare'): 40, ('non_numeric', 'tips'): 1,
                  ('missing_label', 'kind'): 3}
     root = str(tmp_path / 'pipeline_root')
-    with pytest.raises(checks.IngestionError) as raised:
+    with pytest.raises(records.IngestionError) as raised:
         checks.check_counts(counts, output_dir, 0.01, '/data', root, by_column=by_column)
     message = str(raised.value)
     kept = checks.kept_quarantine_path(root, output_dir)
@@ -64,7 +64,7 @@ def test_a_rejection_failure_counts_by_reason_and_column_shows_five_examples_and
 
 def test_nothing_valid_also_keeps_the_quarantine(tmp_path):
     output_dir, root = _artifact(tmp_path, ENTRIES[:2]), str(tmp_path / 'pipeline_root')
-    with pytest.raises(checks.IngestionError, match='Nothing valid under /data') as raised:
+    with pytest.raises(records.IngestionError, match='Nothing valid under /data') as raised:
         checks.check_counts(_counts(2, 0, 0, non_numeric=2), output_dir, 0.5, '/data', root)
     assert checks.kept_quarantine_path(root, output_dir) in str(raised.value)
     assert os.path.exists(checks.kept_quarantine_path(root, output_dir))
@@ -81,7 +81,7 @@ def test_rejections_within_bounds_are_a_warning_and_nothing_is_copied(tmp_path, 
 
 
 def test_counts_that_do_not_reconcile_fail():
-    with pytest.raises(checks.IngestionError, match='do not reconcile'):
+    with pytest.raises(records.IngestionError, match='do not reconcile'):
         checks.check_counts(_counts(10, 5, 3, non_numeric=1), '/nowhere', 0.5, '/data', '/root')
 
 

@@ -10,7 +10,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from components.ingest import checks, csv_records, tabular
+from components.ingest import checks, csv_records, records, tabular
 from ingest_helpers import ingest_do, no_hang
 
 HEADER = 'species,island,bill_length_mm,notes'
@@ -65,7 +65,7 @@ def test_quoted_fields_spanning_lines_are_one_record(tmp_path):
 def test_latin1_rows_are_rejected_naming_the_setting_then_read_with_it(tmp_path):
     text = '\n'.join([HEADER] + _rows(island='Biscöe')) + '\n'
     folder = _write(tmp_path, text, encoding='latin-1')
-    with pytest.raises(checks.IngestionError) as raised:
+    with pytest.raises(records.IngestionError) as raised:
         _ingest(folder, tmp_path)
     message = str(raised.value)
     assert 'encoding 60; setting: --encoding (ingest.encoding)' in message
@@ -114,7 +114,7 @@ def test_an_over_long_record_and_a_fifo_named_csv_are_quarantined(tmp_path):
 
 def test_an_undecodable_header_is_a_one_line_error_naming_the_setting(tmp_path):
     folder = _write(tmp_path, 'spécies,x\nA,1\n', encoding='latin-1')
-    with pytest.raises(checks.IngestionError, match=r'header row of .*--encoding'):
+    with pytest.raises(records.IngestionError, match=r'header row of .*--encoding'):
         tabular.read_header(os.path.join(folder, 'penguins.csv'))
 
 

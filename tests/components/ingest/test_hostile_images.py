@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from core import features
-from components.ingest import checks, files, image_formats, images
+from components.ingest import checks, files, image_formats, images, records
 from components.ingest import name_safe_input
 from tfx.components.example_gen import driver
 from tfx.proto import example_gen_pb2
@@ -116,7 +116,7 @@ def test_the_rejected_fraction_still_decides(small_images, tmp_path):
     with open(os.path.join(small_images, '1', 'bomb.png'), 'wb') as handle:
         handle.write(bomb_png())
     os.mkfifo(os.path.join(small_images, '0', 'pipe.png'))
-    with pytest.raises(checks.IngestionError) as raised:
+    with pytest.raises(records.IngestionError) as raised:
         ingest_do(small_images, str(tmp_path / 'out'), max_rejected_fraction=0.1)
     message = str(raised.value)
     assert 'Rejected 2 of 17 records' in message

@@ -159,7 +159,7 @@ def test_a_file_that_is_not_parquet_is_truncated_or_empty_is_one_rejection(tmp_p
     listed = registry.get('parquet').list_input(str(tmp_path), 'kind', {}, (), 'utf-8', False)
     assert listed['table'].columns == NAMES and len(listed['files']) == 4
     os.remove(good)
-    with pytest.raises(checks.IngestionError, match=r'No readable \*\.parquet file in .*: '
+    with pytest.raises(records.IngestionError, match=r'No readable \*\.parquet file in .*: '
                        r'.*cut\.parquet: not a Parquet file'):
         registry.get('parquet').list_input(str(tmp_path), 'kind', {}, (), 'utf-8', False)
 
@@ -234,7 +234,7 @@ def test_the_executor_ingests_the_latest_span_of_parquet_files(tmp_path):
     _write(str(base / 'span-2'), 'part-0.parquet', _table(rows=40))
     _write(str(base / 'span-2'), 'part-1.parquet', _table(rows=20, start=40))
     os.makedirs(base / 'span-3')
-    with pytest.raises(checks.IngestionError, match='expected one or more \\*\\.parquet files'):
+    with pytest.raises(records.IngestionError, match='expected one or more \\*\\.parquet files'):
         sources.check_latest_span(str(base), 'parquet')
     os.rmdir(base / 'span-3')
     properties = {}

@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from components.ingest import sources
-from components.ingest.checks import IngestionError
+from components.ingest.records import IngestionError
 
 from helpers import DIGITS, copy_digits
 
