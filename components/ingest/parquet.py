@@ -1,5 +1,5 @@
-"""Parquet files as an ingestion source: columns and types from the files' schema, rows read one
-row group at a time.
+"""Parquet files read as records: columns and types from the files' schema, rows read one row
+group at a time. ParquetSource (parquet_source.py) puts them behind the Source interface.
 
 No TFX imports. What is read (docs/data.md, "Parquet files"):
 - The `*.parquet` files directly in the folder (or its `span-<N>/` folder), all with the same
@@ -31,20 +31,19 @@ import contextlib
 import json
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from components.ingest import csv_records, files, records, table_source, tabular
-from components.ingest.records import IngestionError
+from components.ingest import csv_records, files, records, tabular
 from core import storage
 
 BATCH_ROWS = 4096                 # rows turned into Python objects at a time
 UNIT_BYTES = 64 * 1024 * 1024     # row-group bytes (uncompressed) per unit of work
 # Parquet stores values uncompressed at about their binary size; an Example spells each
-# feature's name and framing beside it: about what it does to a CSV row's text.
-_EXAMPLE_GROWTH = 3
+# feature's name and framing beside it: about what it does to a CSV row's text (the Source's
+# estimate of the Examples' bytes, for the automatic shard count).
+EXAMPLE_GROWTH = 3
 _PER_SECOND = {'s': 1, 'ms': 10 ** 3, 'us': 10 ** 6, 'ns': 10 ** 9}
 _SECONDS_PER_DAY = 86400
 # (path as a Beam element, first row group, stop): the row groups [first, stop) of one file;
@@ -56,7 +55,7 @@ Cells = Tuple[pa.Array, Dict[int, Tuple[str, str]]]
 
 
 @contextlib.contextmanager
-def _opened(path: str) -> Iterator[pq.ParquetFile]:
+def opened(path: str) -> Iterator[pq.ParquetFile]:
     """The file's reader, or BadRecord: not a regular file, empty, not Parquet or truncated.
     OSErrors (no permission, I/O) propagate: callers name them `unreadable`."""
     if '://' in path:
@@ -111,7 +110,7 @@ def _is_temporal(kind: pa.DataType) -> bool:
             or pa.types.is_duration(kind))
 
 
-def _kind(kind: pa.DataType) -> Optional[str]:
+def feature_type(kind: pa.DataType) -> Optional[str]:
     """numeric | categorical for a column of this type; None: no values to judge (nulls)."""
     kind = _scalar_type(kind)
     if (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
@@ -265,7 +264,7 @@ def plan_units(element, unit_bytes: int = UNIT_BYTES) -> List[Unit]:
     """One file's units of work: consecutive row groups of about unit_bytes (uncompressed)."""
     path = files.from_beam(element)
     try:
-        with _opened(path) as reader:
+        with opened(path) as reader:
             sizes = [reader.metadata.row_group(g).total_byte_size
                      for g in range(reader.num_row_groups)]
     except storage.StoreUnanswered:   # an outage is the run's, not the file's
@@ -287,7 +286,7 @@ def read_unit(unit: Unit, names: Sequence[str], checked: Sequence[str]) -> Itera
     element, first, stop = unit
     path = files.from_beam(element)
     try:
-        with _opened(path) as reader:
+        with opened(path) as reader:
             for group in range(first, stop):
                 batches = reader.iter_batches(batch_size=BATCH_ROWS, row_groups=[group])
                 while True:
@@ -315,54 +314,3 @@ def read_unit(unit: Unit, names: Sequence[str], checked: Sequence[str]) -> Itera
     except OSError as error:  # no permission, I/O error
         yield element, None, ('unreadable', f'cannot read: {error.strerror or error}')
 
-
-class ParquetSource(table_source.TableSource):
-    name = 'parquet'
-    pattern = unlabelled_pattern = '*.parquet'
-    expected = 'one or more *.parquet files'
-
-    def columns(self, path: str, encoding: str) -> List[str]:
-        del encoding  # Parquet text is UTF-8
-        try:
-            with _opened(path) as reader:
-                names = [name for name, _ in flat_columns(reader)]
-        except storage.StoreUnanswered:
-            raise
-        except OSError as error:
-            raise records.BadRecord('unreadable',
-                                    f'cannot read: {error.strerror or error}') from None
-        twice = sorted({name for name in names if names.count(name) > 1})
-        if twice:
-            raise IngestionError(f'{records.display_name(path)}: columns {twice} appear more '
-                                 'than once (struct fields are flattened as parent.child)')
-        return names
-
-    def schema_hint(self, path: str) -> Dict[str, str]:
-        with _opened(path) as reader:
-            kinds = {name: _kind(kind) for name, kind in flat_columns(reader)}
-        return {name: kind for name, kind in kinds.items() if kind is not None}
-
-    def sample_rows(self, path: str, encoding: str) -> List[List[str]]:
-        del path, encoding
-        return []  # the schema types every column but all-null ones (inferred categorical)
-
-    def estimated_output_bytes(self, options) -> int:
-        total = 0
-        for path in options.files:
-            try:
-                with _opened(path) as reader:
-                    total += sum(reader.metadata.row_group(g).total_byte_size
-                                 for g in range(reader.num_row_groups))
-            except (records.BadRecord, OSError):
-                continue  # quarantined: writes nothing
-        return total * _EXAMPLE_GROWTH
-
-    def read_records(self, pipeline, options, name: str) -> beam.PCollection:
-        table = options.table
-        checked = [column for column, _ in table.types] + (
-            [table.label_column] if table.label_column else [])
-        paths = [files.to_beam(path) for path in options.files]
-        return (pipeline | f'{name}Files' >> beam.Create(paths)
-                | f'{name}Units' >> beam.FlatMap(plan_units)
-                | f'{name}Spread' >> beam.Reshuffle()
-                | f'{name}Records' >> beam.FlatMap(read_unit, list(table.columns), checked))

@@ -11,7 +11,7 @@ from typing import Dict
 _IMPLEMENTATIONS = {
     'images': 'components.ingest.image_source:ImageSource',
     'csv': 'components.ingest.csv_source:CsvSource',
-    'parquet': 'components.ingest.parquet:ParquetSource',
+    'parquet': 'components.ingest.parquet_source:ParquetSource',
 }
 NAMES = tuple(_IMPLEMENTATIONS)
 _LOADED: Dict[str, object] = {}
