@@ -71,7 +71,7 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from core import storage, store_watch
 from components.ingest.component import ImageExampleGen
-from components.ingest.params import IngestParams
+from components.ingest.graph.params import IngestParams
 from launch import tfjob
 from components.push.component import Pusher
 from components.trainer.component import ImageTrainer
