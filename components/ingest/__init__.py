@@ -7,5 +7,5 @@ that each import only the ones below them, so there is no cycle between them:
     graph/    the Beam graph and the sources it is built from: formats/
     formats/  reading the input formats, and the rules every layer shares: none of the others
 
-No package imports component.py or executor.py.
+No package imports component.py or executor.py (tests/test_import_rules.py holds the rules).
 """
