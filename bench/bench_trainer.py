@@ -16,7 +16,8 @@ import tempfile
 
 import apache_beam as beam
 
-from components.ingest import beam_pipeline, images
+from components.ingest.formats import images
+from components.ingest.graph import beam_pipeline
 from pipeline.definition.config import DEFAULT_DATA
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -55,7 +55,7 @@ class PeakRss:
 def naive(images_dir: str, out: str) -> int:
     import tensorflow as tf
     from core import features
-    from components.ingest import images
+    from components.ingest.formats import images
     classes = images.list_classes(images_dir)
     index = images.class_index(classes)
     os.makedirs(out, exist_ok=True)
@@ -86,7 +86,8 @@ def beam_args(workers: int, in_process: bool = False) -> list:
 
 def beam_ingest(images_dir: str, out: str, workers: int, in_process: bool = False) -> int:
     import apache_beam as beam
-    from components.ingest import beam_pipeline, images, stats
+    from components.ingest.formats import images
+    from components.ingest.graph import beam_pipeline, stats
     options = beam_pipeline.IngestOptions(
         root=images_dir, classes=tuple(images.list_classes(images_dir)), num_shards=2)
     pipeline = beam.Pipeline(argv=beam_args(workers, in_process))
@@ -126,7 +127,7 @@ def main() -> None:
     # part: that start-up is a real cost of running on Beam.
     import apache_beam  # noqa: F401
     import tensorflow  # noqa: F401
-    from components.ingest import beam_pipeline  # noqa: F401
+    from components.ingest.graph import beam_pipeline  # noqa: F401
     rss = PeakRss()
     start = time.perf_counter()
     if args.mode == 'naive':

@@ -1,7 +1,7 @@
 """Settings as data: one frozen dataclass per stage, each field declared once with everything
 that carries it to the user and to the pipeline.
 
-A stage keeps its settings class beside its code (training/params.py, components/ingest/
+A stage keeps its settings class beside its code (training/params.py, components/ingest/graph/
 params.py, ...) as a subclass of `Settings`, every field made by `setting(...)`:
 - `help` (every field): one line for --help and docs/cli.md; runner.py appends "(default: ...)"
   written from the field's default, or from `default_text` where that is a sentence

@@ -17,7 +17,7 @@ Here the layout is ours and the same everywhere:
     <pipeline_root>/_quarantine/<node>/<key>.jsonl   the key hashes the Examples URI
     <pipeline_root>/_spans/<node>/<key>.json         the key hashes a span's identity: where
                                                      its ingested data is (components/ingest/
-                                                     span_index.py)
+                                                     spans/span_index.py)
 
 The leading underscore keeps them clear of every orchestrator's own folders: our node ids are
 class names, KFP pipeline names never start with one (apiserver/common/utils.go

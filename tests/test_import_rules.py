@@ -24,11 +24,19 @@ below it (PIPELINE_PACKAGES), so there is no cycle between them:
     local/       the local orchestrator: definition/, runs/, report/ (not kubeflow/)
     kubeflow/    the Kubeflow orchestrator: definition/, runs/, report/ (not local/)
 
-A pipeline/ package's __init__.py is its docstring: it imports nothing, so it re-exports
-nothing. And in every layer (and runner.py), a name is used from the module that defines it:
-no module imports or reads another module's private (`_name`) names, none keeps another
-module's name under its own (`Alias = other.Name` at module level), and none imports one of
-ours only to hand it on (`# noqa: F401`).
+Inside components/ingest/, component.py and executor.py sit over three packages, each importing
+only those below it (INGEST_PACKAGES), so there is no cycle between them either; none of them
+imports component.py or executor.py:
+
+    formats/  reading the input formats, and the rules every layer shares: no other package
+    graph/    the Beam graph and the sources it is built from: formats/
+    spans/    which spans, and what is listed before Beam starts: formats/, graph/
+
+A package's __init__.py, in pipeline/ and in components/ingest/, is its docstring: it imports
+nothing, so it re-exports nothing. And in every layer (and runner.py), a name is used from the
+module that defines it: no module imports or reads another module's private (`_name`) names,
+none keeps another module's name under its own (`Alias = other.Name` at module level), and none
+imports one of ours only to hand it on (`# noqa: F401`).
 """
 import ast
 import os
@@ -47,6 +55,15 @@ PIPELINE_PACKAGES = {
     'local': ('definition', 'runs', 'report'),
     'kubeflow': ('definition', 'runs', 'report'),
 }
+# components/ingest/'s packages, bottom up, the same way. component.py and executor.py, beside
+# them, may import any of them; no package imports those two (they are the stage's TFX class and
+# its Do, which nothing below should need).
+INGEST_PACKAGES = {
+    'formats': (),
+    'graph': ('formats',),
+    'spans': ('formats', 'graph'),
+}
+_INGEST_TOP = ('component', 'executor')
 _ABOVE_CORE = ('components', 'training', 'launch', 'models', 'pipeline', 'runner')
 _NOT_IN_TRAINING = ('tfx', 'tfx_bsl', 'tensorflow_model_analysis', 'tensorflow_data_validation',
                     'apache_beam', 'ml_metadata', 'kubernetes', 'subprocess')
@@ -84,6 +101,13 @@ def _package(name: str) -> str:
     return parts[1] if parts[0] == 'pipeline' and len(parts) > 1 else ''
 
 
+def _ingest_part(name: str) -> str:
+    """'graph' for components.ingest.graph.convert, 'executor' for components.ingest.executor;
+    '' for components.ingest itself and outside it."""
+    parts = name.split('.')
+    return parts[2] if parts[:2] == ['components', 'ingest'] and len(parts) > 2 else ''
+
+
 def violation(module: str, imported: str, common_ok=lambda name: True) -> str:
     """Why `module` may not import `imported`, or ''. common_ok tells whether a
     core module is fit for the training library."""
@@ -116,6 +140,12 @@ def violation(module: str, imported: str, common_ok=lambda name: True) -> str:
         return f'pipeline.{source} imports ' + (
             f"of pipeline/ only {', '.join(f'pipeline.{p}' for p in below)} (and itself)"
             if below else 'no other package of pipeline/')
+    source, target = _ingest_part(module), _ingest_part(imported)
+    below = INGEST_PACKAGES.get(source, ())
+    if source in INGEST_PACKAGES and target and target != source and target not in below:
+        return f'components.ingest.{source} imports ' + (
+            f"of components/ingest/ only {', '.join(f'components.ingest.{p}' for p in below)} "
+            '(and itself)' if below else 'nothing else of components/ingest/')
     return ''
 
 
@@ -160,8 +190,8 @@ def _private(name: str) -> bool:
 
 def name_rules(module: str, path: str, source: str, modules) -> Iterator[str]:
     """The rules on names: no other module's private names, no module-level alias of another
-    module's name, no import of ours kept only to hand it on (`noqa: F401`), and in a pipeline/
-    package's __init__.py no import at all."""
+    module's name, no import of ours kept only to hand it on (`noqa: F401`), and in the
+    __init__.py of a package of pipeline/ or components/ingest/ no import at all."""
     tree, lines = ast.parse(source), source.splitlines()
     ours = lambda name: _within(name, _OURS)  # noqa: E731
     bound_modules, bound_names = {}, {}   # local name -> our module / our module's name
@@ -179,10 +209,12 @@ def name_rules(module: str, path: str, source: str, modules) -> Iterator[str]:
                 target[alias.asname or alias.name] = full
                 if _private(alias.name):
                     yield f'{path}:{node.lineno}: {full}: imports a private name of another module'
-    if path.endswith('__init__.py') and module.split('.')[0] == 'pipeline':
+    docstring_only = module.split('.')[0] == 'pipeline' or module == 'components.ingest' or \
+        _ingest_part(module) in INGEST_PACKAGES
+    if path.endswith('__init__.py') and docstring_only:
         for line, imported in imports(source):
-            yield (f'{path}:{line}: {imported}: a package of pipeline/ is its docstring: its '
-                   '__init__.py imports (and so re-exports) nothing')
+            yield (f'{path}:{line}: {imported}: a package of pipeline/ or components/ingest/ is '
+                   'its docstring: its __init__.py imports (and so re-exports) nothing')
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                 node.value.id in bound_modules and _private(node.attr):
@@ -246,11 +278,16 @@ def through_rules(path: str, source: str, modules) -> Iterator[str]:
 
 
 def layout_rules(modules) -> Iterator[str]:
-    """Every module of pipeline/ is in one of PIPELINE_PACKAGES, each a package of its own."""
+    """Every module of pipeline/ is in one of PIPELINE_PACKAGES, each a package of its own; every
+    module of components/ingest/ is component.py, executor.py or in one of INGEST_PACKAGES."""
     for module, (path, _) in modules.items():
         if module.startswith('pipeline.') and _package(module) not in PIPELINE_PACKAGES:
             yield (f'{path}:1: {module}: pipeline/ holds its packages only '
                    f'({", ".join(PIPELINE_PACKAGES)})')
+        part = _ingest_part(module)
+        if part and part not in INGEST_PACKAGES and part not in _INGEST_TOP:
+            yield (f'{path}:1: {module}: components/ingest/ holds {", ".join(_INGEST_TOP)} and '
+                   f'its packages only ({", ".join(INGEST_PACKAGES)})')
 
 
 def broken_rules(modules) -> List[str]:
@@ -272,9 +309,12 @@ def test_every_module_keeps_to_its_layers_imports():
             'core.properties', 'pipeline.local.console', 'models.resnet', 'runner'} <= set(
                 modules)  # all walked
     assert {f'pipeline.{package}' for package in PIPELINE_PACKAGES} <= set(modules)
-    packages = list(PIPELINE_PACKAGES)  # bottom up: each imports only packages before it, so
-    assert all(set(below) <= set(packages[:i])  # no two import each other
-               for i, below in enumerate(PIPELINE_PACKAGES.values()))
+    assert {f'components.ingest.{name}' for name in (*INGEST_PACKAGES, *_INGEST_TOP)} <= set(
+        modules)
+    for order in (PIPELINE_PACKAGES, INGEST_PACKAGES):
+        packages = list(order)  # bottom up: each imports only packages before it, so
+        assert all(set(below) <= set(packages[:i])  # no two import each other
+                   for i, below in enumerate(order.values()))
     assert broken_rules(modules) == []
 
 
@@ -316,6 +356,25 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         'models.kf': ('mk.py', 'from pipeline.kubeflow.jobs import tfjob\n'),
         'runner': ('rn.py', 'from pipeline.kubeflow import compiler\n'),
         'pipeline.kubeflow.jobs.launcher': ('kl.py', 'from pipeline.kubeflow.jobs import k8s\n'),
+        # components/ingest/'s packages: each imports only those below it (INGEST_PACKAGES), none
+        # the stage's component or executor, which import any of them.
+        'components.ingest.formats.rules': ('ifr.py',
+                                            'from components.ingest.graph import stats\n'),
+        'components.ingest.graph.convert': ('igc.py',
+                                            'from components.ingest.formats import rules\n'
+                                            'def f():\n'
+                                            '    from components.ingest.spans import x\n'),
+        'components.ingest.spans.listing': ('isl.py',
+                                            'from components.ingest.graph import convert\n'
+                                            'from components.ingest.formats import rules\n'
+                                            'from components.ingest import executor\n'),
+        'components.ingest.executor': ('ie.py', 'from components.ingest.spans import listing\n'
+                                       'from components.ingest.graph import convert\n'),
+        'components.ingest.component': ('ic.py', 'from components.ingest import executor\n'),
+        'pipeline.definition.ingest': ('pdi.py', 'from components.ingest.graph.params import P\n'),
+        'components.ingest.sources': ('is.py', 'import os\n'),   # a module in no package
+        'components.ingest.graph': ('components/ingest/graph/__init__.py',
+                                    'from components.ingest.graph import convert\n'),
     }
     flagged = {tuple(found.split(': ')[:2]) for found in broken_rules(modules)}
     assert flagged == {
@@ -331,7 +390,13 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         ('cl.py:2', 'props.NAME'), ('lc.py:2', 'training.job.props'),
         ('ts.py:1', 'from core.props import json'), ('ts.py:1', 'core.props.json'),
         ('mk.py:1', 'pipeline.kubeflow.jobs'), ('mk.py:1', 'pipeline.kubeflow.jobs.tfjob'),
+        ('isl.py:3', 'components.ingest.executor'),          # not the package itself
+        ('is.py:1', 'components.ingest.sources'),
+        ('components/ingest/graph/__init__.py:1', 'components.ingest.graph'),
+        ('components/ingest/graph/__init__.py:1', 'components.ingest.graph.convert'),
     } | {(at, name) for at, module in (  # a package of pipeline/ above or beside: both names
         ('dc.py:1', 'pipeline.runs.summary'), ('rs.py:3', 'pipeline.local.console'),
         ('rp.py:2', 'pipeline.kubeflow.compiler'), ('lr.py:2', 'pipeline.kubeflow.compiler'),
-        ('kc.py:2', 'pipeline.local.run')) for name in (module.rsplit('.', 1)[0], module)}
+        ('kc.py:2', 'pipeline.local.run'),
+        ('ifr.py:1', 'components.ingest.graph.stats'), ('igc.py:3', 'components.ingest.spans.x'),
+    ) for name in (module.rsplit('.', 1)[0], module)}

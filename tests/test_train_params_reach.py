@@ -14,7 +14,7 @@ from core import settings
 from core.features import LABEL_NAME_KEY
 from components.drift.params import DriftParams
 from components.evaluate.params import EvalParams
-from components.ingest.params import IngestParams
+from components.ingest.graph.params import IngestParams
 from components.push.params import PushParams
 from pipeline.definition import config, config_file, factory, presets
 from training.params import TrainParams

@@ -42,18 +42,20 @@ from tfx.types import Channel, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 from tfx.utils import proto_utils
 
-from components.ingest import executor, name_safe_input, registry, sources
-from components.ingest.params import IngestParams
+from components.ingest import executor
+from components.ingest.graph import registry
+from components.ingest.graph.params import IngestParams
+from components.ingest.spans import listing, name_safe_input
 
 
 def uses_spans(input_base: str) -> bool:
     """True when the input base holds at least one `span-<N>` folder."""
-    return bool(sources.span_folders(input_base))
+    return bool(listing.span_folders(input_base))
 
 
 def input_pattern(input_base: str, source: str, unlabelled: bool = False) -> str:
     """The files the driver matches and fingerprints under the input base (or its span
-    folder): the source's own pattern (registry.py)."""
+    folder): the source's own pattern (graph/registry.py)."""
     pattern = registry.get(source).input_pattern(unlabelled)
     return f'span-{{SPAN}}/{pattern}' if uses_spans(input_base) else pattern
 
@@ -66,7 +68,7 @@ class SpanCheckingDriver(driver.FileBasedDriver):
         proto_utils.json_to_proto(exec_properties['input_config'], input_config)
         params = IngestParams.from_properties(exec_properties)
         if '{SPAN}' in input_config.splits[0].pattern and not params.unlabelled:
-            sources.check_latest_span(params.data_dir, params.source)
+            listing.check_latest_span(params.data_dir, params.source)
         return super().resolve_exec_properties(exec_properties, pipeline_info, component_info)
 
     def get_input_processor(self, splits, range_config=None, input_base_uri=None):
@@ -91,7 +93,7 @@ def resolve_input(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
 
 class ImageExampleGenSpec(ComponentSpec):
     """Parameters are recorded as execution properties in ML Metadata: every IngestParams field
-    (params.py), the input config the driver resolves, and the pipeline root."""
+    (graph/params.py), the input config the driver resolves, and the pipeline root."""
     PARAMETERS = {
         'input_config': ExecutionParameter(type=example_gen_pb2.Input),
         'range_config': ExecutionParameter(type=range_config_pb2.RangeConfig, optional=True),

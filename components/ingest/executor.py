@@ -9,17 +9,17 @@ core/image_shape.py) and the counts. The counts
 and checked: anything not written is in the quarantine with a reason. For tables (CSV, Parquet),
 `missing_values` (JSON, column -> empty numeric values over all splits) says what was imputed;
 the imputed means are in `input_spec`. What each source records comes from its `describe`
-(source.py). A failed run keeps its quarantine outside the artifact (checks.py).
+(graph/source.py). A failed run keeps its quarantine outside the artifact (graph/checks.py).
 
-The training window (core/window.py): the artifact's own Split-* folders hold the
-newest span; the `window` property lists it with up to `window - 1` older spans
-(window_spans.py). Each span is looked up in the span index (span_index.py): one ingested before
-with the same files and parameters, whose data still exists, is not converted again. An older
-one is referenced where it is; the newest one, which must be in this artifact, gets its shards
-hard-linked (copied on an object store) from there: open-source KFP runs no cache check, so
-this is how an unchanged input costs no conversion there. Older spans never ingested (a first
-run over several span folders, or data deleted since) are converted into `Span-<N>/`
-sub-folders of this artifact, which the stock readers ignore (they read `Split-*` only).
+The training window (core/window.py): the artifact's own Split-* folders hold the newest span;
+the `window` property lists it with up to `window - 1` older spans (spans/window_spans.py). Each
+span is looked up in the span index (spans/span_index.py): one ingested before with the same
+files and parameters, whose data still exists, is not converted again. An older one is
+referenced where it is; the newest one, which must be in this artifact, gets its shards
+hard-linked (copied on an object store) from there: open-source KFP runs no cache check, so this
+is how an unchanged input costs no conversion there. Older spans never ingested (a first run
+over several span folders, or data deleted since) are converted into `Span-<N>/` sub-folders of
+this artifact, which the stock readers ignore (they read `Split-*` only).
 """
 import json
 import os
@@ -37,9 +37,9 @@ from tfx.utils import proto_utils
 
 from core import features, stable_paths, storage, window
 from core import properties as property_names
-from components.ingest import beam_pipeline, checks, registry, sources
-from components.ingest import span_index, stats, window_spans
-from components.ingest.params import IngestParams
+from components.ingest.graph import beam_pipeline, checks, registry, stats
+from components.ingest.graph.params import IngestParams
+from components.ingest.spans import listing, span_index, window_spans
 
 
 def _source_root(input_base: str, exec_properties: Dict[str, Any]) -> str:
@@ -83,7 +83,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                  output_dir: str, pipeline_root: str) -> Dict[str, Any]:
         """Runs the Beam graph on one folder into output_dir's Split-* folders, checks the
         counts, and returns the Examples custom properties describing the result."""
-        options = sources.options_from_properties(root, input_base, exec_properties)
+        options = listing.options_from_properties(root, input_base, exec_properties)
         logging.info('Ingesting %s from %s into %s: %d%% train, %s shards, split key %s',
                      options.source, root, output_dir, options.train_percent,
                      options.shards(), options.split_key)

@@ -1,7 +1,7 @@
 """The pipeline's typed configuration: one settings class per stage, validated at construction.
 
 Each stage keeps its settings beside its code (core/settings.py): [ingest] is
-components/ingest/params.py, [train] training/params.py, [eval] components/evaluate/params.py,
+components/ingest/graph/params.py, [train] training/params.py, [eval] components/evaluate/params.py,
 [push] components/push/params.py, [drift] components/drift/params.py, [retention] and [notify]
 pipeline/definition/config_retraining.py, [kubeflow] pipeline/definition/config_kubeflow.py.
 PipelineConfig holds them and the top-level settings; ScoreConfig is runner.py --score's.
@@ -17,7 +17,7 @@ from core import storage, store_watch
 from core.settings import Settings, setting
 from components.drift.params import DriftParams
 from components.evaluate.params import EvalParams
-from components.ingest.params import IngestParams
+from components.ingest.graph.params import IngestParams
 from components.push.params import PushParams
 from pipeline.definition.config_kubeflow import KubeflowConfig
 from pipeline.definition.config_retraining import NotifyConfig, RetentionConfig

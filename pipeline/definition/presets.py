@@ -17,7 +17,7 @@ from core import storage
 from pipeline.definition import config_file as config_file_lib
 from core import settings
 from core.settings import require
-from components.ingest.params import IngestParams
+from components.ingest.graph.params import IngestParams
 from pipeline.definition.config import (SOURCE_DEFAULTS, PipelineConfig, ScoreConfig, absolute,
                                         default_config, is_uri, smoke_config)
 from pipeline.definition.config_kubeflow import KubeflowConfig, check_kubeflow_root

@@ -65,7 +65,7 @@ def first_lines(error: BaseException) -> List[str]:
     """The lines of an error a summary shows: a data error's message, else type and message."""
     # Imported here, like everything heavy: only once the output goes to the log.
     from components.gate.anomalies import DataAnomaliesError
-    from components.ingest.checks import IngestionError
+    from components.ingest.formats.rules import IngestionError
     text = str(error).strip()
     if not isinstance(error, (DataAnomaliesError, IngestionError)) or not text:
         text = f'{type(error).__name__}: {text}' if text else type(error).__name__

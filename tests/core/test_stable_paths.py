@@ -13,9 +13,10 @@ import pytest
 from tfx.types import Channel, artifact_utils, standard_artifacts
 
 from core import stable_paths
-from components.ingest import checks, records
+from components.ingest.formats import rules
+from components.ingest.graph import checks
 from components.ingest.component import ImageExampleGen
-from components.ingest.params import IngestParams
+from components.ingest.graph.params import IngestParams
 from components.trainer import executor
 from training import job as job_lib
 from components.trainer.component import ImageTrainer
@@ -129,10 +130,10 @@ def test_an_execution_compiled_without_the_pipeline_root_is_refused(
 
 def _quarantine_in(examples_uri):
     """A failed ingestion's quarantine inside its Examples folder (a local stand-in for one)."""
-    folder = os.path.join(examples_uri, records.QUARANTINE_DIR)
+    folder = os.path.join(examples_uri, rules.QUARANTINE_DIR)
     os.makedirs(folder)
-    line = records.quarantine_line('a.png', records.BadRecord('corrupt_image', 'bad bytes'))
-    with open(os.path.join(folder, records.QUARANTINE_FILE), 'w') as handle:
+    line = rules.quarantine_line('a.png', rules.BadRecord('corrupt_image', 'bad bytes'))
+    with open(os.path.join(folder, rules.QUARANTINE_FILE), 'w') as handle:
         handle.write(line + '\n')
     return examples_uri
 

@@ -95,7 +95,7 @@ def test_a_process_that_used_s3_exits_with_its_own_code(s3, tmp_path):
     # A child of such a process (a Beam worker) inherits its S3_* variables and only imports
     # our package to unpickle a DoFn: components/__init__.py enables S3 there.
     runs['inherited'] = _run_touching_s3(s3, tmp_path, 'enabled-inherited', '0',
-                                         'import components.ingest.convert')
+                                         'import components.ingest.graph.convert')
     bare = _run_touching_s3(s3, tmp_path, 'bare', '0', 'import tensorflow_io')
     errors = {}
     for outcome, (process, log) in runs.items():

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from core import inputs
 from components.evaluate.params import EvalParams
-from components.ingest.checks import IngestionError
+from components.ingest.formats.rules import IngestionError
 from training import export
 from pipeline.definition import config as config_lib
 from pipeline.runs import summary as summary_lib

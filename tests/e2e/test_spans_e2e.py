@@ -10,9 +10,9 @@ from ml_metadata.proto import metadata_store_pb2
 import pytest
 from tfx import v1 as tfx
 
-from components.ingest.checks import IngestionError
+from components.ingest.formats.rules import IngestionError
 from components.ingest.component import ImageExampleGen, uses_spans
-from components.ingest.params import IngestParams
+from components.ingest.graph.params import IngestParams
 from pipeline.runs import summary as summary_lib
 
 from helpers import IN_PROCESS_BEAM, copy_digits

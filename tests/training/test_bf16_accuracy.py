@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from core import features
-from components.ingest import images
+from components.ingest.formats import images
 from training import job as job_lib, loop
 from helpers import DIGITS
 

@@ -9,7 +9,7 @@ from tfx.types import artifact_utils
 import tensorflow as tf
 
 from core import features, inputs
-from components.ingest import checks
+from components.ingest.formats import rules
 import photo_folders
 from ingest_helpers import ingest_do as _do
 
@@ -35,7 +35,7 @@ def test_corrupt_image_fails_with_a_message_naming_the_file(small_images, tmp_pa
         data = handle.read()
     with open(bad, 'wb') as handle:
         handle.write(data[:40])  # a truncated PNG
-    with pytest.raises(checks.IngestionError) as raised:
+    with pytest.raises(rules.IngestionError) as raised:
         _do(small_images, str(tmp_path / 'examples'))
     message = str(raised.value)
     assert 'Rejected 1 of 16 records' in message and 'corrupt_image 1' in message
@@ -45,7 +45,7 @@ def test_corrupt_image_fails_with_a_message_naming_the_file(small_images, tmp_pa
 def test_unreadable_file_is_named_in_the_error(small_images, tmp_path):
     # A dangling symlink cannot be read, by root too (unlike a chmod 000 file).
     os.symlink(str(tmp_path / 'gone.png'), os.path.join(small_images, '2', 'not_a_file.png'))
-    with pytest.raises(checks.IngestionError) as raised:
+    with pytest.raises(rules.IngestionError) as raised:
         _do(small_images, str(tmp_path / 'examples'))
     assert 'not_a_file.png' in str(raised.value)
 
@@ -75,7 +75,7 @@ def test_nothing_valid_is_a_clear_error(small_images, tmp_path):
         for name in os.listdir(os.path.join(small_images, folder)):
             with open(os.path.join(small_images, folder, name), 'wb') as handle:
                 handle.write(b'garbage')
-    with pytest.raises(checks.IngestionError, match='Nothing valid under .*not_an_image 15'):
+    with pytest.raises(rules.IngestionError, match='Nothing valid under .*not_an_image 15'):
         _do(small_images, str(tmp_path / 'examples'), max_rejected_fraction=0.99)
 
 
@@ -96,13 +96,13 @@ def test_automatic_shards_uncompressed_raw_resized_images(small_images, tmp_path
 
 
 def test_missing_or_empty_input_base_is_a_clear_error(tmp_path):
-    with pytest.raises(checks.IngestionError, match='Input base does not exist'):
+    with pytest.raises(rules.IngestionError, match='Input base does not exist'):
         _do(str(tmp_path / 'nowhere'), str(tmp_path / 'examples'))
     os.makedirs(tmp_path / 'empty')
-    with pytest.raises(checks.IngestionError, match='No class folders under'):
+    with pytest.raises(rules.IngestionError, match='No class folders under'):
         _do(str(tmp_path / 'empty'), str(tmp_path / 'examples'))
     os.makedirs(tmp_path / 'empty' / 'cat')
-    with pytest.raises(checks.IngestionError, match='Input is empty: no records found'):
+    with pytest.raises(rules.IngestionError, match='Input is empty: no records found'):
         _do(str(tmp_path / 'empty'), str(tmp_path / 'examples'))
 
 
@@ -117,7 +117,7 @@ def test_span_pattern_resolves_the_class_root(small_images, tmp_path):
 def test_an_empty_span_folder_is_a_one_line_error_naming_it(tmp_path):
     empty = tmp_path / 'spans' / 'span-4'
     os.makedirs(empty / 'cat')  # a class folder, but no image in it
-    with pytest.raises(checks.IngestionError) as raised:
+    with pytest.raises(rules.IngestionError) as raised:
         _do(str(tmp_path / 'spans'), str(tmp_path / 'examples'), pattern='span-4/*/*')
     assert str(raised.value) == (f'Span folder {empty} is empty: expected one sub-folder per '
                                  'class holding its images.')

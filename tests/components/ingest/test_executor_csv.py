@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from core import inputs
-from components.ingest import checks
+from components.ingest.formats import rules
+from components.ingest.graph import checks
 from ingest_helpers import ingest_do as _do
 
 
@@ -61,7 +62,7 @@ def test_csv_empty_values_are_imputed_and_recorded_and_a_column_is_dropped(tmp_p
 
 
 def test_csv_rejection_failure_keeps_the_quarantine_where_the_message_says(tmp_path):
-    with pytest.raises(checks.IngestionError) as raised:
+    with pytest.raises(rules.IngestionError) as raised:
         # 'size' is given: with 12 bad values in 72 rows, inference would make it categorical.
         _do(_messy_table(tmp_path, bad=12), str(tmp_path / 'out'), pattern='*.csv',
             source='csv', label_column='target', feature_types='{"size": "numeric"}',
@@ -83,6 +84,6 @@ def test_csv_rejection_failure_keeps_the_quarantine_where_the_message_says(tmp_p
 
 
 def test_an_unknown_dropped_column_is_named(tmp_path):
-    with pytest.raises(checks.IngestionError, match="drop_columns names 'note'"):
+    with pytest.raises(rules.IngestionError, match="drop_columns names 'note'"):
         _do(_messy_table(tmp_path), str(tmp_path / 'out'), pattern='*.csv', source='csv',
             label_column='target', feature_types='{}', drop_columns='["note"]')

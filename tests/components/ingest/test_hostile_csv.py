@@ -2,7 +2,7 @@
 Latin-1 and UTF-16, over-long records, a FIFO named *.csv.
 
 Executor-level tests (ingest_do) on a penguin-like table the tests write, and unit tests of
-the quote-aware range planning (csv_records.py) that keeps big files splittable.
+the quote-aware range planning (formats/csv_records.py) that keeps big files splittable.
 """
 import json
 import os
@@ -10,7 +10,8 @@ import os
 import pytest
 import tensorflow as tf
 
-from components.ingest import checks, csv_records, tabular
+from components.ingest.formats import csv_records, rules, table_rows
+from components.ingest.graph import checks
 from ingest_helpers import ingest_do, no_hang
 
 HEADER = 'species,island,bill_length_mm,notes'
@@ -65,7 +66,7 @@ def test_quoted_fields_spanning_lines_are_one_record(tmp_path):
 def test_latin1_rows_are_rejected_naming_the_setting_then_read_with_it(tmp_path):
     text = '\n'.join([HEADER] + _rows(island='Biscöe')) + '\n'
     folder = _write(tmp_path, text, encoding='latin-1')
-    with pytest.raises(checks.IngestionError) as raised:
+    with pytest.raises(rules.IngestionError) as raised:
         _ingest(folder, tmp_path)
     message = str(raised.value)
     assert 'encoding 60; setting: --encoding (ingest.encoding)' in message
@@ -114,8 +115,8 @@ def test_an_over_long_record_and_a_fifo_named_csv_are_quarantined(tmp_path):
 
 def test_an_undecodable_header_is_a_one_line_error_naming_the_setting(tmp_path):
     folder = _write(tmp_path, 'spécies,x\nA,1\n', encoding='latin-1')
-    with pytest.raises(checks.IngestionError, match=r'header row of .*--encoding'):
-        tabular.read_header(os.path.join(folder, 'penguins.csv'))
+    with pytest.raises(rules.IngestionError, match=r'header row of .*--encoding'):
+        table_rows.read_header(os.path.join(folder, 'penguins.csv'))
 
 
 @pytest.mark.parametrize('newline', ['\n', '\r\n'])
@@ -131,7 +132,7 @@ def test_ranges_start_on_record_boundaries_whatever_the_quotes(tmp_path, newline
     assert [r[2] for r in ranges[1:]] == [r[3] for r in ranges[:-1]]  # contiguous
     split = [record for planned in ranges for record in csv_records.read_range(planned)]
     assert split == whole and len(whole) == 400
-    assert [tabular.parse_line(text)[0] for _, text, _ in split] == [str(i) for i in range(400)]
+    assert [table_rows.parse_line(text)[0] for _, text, _ in split] == [str(i) for i in range(400)]
 
 
 def test_file_encoding_follows_the_byte_order_mark(tmp_path):
@@ -160,13 +161,13 @@ def test_cr_only_ranges_start_on_record_boundaries(tmp_path):
     rows = [f'{i},"a field\rover {i % 4} lines",{i % 3}' for i in range(400)]
     path = tmp_path / 'mac.csv'
     path.write_bytes(('id,notes,label\r' + '\r'.join(rows) + '\r').encode())
-    assert tabular.read_header(str(path)) == ['id', 'notes', 'label']
+    assert table_rows.read_header(str(path)) == ['id', 'notes', 'label']
     whole = list(csv_records.read_range(csv_records.plan_ranges(str(path), 'utf-8')[0]))
     ranges = csv_records.plan_ranges(str(path), 'utf-8', split_bytes=1000)
     assert len(ranges) > 10
     split = [record for planned in ranges for record in csv_records.read_range(planned)]
     assert split == whole and len(whole) == 400
-    assert [tabular.parse_line(text)[:2] for _, text, _ in split[:2]] == [
+    assert [table_rows.parse_line(text)[:2] for _, text, _ in split[:2]] == [
         ['0', 'a field\rover 0 lines'], ['1', 'a field\rover 1 lines']]
 
 

@@ -19,8 +19,9 @@ import pytest
 import tensorflow as tf
 
 from core import features
-from components.ingest import checks, files, image_formats, images
-from components.ingest import name_safe_input
+from components.ingest.formats import files, image_formats, images, rules
+from components.ingest.graph import checks
+from components.ingest.spans import name_safe_input
 from tfx.components.example_gen import driver
 from tfx.proto import example_gen_pb2
 
@@ -117,7 +118,7 @@ def test_the_rejected_fraction_still_decides(small_images, tmp_path):
     with open(os.path.join(small_images, '1', 'bomb.png'), 'wb') as handle:
         handle.write(bomb_png())
     os.mkfifo(os.path.join(small_images, '0', 'pipe.png'))
-    with pytest.raises(checks.IngestionError) as raised:
+    with pytest.raises(rules.IngestionError) as raised:
         ingest_do(small_images, str(tmp_path / 'out'), max_rejected_fraction=0.1)
     message = str(raised.value)
     assert 'Rejected 2 of 17 records' in message
@@ -181,12 +182,12 @@ def test_a_file_replaced_or_changed_while_read_is_quarantined(tmp_path, monkeypa
             return real_fstat(fd)
         return info
     monkeypatch.setattr(files.os, 'fstat', growing)
-    with pytest.raises(files.records.BadRecord, match='changed while being read') as raised:
+    with pytest.raises(rules.BadRecord, match='changed while being read') as raised:
         files.read_regular(path)
     assert raised.value.reason == 'changed'
     monkeypatch.undo()
     os.remove(path)
-    with pytest.raises(files.records.BadRecord) as raised:
+    with pytest.raises(rules.BadRecord) as raised:
         files.read_regular(path)
     assert raised.value.reason == 'vanished'
 
@@ -203,8 +204,8 @@ def test_a_non_utf8_name_is_fingerprinted_and_quarantined_in_a_round_trip_form(t
     processor = name_safe_input.Processor(str(tmp_path / 'in'), [split])
     assert processor.resolve_span_and_version() == (0, None)
     assert 'num_files:2,total_bytes:13' in processor.get_input_fingerprint(0, None)
-    line = json.loads(files.records.quarantine_line(
-        'cat/' + BAD_NAME, files.records.BadRecord('not_an_image', 'x')))
+    line = json.loads(rules.quarantine_line(
+        'cat/' + BAD_NAME, rules.BadRecord('not_an_image', 'x')))
     assert line['source'] == 'cat/\\xff\\xfe.png'
     assert base64.b64decode(line['source_base64']) == b'cat/\xff\xfe.png'
 

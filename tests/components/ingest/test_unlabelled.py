@@ -8,7 +8,7 @@ import os
 import tensorflow as tf
 
 from core import features
-from components.ingest import checks
+from components.ingest.graph import checks
 from ingest_helpers import ingest_do
 import saved_models
 

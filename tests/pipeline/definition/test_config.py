@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from components.evaluate.params import EvalParams
-from components.ingest.params import IngestParams
+from components.ingest.graph.params import IngestParams
 from components.push.params import PushParams
 from pipeline.definition import config, presets
 from pipeline.definition.config_kubeflow import KubeflowConfig

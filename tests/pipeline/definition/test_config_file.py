@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 from components.evaluate.params import EvalParams
-from components.ingest.params import IngestParams
+from components.ingest.graph.params import IngestParams
 from pipeline.definition import config, config_file, presets
 from pipeline.definition.config_kubeflow import KubeflowConfig
 from training.params import TrainParams

@@ -1,6 +1,6 @@
 """Unit tests of how the local runner words a failed stage's error for the summary."""
 from components.gate.executor import DataAnomaliesError
-from components.ingest.checks import IngestionError
+from components.ingest.formats.rules import IngestionError
 from pipeline.local import run as local_run
 
 
