@@ -28,8 +28,9 @@ Inside components/ingest/, component.py and executor.py sit over three packages,
 only those below it (INGEST_PACKAGES), so there is no cycle between them either; none of them
 imports component.py or executor.py:
 
-    formats/  reading the input formats, and the rules every layer shares: no other package
-    graph/    the Beam graph and the sources it is built from: formats/
+    formats/  reading the input formats, and the rules every layer shares: no other package;
+              no TFX and no Beam
+    graph/    the Beam graph and the sources it is built from: formats/; no TFX
     spans/    which spans, and what is listed before Beam starts: formats/, graph/
 
 A package's __init__.py, in pipeline/ and in components/ingest/, is its docstring: it imports
@@ -64,6 +65,8 @@ INGEST_PACKAGES = {
     'spans': ('formats', 'graph'),
 }
 _INGEST_TOP = ('component', 'executor')
+# What each ingestion package reads without: the readers are plain Python, the graph is Beam's.
+_NOT_IN_INGEST = {'formats': ('tfx', 'tfx_bsl', 'apache_beam'), 'graph': ('tfx', 'tfx_bsl')}
 _ABOVE_CORE = ('components', 'training', 'launch', 'models', 'pipeline', 'runner')
 _NOT_IN_TRAINING = ('tfx', 'tfx_bsl', 'tensorflow_model_analysis', 'tensorflow_data_validation',
                     'apache_beam', 'ml_metadata', 'kubernetes', 'subprocess')
@@ -141,6 +144,8 @@ def violation(module: str, imported: str, common_ok=lambda name: True) -> str:
             f"of pipeline/ only {', '.join(f'pipeline.{p}' for p in below)} (and itself)"
             if below else 'no other package of pipeline/')
     source, target = _ingest_part(module), _ingest_part(imported)
+    if _within(imported, _NOT_IN_INGEST.get(source, ())):
+        return f'components.ingest.{source} imports none of {", ".join(_NOT_IN_INGEST[source])}'
     below = INGEST_PACKAGES.get(source, ())
     if source in INGEST_PACKAGES and target and target != source and target not in below:
         return f'components.ingest.{source} imports ' + (
@@ -359,7 +364,10 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         # components/ingest/'s packages: each imports only those below it (INGEST_PACKAGES), none
         # the stage's component or executor, which import any of them.
         'components.ingest.formats.rules': ('ifr.py',
-                                            'from components.ingest.graph import stats\n'),
+                                            'from components.ingest.graph import stats\n'
+                                            'import apache_beam\n'),
+        'components.ingest.graph.writer': ('igw.py', 'import apache_beam\n'
+                                           'from tfx.types import standard_artifacts\n'),
         'components.ingest.graph.convert': ('igc.py',
                                             'from components.ingest.formats import rules\n'
                                             'def f():\n'
@@ -394,6 +402,8 @@ def test_the_rules_flag_forbidden_imports_and_only_those():
         ('is.py:1', 'components.ingest.sources'),
         ('components/ingest/graph/__init__.py:1', 'components.ingest.graph'),
         ('components/ingest/graph/__init__.py:1', 'components.ingest.graph.convert'),
+        ('ifr.py:2', 'apache_beam'),                         # the readers are plain Python
+        ('igw.py:2', 'tfx.types'), ('igw.py:2', 'tfx.types.standard_artifacts'),  # Beam, no TFX
     } | {(at, name) for at, module in (  # a package of pipeline/ above or beside: both names
         ('dc.py:1', 'pipeline.runs.summary'), ('rs.py:3', 'pipeline.local.console'),
         ('rp.py:2', 'pipeline.kubeflow.compiler'), ('lr.py:2', 'pipeline.kubeflow.compiler'),
