@@ -4,7 +4,7 @@ One spelling per name, so a writer and its readers cannot drift apart: a stage r
 on its output artifact under one of these names, and the next stage, the console, the summary
 and the report read it back with the same constant. Names that belong to one shared module stay
 there (window.py: the training window; image_shape.py: stored image sizes; versions.py: the
-Pusher's reuse records). The trainer's metrics keep the loop's own keys (training/loop.py).
+Pusher's reuse records). The trainer's metrics are a TrainResult's fields (training/result.py).
 No TFX imports.
 """
 

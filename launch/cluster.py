@@ -9,11 +9,11 @@ deploy/tensorflow-runtime.yaml). Else the Training Operator v1's TFJob (kubeflow
 tfjobs, deprecated). A cluster that serves Trainer v2 without the runtime falls back to TFJob
 when it serves that, and is refused with how to apply the runtime when it does not.
 """
-from typing import Dict
 
 from absl import logging
 
 from launch import k8s, tfjob, trainjob
+from training.result import TrainResult
 
 
 def discover(spec: tfjob.TFJobSpec) -> k8s.Api:
@@ -44,8 +44,8 @@ def discover(spec: tfjob.TFJobSpec) -> k8s.Api:
 
 
 def run(api: k8s.Api, job, serving_dir: str, log_dir: str, checkpoint_dir: str,
-        spec: tfjob.TFJobSpec, name: str, poll_seconds: float = 2.0) -> Dict[str, float]:
-    """Trains through the discovered api; returns the chief's metrics."""
+        spec: tfjob.TFJobSpec, name: str, poll_seconds: float = 2.0) -> TrainResult:
+    """Trains through the discovered api; returns the chief's result."""
     module = trainjob if api == k8s.TRAINJOB else tfjob
     return module.run(job, serving_dir, log_dir, checkpoint_dir, spec=spec, name=name,
                       poll_seconds=poll_seconds)

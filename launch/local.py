@@ -27,12 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 from absl import logging
 
 from core import storage
 from launch import sequence, worker
+from training.result import TrainResult
 
 _TAIL_LINES = 20   # of a failed worker's log, in the error
 
@@ -157,7 +158,7 @@ class LocalWorkers(sequence.Launcher):
 
 
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str,
-        num_workers: int) -> Dict[str, float]:
-    """Trains with num_workers local processes; returns the chief's metrics."""
+        num_workers: int) -> TrainResult:
+    """Trains with num_workers local processes; returns the chief's result."""
     return sequence.run(job, serving_dir, log_dir, checkpoint_dir,
                         LocalWorkers(log_dir, num_workers))

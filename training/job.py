@@ -24,6 +24,7 @@ from training import data, distribute, export, loop, precision, steps as steps_l
 from training import augment as augment_lib, warm_start, warmup
 from training import flip_choice, plan, speed, trial
 from training.params import TrainParams
+from training.result import TrainResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,8 +247,9 @@ def _flip_choice(job: TrainJob, steps: steps_lib.StepFunctions,
 
 def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                      checkpoint_dir: Optional[str] = None,
-                     strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, float]:
-    """Trains (resuming from checkpoint_dir), evaluates, exports, and writes metrics.json."""
+                     strategy: Optional[tf.distribute.Strategy] = None) -> TrainResult:
+    """Trains (resuming from checkpoint_dir), evaluates, exports, and writes the TrainResult
+    as metrics.json (TrainResult.to_metrics)."""
     # The strategy first: a multi-worker one must be made before TensorFlow runs much.
     strategy = strategy or distribute.make_strategy(job.params.devices)
     job, held_out, note = plan.plan_epochs(job)
@@ -297,7 +299,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
         if workers > 1:
             logging.info('Input over %d workers: %s sharding of the train split (%s), this is '
                          'worker %d', workers, shard, job.train_pattern, worker)
-        metrics = loop.run_training(
+        result = loop.run_training(
             steps, lambda skip: data.train_dataset(job.train_pattern, params.global_batch_size,
                                                    job.image_shape, params.seed,
                                                    skip_examples=data.stream_skip(skip, shard,
@@ -312,35 +314,30 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
             eval_fn=lambda: steps.evaluate(eval_data, params.eval_steps),
             held_out_fn=None if held_out_data is None else lambda: steps.evaluate(held_out_data),
             note=note, flip_choice=flips)
-        if job.epochs > 0:
-            metrics['held_out_examples'] = held_out
-        if job.input_spec.kind != 'tabular':
-            metrics['flip'] = int(flips.flip_now())
-            metrics['flip_reason'] = flips.reason()
-        metrics['mixed_precision'] = policy
-        metrics['precision_reason'] = why
-        metrics['xla'] = int(decision.xla)
-        metrics['xla_reason'] = decision.xla_reason
-        if decision.figures:
-            metrics['step_trial'] = decision.trial_text()
-            metrics['step_trial_seconds'] = decide_seconds
-        metrics.update(_against_peak(steps.model, policy, metrics.get('examples_per_second')))
-        metrics['global_batch_size'] = params.global_batch_size
-        metrics['num_replicas'] = strategy.num_replicas_in_sync
-        metrics['num_workers'] = workers
-        metrics['input_sharding'] = shard
-        metrics['warm_start_version'] = job.warm_start_version if warmed else -1
+        result = dataclasses.replace(
+            result, held_out_examples=held_out if job.epochs > 0 else None,
+            **({} if job.input_spec.kind == 'tabular' else dict(flip=flips.flip_now(),
+                                                                flip_reason=flips.reason())),
+            mixed_precision=policy, precision_reason=why, xla=decision.xla,
+            xla_reason=decision.xla_reason,
+            step_trial=decision.trial_text() if decision.figures else None,
+            step_trial_seconds=decide_seconds if decision.figures else None,
+            **_against_peak(steps.model, policy, result.examples_per_second),
+            global_batch_size=params.global_batch_size,
+            num_replicas=strategy.num_replicas_in_sync, num_workers=workers,
+            input_sharding=shard,
+            warm_start_version=job.warm_start_version if warmed else -1)
         if is_chief:
             export.export_serving_model(steps.model, serving_dir, job.image_shape,
                                         job.class_names, job.input_spec,
                                         warmup.first_examples(job.eval_pattern))
             tf.io.gfile.makedirs(log_dir)
             with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json'), 'w') as handle:
-                json.dump(metrics, handle, indent=2)
+                json.dump(result.to_metrics(), handle, indent=2)
             if checkpoint_dir and tf.io.gfile.exists(checkpoint_dir):
                 tf.io.gfile.rmtree(checkpoint_dir)  # the exported model supersedes them
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)
         if scratch:
             tf.io.gfile.rmtree(scratch)
-    return metrics
+    return result

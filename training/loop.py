@@ -8,7 +8,6 @@ checkpoint; TensorFlow writes each checkpoint's files first and then atomically 
 Where the running training is goes out as events (progress.py), for a console to show.
 """
 import dataclasses
-import json
 import math
 import threading
 import time
@@ -21,6 +20,7 @@ import tensorflow as tf
 from training import checkpoints, progress, replan, stopping
 from training.flip_choice import FlipChoice
 from training.params import AUTO_MIN_TIMED_EPOCHS, TrainParams
+from training.result import TrainResult
 from training.steps import StepFunctions
 
 
@@ -145,7 +145,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                  checkpoint_write_dir: Optional[str] = None,
                  held_out_fn: Optional[Callable[[], Dict[str, float]]] = None,
                  note: str = '',
-                 flip_choice: Optional[FlipChoice] = None) -> Dict[str, float]:
+                 flip_choice: Optional[FlipChoice] = None) -> TrainResult:
     """Trains for options.train_steps updates or until it stops early, resuming if it can.
 
     make_train_data(skip_examples) must return the training stream with that many examples
@@ -155,9 +155,10 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     asked at each epoch end whether flips start now; then the stream is made again from
     make_train_data at this step (it reads the choice). Every worker restores from
     checkpoint_dir; under multi-worker training only the chief writes there, and the others
-    write to their own checkpoint_write_dir (saving is collective). Returns the last window's
-    train loss/accuracy, counters, how training stopped and why (`stop_reason`, where `note`
-    says why there was no early stopping), and eval_fn's metrics ('eval_').
+    write to their own checkpoint_write_dir (saving is collective). Returns the loop's part of
+    the TrainResult: the last window's train loss/accuracy, counters, how training stopped and
+    why (`stop_reason`, where `note` says why there was no early stopping), and eval_fn's
+    metrics ('eval_').
     """
     with steps.strategy.scope():  # mirrored like the weights they copy
         state = stopping.StoppingState(steps.model.variables)
@@ -194,7 +195,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     iterator = stream(start_step)
     writer = (tf.summary.create_file_writer(log_dir) if log_dir and is_chief
               else tf.summary.create_noop_writer())
-    window, run_start, result = _Window(), time.perf_counter(), {}
+    window, run_start, window_result, eval_result = _Window(), time.perf_counter(), {}, {}
     speed = _Speed(run_start)
     # Training seconds: those of earlier attempts (checkpointed) plus this process's.
     spent_before = float(state.seconds.numpy())
@@ -229,7 +230,8 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                                           options.steps_per_epoch, step - start_step)))
                     reporter.update(total=options.train_steps)
             if step % options.log_every == 0 or step == options.train_steps or stopped:
-                result = _log_window(steps, options, step, window, start_step, run_start)
+                window_result = _log_window(steps, options, step, window, start_step,
+                                            run_start)
                 window = _Window()
             # Not saved at every epoch end: a resumed run replays the steps since the last
             # checkpoint and judges their epoch ends again, the same way (saves cost time).
@@ -255,23 +257,21 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
             metrics = eval_fn()
             for name in ('loss', 'accuracy'):
                 tf.summary.scalar(f'eval/{name}', metrics[name], step=step)
-                result[f'eval_{name}'] = metrics[name]
+                eval_result[f'eval_{name}'] = metrics[name]
             logging.info('eval after %d steps: loss %.4f  accuracy %.4f on %d examples',
                          step, metrics['loss'], metrics['accuracy'], int(metrics['examples']))
     writer.flush()
     reporter.update(running=False)
-    result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()),
-                  steps_run=step, stop_reason=reason, **speed.result())
-    if time_plan:
-        result['plan_changes'] = len(time_plan.changes)
-    if options.steps_per_epoch:
-        best = state.summary()
-        result.update(epochs_run=round(step / options.steps_per_epoch, 3),
-                      best_epoch=best['best_epoch'])
-        if best['best_epoch']:
-            result.update(held_out_accuracy=best['best_accuracy'],
-                          held_out_loss=best['best_loss'])
-    return result
+    best = state.summary() if options.steps_per_epoch else {}
+    held_out = bool(best.get('best_epoch'))
+    return TrainResult(
+        **window_result, **eval_result, start_step=start_step,
+        skipped_updates=int(steps.skipped_updates.numpy()), steps_run=step, stop_reason=reason,
+        **speed.result(), plan_changes=len(time_plan.changes) if time_plan else None,
+        epochs_run=round(step / options.steps_per_epoch, 3) if best else None,
+        best_epoch=best.get('best_epoch'),
+        held_out_accuracy=best['best_accuracy'] if held_out else None,
+        held_out_loss=best['best_loss'] if held_out else None)
 
 
 def _with_length(options: LoopOptions, train_steps: int) -> LoopOptions:
@@ -337,12 +337,13 @@ class _Speed:
         self.epochs.append(now - self.epoch_start)
         self.epoch_start = now
 
-    def result(self) -> Dict[str, float]:
+    def result(self) -> Dict[str, object]:
+        """The TrainResult's speed fields (none when no update was timed)."""
         if not self.seconds:
             return {}
         return {'examples_per_second': self.examples / self.seconds,
                 'input_wait_fraction': min(1.0, self.wait / self.seconds),
-                'epoch_seconds': json.dumps([round(e, 1) for e in self.epochs])}
+                'epoch_seconds': tuple(round(e, 1) for e in self.epochs)}
 
 
 def _freeze_for(steps, options, step) -> None:
