@@ -18,6 +18,7 @@ from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionP
 
 from components.trainer import executor
 from launch import tfjob
+from training import length
 from training.params import TrainParams
 
 
@@ -65,7 +66,7 @@ class ImageTrainer(base_component.BaseComponent):
     def with_tfjob(self, spec: tfjob.TFJobSpec) -> 'ImageTrainer':
         """Trains in a TFJob of spec.workers pods instead (Kubeflow compile only)."""
         params = TrainParams.from_properties(self.exec_properties)
-        if spec.workers < 2 or params.global_batch_size % spec.workers:
+        if spec.workers < 2 or not length.splits(params.global_batch_size, spec.workers):
             raise ValueError(f'trainer workers must be >= 2 and split global_batch_size '
                              f'({params.global_batch_size}) evenly, got {spec.workers}')
         if params.workers > 1:

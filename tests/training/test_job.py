@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from core import features, inputs
-from training import job as job_lib, plan
+from training import job as job_lib, length, plan
 from training import loop
 
 from helpers import DIGITS, write_digit_examples
@@ -89,34 +89,6 @@ def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp
             np.testing.assert_array_equal(a_images, b_images)
 
 
-@pytest.mark.parametrize('held_in, epochs', [
-    (1427, 20),       # the digits: 20 passes (22 updates each) cap the 1M examples
-    (43_036, 20),     # Fashion-MNIST: 1M examples are 23 passes; at most 20
-    (70_000, 15),     # 1M examples are 14.3 passes
-    (1_000_000, 10),  # large data: still 10 passes (then cut to the time: fit_epochs)
-    (189, 200),       # 189 photos are 2 updates per epoch: 400 updates need 200 epochs
-    (469, 58)])       # a 469-row table: 7 updates per epoch
-def test_training_length_from_the_data(held_in, epochs):
-    assert plan.auto_epochs(held_in, 64) == epochs
-
-
-@pytest.mark.parametrize('held_in, batch, epochs', [
-    (1427, 64, 20),       # the digits: 11 updates an epoch at 128; the smaller batch
-    (25_599, 64, 20),     # 199 updates an epoch at 128
-    (25_600, 128, 40),    # 200: the larger batch, and twice the epochs (2M examples: 79)
-    (43_036, 128, 40),    # Fashion-MNIST: the same 13,440 updates as 20 epochs would take...
-    (70_000, 128, 29),    # ...twice 1M examples are 28.6 passes
-    (1_000_000, 128, 10)])  # never below 10 passes (then cut to the time: fit_epochs)
-def test_the_batch_from_the_data_keeps_the_updates(held_in, batch, epochs):
-    assert plan.auto_batch(held_in) == batch
-    assert plan.auto_epochs(held_in, batch, plan.batch_scale(0, batch)) == epochs
-    assert plan.batch_scale(128, 128) == 1.0   # a configured batch keeps the rule
-    # The report's estimate of the updates resolves the batch the same way.
-    properties = dict(train_steps=0, train_epochs=0.0, global_batch_size=0,
-                      accumulation_steps=1, validation_percent=0)
-    assert plan.resolve_train_steps(properties, held_in) == epochs * (held_in // batch)
-
-
 def test_a_batch_from_the_data_is_planned_and_a_configured_one_kept(tmp_path):
     def batch(epochs, **params):
         job, _ = _digits_job(tmp_path, epochs=epochs, **params)
@@ -156,7 +128,7 @@ def test_the_cut_applies_to_a_length_from_the_data_or_under_a_budget(tmp_path):
     def planned(epochs, **params):
         job, _ = _digits_job(tmp_path, epochs=epochs, **params)
         return plan.plan_epochs(job)[0].options.time_target_seconds
-    assert planned(plan.AUTO_EPOCHS) == 60 * plan.AUTO_TRAIN_MINUTES
+    assert planned(plan.AUTO_EPOCHS) == 60 * length.AUTO_TRAIN_MINUTES
     assert planned(5.0) == 0.0                              # the user's length
     assert planned(5.0, time_budget_minutes=2.0) == 120.0   # fits the budget
 

@@ -208,3 +208,55 @@ def test_without_patience_every_epoch_runs_and_the_best_is_kept():
         f"{result.best_epoch})")
     for restored, judged in zip(weights, snapshots[2 * result.best_epoch]):
         np.testing.assert_array_equal(restored, judged)
+
+
+def _early_stopping():
+    weights = [tf.Variable([1.0, 2.0])]
+    return stopping.EarlyStopping(stopping.StoppingState(weights)), weights
+
+
+def test_the_held_out_slice_is_evaluated_at_epoch_ends_the_last_step_and_a_spent_budget():
+    options = loop.LoopOptions.of(train_steps=25, steps_per_epoch=10, max_epochs=2.5)
+    evaluates = stopping.EarlyStopping.evaluates
+    assert [s for s in range(1, 26) if evaluates(options, s, False)] == [10, 20, 25]
+    assert evaluates(options, 3, over_budget=True)          # the budget stops mid-epoch
+    fixed = loop.LoopOptions.of(train_steps=25)
+    assert not any(evaluates(fixed, s, True) for s in (10, 25))   # no epochs: never
+
+
+def test_the_budget_asks_the_clock_only_when_there_is_one():
+    def clock():
+        raise AssertionError('an all-reduce every worker would have to join')
+    assert not stopping.EarlyStopping.over_budget(loop.LoopOptions.of(train_steps=5), clock)
+    budget = loop.LoopOptions.of(train_steps=5, time_budget_minutes=1.0)
+    assert stopping.EarlyStopping.over_budget(budget, lambda: 60.0)
+    assert not stopping.EarlyStopping.over_budget(budget, lambda: 59.0)
+
+
+def test_decide_stops_when_patience_runs_out_after_the_schedules_last_quarter():
+    # 12 one-update epochs: patience 2 counts from epoch 9 (patience_start), not epoch 1.
+    options = loop.LoopOptions.of(train_steps=12, steps_per_epoch=1, max_epochs=12.0,
+                                  patience=2)
+    policy, weights = _early_stopping()
+    decided = []
+    for step in range(1, 13):
+        weights[0].assign([step, step])
+        decided.append(policy.decide(options, step, {'accuracy': 0.5 if step == 1 else 0.4,
+                                                     'loss': 1.0}, over_budget=False))
+        if decided[-1]:
+            break
+    assert decided == [False] * 10 + [True]                 # stopped after epoch 11
+    summary = policy.state.summary()
+    assert (summary['best_epoch'], summary['stop_code']) == (1, stopping.PATIENCE)
+    assert policy.state.restore_best() and weights[0].numpy().tolist() == [1.0, 1.0]
+
+
+def test_decide_stops_on_a_spent_budget_and_records_the_epoch_first():
+    options = loop.LoopOptions.of(train_steps=20, steps_per_epoch=10, max_epochs=2.0,
+                                  time_budget_minutes=1.0)
+    policy, _ = _early_stopping()
+    assert not policy.decide(options, 10, {'accuracy': 0.7, 'loss': 0.5}, over_budget=False)
+    assert policy.decide(options, 13, {'accuracy': 0.8, 'loss': 0.4}, over_budget=True)
+    summary = policy.state.summary()
+    assert (summary['best_epoch'], summary['stop_code']) == (2, stopping.BUDGET)
+    assert int(policy.state.stop_step.numpy()) == 13
