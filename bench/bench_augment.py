@@ -41,8 +41,7 @@ def train_once(data_dir: str, mode: str, seed: int) -> dict:
         metrics = job_lib.train_and_export(job, os.path.join(out, 'serving'),
                                            os.path.join(out, 'logs'))
         seconds = time.perf_counter() - start
-    return {'accuracy': metrics['eval_accuracy'], 'seconds': seconds,
-            'epochs': metrics.get('epochs_run')}
+    return {'accuracy': metrics.eval_accuracy, 'seconds': seconds, 'epochs': metrics.epochs_run}
 
 
 def run(data_dir: str, mode: str, seed: int) -> dict:

@@ -4,7 +4,7 @@ One spelling per name, so a writer and its readers cannot drift apart: a stage r
 on its output artifact under one of these names, and the next stage, the console, the summary
 and the report read it back with the same constant. Names that belong to one shared module stay
 there (window.py: the training window; image_shape.py: stored image sizes; versions.py: the
-Pusher's reuse records). The trainer's metrics keep the loop's own keys (training/loop.py).
+Pusher's reuse records). The trainer's metrics are a TrainResult's fields (training/result.py).
 No TFX imports.
 """
 
@@ -27,8 +27,6 @@ NUM_WRITTEN_EVAL = num_written('eval')
 INPUT_STATEMENT = 'input_statement'  # how the image input size was chosen, for people
 AUGMENT = 'augment'
 FLIP = 'flip'
-# Kubeflow: TrainJob or TFJob (pipeline/kubeflow/jobs/launcher.py)
-TRAINING_API = 'training_api'
 
 # The served-model baseline (a reference to <serving>/<version>/, not a copy).
 SERVED_VERSION = 'served_version'    # NO_VERSION: nothing served yet

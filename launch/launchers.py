@@ -1,8 +1,8 @@
 """The ways the trainer's job can run, by name, each loaded on first use (no TFX imports).
 
     choice = launchers.Choice.from_json(exec_properties.get('launcher', ''))
-    metrics = launchers.get(choice.name).train(job, choice.spec, name, serving_dir=...,
-                                               log_dir=..., checkpoint_dir=...)
+    result = launchers.get(choice.name).train(job, choice.spec, name, serving_dir=...,
+                                              log_dir=..., checkpoint_dir=...)
 
 The trainer component records one `launcher` property, a Choice: a name from this registry and
 that launcher's own settings as JSON. Its executor asks the registry and knows no launcher, so a
@@ -15,7 +15,9 @@ import abc
 import dataclasses
 import importlib
 import json
-from typing import Any, Dict
+from typing import Dict
+
+from training.result import TrainResult
 
 # name -> 'module:class'. 'local' is the default: this process, or --workers processes here.
 _IMPLEMENTATIONS = {
@@ -63,8 +65,8 @@ class Launcher(abc.ABC):
 
     @abc.abstractmethod
     def train(self, job, spec: str, name: str, serving_dir: str, log_dir: str,
-              checkpoint_dir: str) -> Dict[str, Any]:
-        """Trains and exports `job`; returns the chief's metrics. `name` is unique to the
+              checkpoint_dir: str) -> TrainResult:
+        """Trains and exports `job`; returns the chief's result. `name` is unique to the
         trainer's execution and the same for its retries (a cluster job's name)."""
 
 

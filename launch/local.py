@@ -28,13 +28,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 from absl import logging
 
 from core import storage
 from launch import launchers, sequence, worker
 from training import job as job_lib
+from training.result import TrainResult
 
 _TAIL_LINES = 20   # of a failed worker's log, in the error
 
@@ -159,8 +160,8 @@ class LocalWorkers(sequence.Workers):
 
 
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str,
-        num_workers: int) -> Dict[str, float]:
-    """Trains with num_workers local processes; returns the chief's metrics."""
+        num_workers: int) -> TrainResult:
+    """Trains with num_workers local processes; returns the chief's result."""
     return sequence.run(job, serving_dir, log_dir, checkpoint_dir,
                         LocalWorkers(log_dir, num_workers))
 
@@ -169,7 +170,7 @@ class LocalLauncher(launchers.Launcher):
     """params.workers > 1: that many processes here (run); else this process trains."""
 
     def train(self, job, spec: str, name: str, serving_dir: str, log_dir: str,
-              checkpoint_dir: str) -> Dict[str, float]:
+              checkpoint_dir: str) -> TrainResult:
         paths = dict(serving_dir=serving_dir, log_dir=log_dir, checkpoint_dir=checkpoint_dir)
         if job.params.workers > 1:  # each with its TF_CONFIG: MultiWorkerMirroredStrategy
             return run(job, num_workers=job.params.workers, **paths)

@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 from absl import logging
 import tensorflow as tf  # gfile: the job file and metrics may be on the pipeline root (gs://)
@@ -23,6 +23,7 @@ import tensorflow as tf  # gfile: the job file and metrics may be on the pipelin
 from core import storage
 from launch import worker
 from training import progress
+from training.result import TrainResult
 
 
 class Workers(abc.ABC):
@@ -47,8 +48,8 @@ class Workers(abc.ABC):
 
 
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str,
-        workers: Workers) -> Dict[str, float]:
-    """Trains `job` with these workers; returns the chief's metrics."""
+        workers: Workers) -> TrainResult:
+    """Trains `job` with these workers; returns the chief's result (its metrics.json)."""
     job_file = os.path.join(log_dir, workers.folder, 'job.json')
     tf.io.gfile.makedirs(os.path.dirname(job_file))
     with tf.io.gfile.GFile(job_file, 'w') as handle:
@@ -63,7 +64,7 @@ def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str,
         workers.stop()
         if relay:
             relay.stop()
-    return json.loads(storage.read(os.path.join(log_dir, 'metrics.json')))
+    return TrainResult.from_metrics(json.loads(storage.read(os.path.join(log_dir, 'metrics.json'))))
 
 
 class _Relay:

@@ -1,4 +1,5 @@
-"""Which checkpoint a training resumes from: tf.train.latest_checkpoint, without its silence.
+"""Which checkpoint a training resumes from (tf.train.latest_checkpoint, without its silence),
+and when the loop saves one (save_due).
 
 TensorFlow reads the `checkpoint` index and takes any failure to read or parse it as "no
 checkpoint" (checkpoint_management.get_checkpoint_state logs a warning and returns None). On a
@@ -47,3 +48,10 @@ def latest(directory: str) -> Optional[str]:
             f'the checkpoint index {index} names {os.path.basename(prefix)}, whose files are not '
             f'there; remove {directory} to train from the start')
     return prefix
+
+
+def save_due(step: int, interval: int, stopped: bool, last_step: int) -> bool:
+    """The loop's checkpoint rhythm: every `interval` updates, and at the end (stopped, or the
+    planned last update). Not at every epoch end: a resumed run replays the steps since the
+    last checkpoint and judges their epoch ends again, the same way (saves cost time)."""
+    return step % interval == 0 or stopped or step == last_step

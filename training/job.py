@@ -22,8 +22,9 @@ import tensorflow as tf
 from core import inputs, model_signature
 from training import data, distribute, export, loop, precision, steps as steps_lib
 from training import augment as augment_lib, warm_start, warmup
-from training import flip_choice, plan, speed, trial
+from training import flip_choice, length, plan, speed, trial
 from training.params import TrainParams
+from training.result import TrainResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,101 +247,115 @@ def _flip_choice(job: TrainJob, steps: steps_lib.StepFunctions,
 
 def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                      checkpoint_dir: Optional[str] = None,
-                     strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, float]:
-    """Trains (resuming from checkpoint_dir), evaluates, exports, and writes metrics.json."""
+                     strategy: Optional[tf.distribute.Strategy] = None) -> TrainResult:
+    """Trains (resuming from checkpoint_dir), evaluates, exports, and writes the TrainResult
+    as metrics.json (TrainResult.to_metrics)."""
     # The strategy first: a multi-worker one must be made before TensorFlow runs much.
     strategy = strategy or distribute.make_strategy(job.params.devices)
-    job, held_out, note = plan.plan_epochs(job)
-    params = job.params   # with the batch from the data, when it was 0
-    start = time.perf_counter()
-    decision = decide_step(job, strategy)
-    policy, why = decision.policy, decision.precision_reason
-    decide_seconds = time.perf_counter() - start
-    logging.info('Precision %s -> %s: %s; XLA %s -> %s: %s (%.2f s to decide)',
-                 params.mixed_precision, policy, why, params.xla,
-                 'on' if decision.xla else 'off', decision.xla_reason, decide_seconds)
-    if job.options.time_target_seconds and not params.time_budget_minutes:
-        # The trial is part of training's cost: the time it took comes off the length's target.
-        job = dataclasses.replace(job, options=dataclasses.replace(
-            job.options, time_target_seconds=max(1.0, job.options.time_target_seconds
-                                                 - decide_seconds)))
-    keras.utils.set_random_seed(params.seed)
-    replicas = strategy.num_replicas_in_sync
-    if params.global_batch_size % replicas:
-        raise ValueError(f'global_batch_size {params.global_batch_size} does not split '
-                         f'evenly over {replicas} replicas')
+    # The length and the batch from the data, settled once and split over the replicas.
+    job, held_out, note = plan.plan_epochs(job, strategy.num_replicas_in_sync)
+    job, decision, decide_seconds = _decide(job, strategy)
+    keras.utils.set_random_seed(job.params.seed)
     is_chief, task = distribute.chief_and_task(strategy)
     logging.info('Training %s on %d replica(s), policy %s (asked: %s)%s%s: %s',
-                 params.model_builder, strategy.num_replicas_in_sync, policy,
-                 params.mixed_precision,
+                 job.params.model_builder, strategy.num_replicas_in_sync, decision.policy,
+                 job.params.mixed_precision,
                  f', input {job.input_statement}' if job.input_statement else '',
                  '' if job.input_spec.kind == 'tabular' else
-                 f', augment {augment_lib.describe(params.augment, _flips_asked(job))}',
+                 f', augment {augment_lib.describe(job.params.augment, _flips_asked(job))}',
                  job.options)
     previous_policy = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(policy)  # global in Keras: restored below
+    keras.mixed_precision.set_global_policy(decision.policy)  # global in Keras: restored below
     scratch = None if is_chief else tempfile.mkdtemp(prefix=f'ckpt_{task}_')
     try:
-        steps = build_steps(job, strategy, policy, decision.xla)
+        steps = build_steps(job, strategy, decision.policy, decision.xla)
         warmed = bool(job.warm_start_from) and warm_start.warm_start(
             steps.model, job.warm_start_from, model_signature.describe(
                 job.class_names, job.image_shape, job.input_spec))
-        options = job.options
-        eval_data = data.eval_dataset(job.eval_pattern, params.global_batch_size,
-                                      job.image_shape, spec=job.input_spec)
-        held_out_data = data.held_out_dataset(
-            job.train_pattern, job.held_out_percent, params.global_batch_size, job.image_shape,
-            spec=job.input_spec) if job.held_out_percent else None
-        flips = _flip_choice(job, steps, held_out_data)
-        workers, worker = distribute.num_workers(), distribute.input_pipeline(strategy)
-        shard = data.shard_policy(len(tf.io.gfile.glob(job.train_pattern)), workers)
-        if workers > 1:
-            logging.info('Input over %d workers: %s sharding of the train split (%s), this is '
-                         'worker %d', workers, shard, job.train_pattern, worker)
-        metrics = loop.run_training(
-            steps, lambda skip: data.train_dataset(job.train_pattern, params.global_batch_size,
-                                                   job.image_shape, params.seed,
-                                                   skip_examples=data.stream_skip(skip, shard,
-                                                                                  workers),
-                                                   shard=shard, worker=worker, num_workers=workers,
-                                                   cache_decoded=job.cache_decoded,
-                                                   spec=job.input_spec, augment=params.augment,
-                                                   flip=flips.flip_now(),
-                                                   held_out_percent=job.held_out_percent),
-            options, log_dir=log_dir, checkpoint_dir=checkpoint_dir, is_chief=is_chief,
-            checkpoint_write_dir=scratch,
-            eval_fn=lambda: steps.evaluate(eval_data, params.eval_steps),
-            held_out_fn=None if held_out_data is None else lambda: steps.evaluate(held_out_data),
-            note=note, flip_choice=flips)
-        if job.epochs > 0:
-            metrics['held_out_examples'] = held_out
-        if job.input_spec.kind != 'tabular':
-            metrics['flip'] = int(flips.flip_now())
-            metrics['flip_reason'] = flips.reason()
-        metrics['mixed_precision'] = policy
-        metrics['precision_reason'] = why
-        metrics['xla'] = int(decision.xla)
-        metrics['xla_reason'] = decision.xla_reason
-        if decision.figures:
-            metrics['step_trial'] = decision.trial_text()
-            metrics['step_trial_seconds'] = decide_seconds
-        metrics.update(_against_peak(steps.model, policy, metrics.get('examples_per_second')))
-        metrics['global_batch_size'] = params.global_batch_size
-        metrics['num_replicas'] = strategy.num_replicas_in_sync
-        metrics['num_workers'] = workers
-        metrics['input_sharding'] = shard
-        metrics['warm_start_version'] = job.warm_start_version if warmed else -1
+        result, flips, shard = _train(job, steps, log_dir, checkpoint_dir, is_chief, scratch,
+                                      note)
+        result = dataclasses.replace(
+            result, held_out_examples=held_out if job.epochs > 0 else None,
+            **({} if job.input_spec.kind == 'tabular' else dict(flip=flips.flip_now(),
+                                                                flip_reason=flips.reason())),
+            mixed_precision=decision.policy, precision_reason=decision.precision_reason,
+            xla=decision.xla, xla_reason=decision.xla_reason,
+            step_trial=decision.trial_text() if decision.figures else None,
+            step_trial_seconds=decide_seconds if decision.figures else None,
+            **_against_peak(steps.model, decision.policy, result.examples_per_second),
+            global_batch_size=job.params.global_batch_size,
+            num_replicas=strategy.num_replicas_in_sync, num_workers=distribute.num_workers(),
+            input_sharding=shard,
+            warm_start_version=job.warm_start_version if warmed else -1)
         if is_chief:
-            export.export_serving_model(steps.model, serving_dir, job.image_shape,
-                                        job.class_names, job.input_spec,
-                                        warmup.first_examples(job.eval_pattern))
-            tf.io.gfile.makedirs(log_dir)
-            with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json'), 'w') as handle:
-                json.dump(metrics, handle, indent=2)
-            if checkpoint_dir and tf.io.gfile.exists(checkpoint_dir):
-                tf.io.gfile.rmtree(checkpoint_dir)  # the exported model supersedes them
+            _export(job, steps, result, serving_dir, log_dir, checkpoint_dir)
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)
         if scratch:
             tf.io.gfile.rmtree(scratch)
-    return metrics
+    return result
+
+
+def _decide(job: TrainJob, strategy: tf.distribute.Strategy
+            ) -> Tuple[TrainJob, trial.Decision, float]:
+    """(the job, the step's precision and XLA as decide_step chose them, the seconds that took);
+    a trial's time comes off the length's time target (length.after_trial)."""
+    params = job.params
+    start = time.perf_counter()
+    decision = decide_step(job, strategy)
+    seconds = time.perf_counter() - start
+    logging.info('Precision %s -> %s: %s; XLA %s -> %s: %s (%.2f s to decide)',
+                 params.mixed_precision, decision.policy, decision.precision_reason, params.xla,
+                 'on' if decision.xla else 'off', decision.xla_reason, seconds)
+    target = length.after_trial(job.options.time_target_seconds, params.time_budget_minutes,
+                                seconds)
+    if target != job.options.time_target_seconds:
+        job = dataclasses.replace(job, options=dataclasses.replace(
+            job.options, time_target_seconds=target))
+    return job, decision, seconds
+
+
+def _train(job: TrainJob, steps: steps_lib.StepFunctions, log_dir: str,
+           checkpoint_dir: Optional[str], is_chief: bool, scratch: Optional[str], note: str
+           ) -> Tuple[TrainResult, flip_choice.FlipChoice, str]:
+    """The loop over the job's data: (its result, the flip choice, the train split's sharding
+    over the workers)."""
+    params = job.params
+    eval_data = data.eval_dataset(job.eval_pattern, params.global_batch_size,
+                                  job.image_shape, spec=job.input_spec)
+    held_out_data = data.held_out_dataset(
+        job.train_pattern, job.held_out_percent, params.global_batch_size, job.image_shape,
+        spec=job.input_spec) if job.held_out_percent else None
+    flips = _flip_choice(job, steps, held_out_data)
+    workers, worker = distribute.num_workers(), distribute.input_pipeline(steps.strategy)
+    shard = data.shard_policy(len(tf.io.gfile.glob(job.train_pattern)), workers)
+    if workers > 1:
+        logging.info('Input over %d workers: %s sharding of the train split (%s), this is '
+                     'worker %d', workers, shard, job.train_pattern, worker)
+
+    def train_data(skip: int) -> tf.data.Dataset:
+        return data.train_dataset(
+            job.train_pattern, params.global_batch_size, job.image_shape, params.seed,
+            skip_examples=data.stream_skip(skip, shard, workers), shard=shard, worker=worker,
+            num_workers=workers, cache_decoded=job.cache_decoded, spec=job.input_spec,
+            augment=params.augment, flip=flips.flip_now(),
+            held_out_percent=job.held_out_percent)
+    result = loop.run_training(
+        steps, train_data, job.options, log_dir=log_dir, checkpoint_dir=checkpoint_dir,
+        is_chief=is_chief, checkpoint_write_dir=scratch,
+        eval_fn=lambda: steps.evaluate(eval_data, params.eval_steps),
+        held_out_fn=None if held_out_data is None else lambda: steps.evaluate(held_out_data),
+        note=note, flip_choice=flips)
+    return result, flips, shard
+
+
+def _export(job: TrainJob, steps: steps_lib.StepFunctions, result: TrainResult,
+            serving_dir: str, log_dir: str, checkpoint_dir: Optional[str]) -> None:
+    """The chief's end: the SavedModel, metrics.json, and the checkpoints deleted."""
+    export.export_serving_model(steps.model, serving_dir, job.image_shape, job.class_names,
+                                job.input_spec, warmup.first_examples(job.eval_pattern))
+    tf.io.gfile.makedirs(log_dir)
+    with tf.io.gfile.GFile(os.path.join(log_dir, 'metrics.json'), 'w') as handle:
+        json.dump(result.to_metrics(), handle, indent=2)
+    if checkpoint_dir and tf.io.gfile.exists(checkpoint_dir):
+        tf.io.gfile.rmtree(checkpoint_dir)  # the exported model supersedes them

@@ -8,7 +8,6 @@ checkpoint; TensorFlow writes each checkpoint's files first and then atomically 
 Where the running training is goes out as events (progress.py), for a console to show.
 """
 import dataclasses
-import json
 import math
 import threading
 import time
@@ -18,9 +17,10 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from training import checkpoints, progress, replan, stopping
+from training import checkpoints, freeze, progress, replan, stopping
 from training.flip_choice import FlipChoice
-from training.params import AUTO_MIN_TIMED_EPOCHS, TrainParams
+from training.params import TrainParams
+from training.result import TrainResult
 from training.steps import StepFunctions
 
 
@@ -64,6 +64,11 @@ class LoopOptions:
         benchmarks), where no config made the parameters."""
         return cls(TrainParams.bare(**params), train_steps, steps_per_epoch, max_epochs,
                    log_every, time_target_seconds)
+
+    def with_length(self, train_steps: int) -> 'LoopOptions':
+        """This plan at another length (by epochs: max_epochs follows), as re-planned."""
+        return dataclasses.replace(self, train_steps=train_steps,
+                                   max_epochs=round(train_steps / self.steps_per_epoch, 3))
 
     @property
     def warmup_steps(self) -> int:
@@ -145,7 +150,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                  checkpoint_write_dir: Optional[str] = None,
                  held_out_fn: Optional[Callable[[], Dict[str, float]]] = None,
                  note: str = '',
-                 flip_choice: Optional[FlipChoice] = None) -> Dict[str, float]:
+                 flip_choice: Optional[FlipChoice] = None) -> TrainResult:
     """Trains for options.train_steps updates or until it stops early, resuming if it can.
 
     make_train_data(skip_examples) must return the training stream with that many examples
@@ -155,154 +160,200 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     asked at each epoch end whether flips start now; then the stream is made again from
     make_train_data at this step (it reads the choice). Every worker restores from
     checkpoint_dir; under multi-worker training only the chief writes there, and the others
-    write to their own checkpoint_write_dir (saving is collective). Returns the last window's
-    train loss/accuracy, counters, how training stopped and why (`stop_reason`, where `note`
-    says why there was no early stopping), and eval_fn's metrics ('eval_').
+    write to their own checkpoint_write_dir (saving is collective). Returns the loop's part of
+    the TrainResult: the last window's train loss/accuracy, counters, how training stopped and
+    why (`stop_reason`, where `note` says why there was no early stopping), and eval_fn's
+    metrics ('eval_').
     """
     with steps.strategy.scope():  # mirrored like the weights they copy
         state = stopping.StoppingState(steps.model.variables)
-    manager = None
-    if checkpoint_dir:
-        extra = {'flip_choice': flip_choice} if flip_choice is not None else {}
-        checkpoint = tf.train.Checkpoint(**steps.checkpoint_items(), stopping=state, **extra)
-        latest = checkpoints.latest(checkpoint_dir)
-        if latest:
-            checkpoint.restore(latest).assert_existing_objects_matched()
-            logging.info('Resuming from checkpoint %s at step %d of %d', latest,
-                         int(steps.step.numpy()), options.train_steps)
-        manager = tf.train.CheckpointManager(
-            checkpoint, checkpoint_write_dir or checkpoint_dir, max_to_keep=2)
-    step = start_step = int(steps.step.numpy())
-    planned = getattr(steps, 'planned_steps', None)
-    time_plan = (replan.TimePlan(options.max_epochs, options.time_target_seconds,
-                                 max(AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1))
-                 if planned is not None and options.steps_per_epoch
-                 and options.time_target_seconds else None)
-    resumed_note = ''
-    if planned is not None and options.steps_per_epoch and \
-            int(planned.numpy()) != options.train_steps:  # re-planned before an interruption
-        options = _with_length(options, int(planned.numpy()))
-        resumed_note = (f'planned {options.max_epochs:g} epochs before this attempt, to fit '
-                        f'{options.time_target_seconds / 60:.1f} min')
-    reporter = progress.Reporter()
-    reporter.update(step=start_step, total=options.train_steps, start_step=start_step,
-                    checkpoint_dir=checkpoint_dir or '', running=True)
-    stopped = int(state.stop_code.numpy()) != stopping.RUNNING  # stopped before a crash
-    def stream(at_step):
-        return iter(steps.strategy.experimental_distribute_dataset(
-            make_train_data(at_step * options.examples_per_update)))
-    iterator = stream(start_step)
+    manager = _restore(steps, state, flip_choice, options.train_steps, checkpoint_dir,
+                       checkpoint_write_dir)
     writer = (tf.summary.create_file_writer(log_dir) if log_dir and is_chief
               else tf.summary.create_noop_writer())
-    window, run_start, result = _Window(), time.perf_counter(), {}
-    speed = _Speed(run_start)
-    # Training seconds: those of earlier attempts (checkpointed) plus this process's.
-    spent_before = float(state.seconds.numpy())
-
-    def clock():
-        return stopping.agreed_seconds(steps.strategy,
-                                       spent_before + time.perf_counter() - run_start)
-
+    run = _Controller(steps, make_train_data, state, replan.Replanner(
+        options, getattr(steps, 'planned_steps', None)), held_out_fn, flip_choice, manager,
+        checkpoint_dir)
     with writer.as_default():
-        while not stopped and step < options.train_steps:
-            step += 1
-            _freeze_for(steps, options, step)
-            update_start = time.perf_counter()
-            outputs = steps.train_step(iterator)
-            window.add(*outputs[:3])
-            speed.add(step - start_step, time.perf_counter() - update_start, float(outputs[2]),
-                      options.examples_per_update)
-            reporter.update(step=step)
-            stopped = stopping.after_update(state, options, step, held_out_fn, clock)
-            if options.steps_per_epoch and step % options.steps_per_epoch == 0:
-                speed.epoch_end()
-                # Only while epochs remain: flips decided after the last would train nothing.
-                if flip_choice is not None and not stopped and step < options.train_steps \
-                        and flip_choice.at_epoch_end(step // options.steps_per_epoch,
-                                                     state.last_metrics.get('accuracy', -1.0)):
-                    iterator = None  # its in-memory cache goes before the next one fills
-                    iterator = stream(step)
-                if time_plan and not stopped and \
-                        step >= replan.REPLAN_EPOCH * options.steps_per_epoch:
-                    options = _replan(time_plan, options, planned, step, clock(),
-                                      stopping.agreed_seconds(steps.strategy, speed.recent_epoch(
-                                          options.steps_per_epoch, step - start_step)))
-                    reporter.update(total=options.train_steps)
-            if step % options.log_every == 0 or step == options.train_steps or stopped:
-                result = _log_window(steps, options, step, window, start_step, run_start)
-                window = _Window()
-            # Not saved at every epoch end: a resumed run replays the steps since the last
-            # checkpoint and judges their epoch ends again, the same way (saves cost time).
-            if manager and (step % options.params.checkpoint_interval == 0 or stopped
-                            or step == options.train_steps):
-                state.seconds.assign(spent_before + time.perf_counter() - run_start)
-                manager.save(checkpoint_number=step)
+        while not run.stopped and run.step < run.options.train_steps:
+            run.update()
+        reason = run.finish(note)
+        evaluated = _evaluate(eval_fn, run.step)
+    writer.flush()
+    run.reporter.update(running=False)
+    return run.result(reason, evaluated)
+
+
+def _restore(steps: StepFunctions, state: stopping.StoppingState,
+             flip_choice: Optional[FlipChoice], train_steps: int,
+             checkpoint_dir: Optional[str], write_dir: Optional[str]):
+    """The checkpoint manager (None without checkpoint_dir), after restoring the model, the
+    optimizer, the stopping state and the flip choice from the newest checkpoint, if any."""
+    if not checkpoint_dir:
+        return None
+    extra = {'flip_choice': flip_choice} if flip_choice is not None else {}
+    checkpoint = tf.train.Checkpoint(**steps.checkpoint_items(), stopping=state, **extra)
+    latest = checkpoints.latest(checkpoint_dir)
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        logging.info('Resuming from checkpoint %s at step %d of %d', latest,
+                     int(steps.step.numpy()), train_steps)
+    return tf.train.CheckpointManager(checkpoint, write_dir or checkpoint_dir, max_to_keep=2)
+
+
+class _Controller:
+    """One attempt of the loop, as Orbit's Controller: the mechanism around each update (the
+    train stream, the clock, logs, TensorBoard, checkpoints, progress events), which asks the
+    policies what to do: freeze.Freezing before an update, stopping.EarlyStopping after it, the
+    flip choice and replan.Replanner (the length, `options`) at epoch ends, and
+    checkpoints.save_due."""
+
+    def __init__(self, steps: StepFunctions, make_train_data, state: stopping.StoppingState,
+                 replanner: replan.Replanner, held_out_fn, flip_choice, manager,
+                 checkpoint_dir: Optional[str]):
+        self.steps, self.make_train_data, self.state = steps, make_train_data, state
+        self.replanner, self.held_out_fn, self.flip_choice = replanner, held_out_fn, flip_choice
+        self.manager, self.stopping = manager, stopping.EarlyStopping(state)
+        self.freezing = freeze.Freezing(self.options.params.freeze_epochs,
+                                        self.options.steps_per_epoch)
+        self.step = self.start_step = int(steps.step.numpy())
+        self.reporter = progress.Reporter()
+        self.reporter.update(step=self.start_step, total=self.options.train_steps,
+                             start_step=self.start_step, checkpoint_dir=checkpoint_dir or '',
+                             running=True)
+        self.stopped = int(state.stop_code.numpy()) != stopping.RUNNING  # stopped before a crash
+        self.iterator = self._stream(self.start_step)
+        self.held_out = {}   # the last held-out evaluation, for the flip choice
+        self.window, self.window_result = _Window(), {}
+        self.run_start = time.perf_counter()
+        self.speed = _Speed(self.run_start)
+        # Training seconds: those of earlier attempts (checkpointed) plus this process's.
+        self.spent_before = float(state.seconds.numpy())
+
+    @property
+    def options(self) -> LoopOptions:
+        return self.replanner.options
+
+    def clock(self) -> float:
+        """The training seconds so far, the same on every worker (an all-reduce)."""
+        return stopping.agreed_seconds(self.steps.strategy,
+                                       self.spent_before + time.perf_counter() - self.run_start)
+
+    def _stream(self, at_step: int):
+        return iter(self.steps.strategy.experimental_distribute_dataset(
+            self.make_train_data(at_step * self.options.examples_per_update)))
+
+    def update(self) -> None:
+        """One update, then the stop rules, the epoch end, the log window and the checkpoint."""
+        self.step += 1
+        step = self.step
+        frozen = self.freezing.frozen_at(step)
+        if frozen is not None and frozen != self.steps.frozen:
+            self.steps.set_frozen(frozen)
+            logging.info('step %d: %s', step, self.freezing.describe(frozen))
+        update_start = time.perf_counter()
+        outputs = self.steps.train_step(self.iterator)
+        self.window.add(*outputs[:3])
+        self.speed.add(step - self.start_step, time.perf_counter() - update_start,
+                       float(outputs[2]), self.options.examples_per_update)
+        self.reporter.update(step=step)
+        self.stopped = self._judge(step)
+        if self.options.steps_per_epoch and step % self.options.steps_per_epoch == 0:
+            self._epoch_end(step)
+        options = self.options   # as re-planned at this epoch end
+        if step % options.log_every == 0 or step == options.train_steps or self.stopped:
+            self.window_result = _log_window(self.steps, options, step, self.window,
+                                             self.start_step, self.run_start)
+            self.window = _Window()
+        if self.manager and checkpoints.save_due(step, options.params.checkpoint_interval,
+                                                 self.stopped, options.train_steps):
+            self.state.seconds.assign(self.spent_before + time.perf_counter() - self.run_start)
+            self.manager.save(checkpoint_number=step)
+
+    def _judge(self, step: int) -> bool:
+        """Whether to stop: the held-out evaluation when due (logged, and written for
+        TensorBoard), then the stop rules' decision."""
+        options = self.options
+        over = self.stopping.over_budget(options, self.clock)
+        held_out = None
+        if self.held_out_fn is not None and self.stopping.evaluates(options, step, over):
+            held_out = self.held_out = self.held_out_fn()
+        stop = self.stopping.decide(options, step, held_out, over)
+        if held_out is not None:
+            best = self.state.summary()
+            for name in ('accuracy', 'loss'):
+                tf.summary.scalar(f'held_out/{name}', held_out[name], step=step)
+            logging.info('epoch %d/%g  held-out acc %.4f loss %.4f (best %.4f at epoch %d)',
+                         stopping.epoch_of(step, options.steps_per_epoch), options.max_epochs,
+                         held_out['accuracy'], held_out['loss'], best['best_accuracy'],
+                         best['best_epoch'])
+        return stop
+
+    def _epoch_end(self, step: int) -> None:
+        """The epoch's time, the flip choice (a new stream when flips start), re-planning."""
+        self.speed.epoch_end()
+        options = self.options
+        # Only while epochs remain: flips decided after the last would train nothing.
+        if self.flip_choice is not None and not self.stopped and step < options.train_steps \
+                and self.flip_choice.at_epoch_end(step // options.steps_per_epoch,
+                                                  self.held_out.get('accuracy', -1.0)):
+            self.iterator = None  # its in-memory cache goes before the next one fills
+            self.iterator = self._stream(step)
+        if self.replanner.due(step, self.stopped):
+            self.replanner.at_epoch_end(step, self.clock(), stopping.agreed_seconds(
+                self.steps.strategy, self.speed.recent_epoch(options.steps_per_epoch,
+                                                             step - self.start_step)))
+            self.reporter.update(total=self.options.train_steps)
+
+    def finish(self, note: str) -> str:
+        """Ends the attempt: the stream dropped, the best epoch's weights restored; returns
+        why training stopped."""
         # The train stream is not read again; its teardown (the distributed iterator's decoded
         # cache, shuffle buffer and prefetch threads) took 4-31 s on 2 cores, Fashion-MNIST,
         # between the final eval and the export, with nothing waiting for it.
-        box, iterator = [iterator], None
+        box, self.iterator = [self.iterator], None
         _drop_in_background(box)
-        if step < options.train_steps:
-            reporter.update(total=step)  # stopped early: the progress line ends complete
-        restored = state.restore_best()
-        reason = stopping.describe(state, options, step, restored, note)
-        plan_note = '; '.join(filter(None, (resumed_note,
-                                            time_plan.describe() if time_plan else '')))
-        if plan_note:
-            reason += f' ({plan_note})'
-        logging.info('training stopped after %d steps: %s', step, reason)
-        if eval_fn is not None:
-            metrics = eval_fn()
-            for name in ('loss', 'accuracy'):
-                tf.summary.scalar(f'eval/{name}', metrics[name], step=step)
-                result[f'eval_{name}'] = metrics[name]
-            logging.info('eval after %d steps: loss %.4f  accuracy %.4f on %d examples',
-                         step, metrics['loss'], metrics['accuracy'], int(metrics['examples']))
-    writer.flush()
-    reporter.update(running=False)
-    result.update(start_step=start_step, skipped_updates=int(steps.skipped_updates.numpy()),
-                  steps_run=step, stop_reason=reason, **speed.result())
-    if time_plan:
-        result['plan_changes'] = len(time_plan.changes)
-    if options.steps_per_epoch:
-        best = state.summary()
-        result.update(epochs_run=round(step / options.steps_per_epoch, 3),
-                      best_epoch=best['best_epoch'])
-        if best['best_epoch']:
-            result.update(held_out_accuracy=best['best_accuracy'],
-                          held_out_loss=best['best_loss'])
-    return result
+        if self.step < self.options.train_steps:
+            self.reporter.update(total=self.step)  # stopped early: the progress line ends complete
+        restored = self.state.restore_best()
+        reason = stopping.describe(self.state, self.options, self.step, restored, note)
+        if self.replanner.describe():
+            reason += f' ({self.replanner.describe()})'
+        logging.info('training stopped after %d steps: %s', self.step, reason)
+        return reason
+
+    def result(self, reason: str, evaluated: Dict[str, float]) -> TrainResult:
+        """The loop's part of the TrainResult."""
+        options = self.options
+        best = self.state.summary() if options.steps_per_epoch else {}
+        held_out = bool(best.get('best_epoch'))
+        return TrainResult(
+            **self.window_result, **evaluated, start_step=self.start_step,
+            skipped_updates=int(self.steps.skipped_updates.numpy()), steps_run=self.step,
+            stop_reason=reason, **self.speed.result(), plan_changes=self.replanner.changes(),
+            epochs_run=round(self.step / options.steps_per_epoch, 3) if best else None,
+            best_epoch=best.get('best_epoch'),
+            held_out_accuracy=best['best_accuracy'] if held_out else None,
+            held_out_loss=best['best_loss'] if held_out else None)
 
 
-def _with_length(options: LoopOptions, train_steps: int) -> LoopOptions:
-    return dataclasses.replace(options, train_steps=train_steps,
-                               max_epochs=round(train_steps / options.steps_per_epoch, 3))
+def _evaluate(eval_fn: Optional[Callable[[], Dict[str, float]]], step: int) -> Dict[str, float]:
+    """eval_fn's loss and accuracy after training (logged, and written for TensorBoard), as
+    the TrainResult's eval_ fields; {} without eval_fn."""
+    if eval_fn is None:
+        return {}
+    metrics = eval_fn()
+    for name in ('loss', 'accuracy'):
+        tf.summary.scalar(f'eval/{name}', metrics[name], step=step)
+    logging.info('eval after %d steps: loss %.4f  accuracy %.4f on %d examples',
+                 step, metrics['loss'], metrics['accuracy'], int(metrics['examples']))
+    return {f'eval_{name}': metrics[name] for name in ('loss', 'accuracy')}
 
 
 def _drop_in_background(box: list) -> None:
     """Empties `box` in a thread of its own, so that what only it holds is torn down there
     while this thread goes on."""
     threading.Thread(target=box.clear, name='drop-train-stream', daemon=True).start()
-
-
-def _replan(time_plan: replan.TimePlan, options: LoopOptions, planned: tf.Variable,
-            step: int, seconds: float, epoch_seconds: float) -> LoopOptions:
-    """options with the epochs time_plan gives at this epoch end, after `seconds` of training
-    at epoch_seconds an epoch; when they change, the schedule's end (`planned`) moves too."""
-    epoch = step // options.steps_per_epoch
-    epochs = time_plan.at_epoch_end(epoch, options.max_epochs, seconds, epoch_seconds)
-    if epochs == options.max_epochs:
-        if epoch == replan.REPLAN_EPOCH:
-            logging.info('%d epochs in %.0f s (the last %.0f s): the %g planned epochs fit '
-                         '%.1f min', epoch, seconds, epoch_seconds, options.max_epochs,
-                         options.time_target_seconds / 60)
-        return options
-    total = max(step, math.ceil(epochs * options.steps_per_epoch))
-    logging.info('Length re-planned at epoch %d: %g epochs instead of %g after %.0f s, %.0f s '
-                 'an epoch, to fit %.1f min (%d updates)', epoch, epochs, options.max_epochs,
-                 seconds, epoch_seconds, options.time_target_seconds / 60, total)
-    planned.assign(total)
-    return _with_length(options, total)
 
 
 class _Speed:
@@ -337,28 +388,13 @@ class _Speed:
         self.epochs.append(now - self.epoch_start)
         self.epoch_start = now
 
-    def result(self) -> Dict[str, float]:
+    def result(self) -> Dict[str, object]:
+        """The TrainResult's speed fields (none when no update was timed)."""
         if not self.seconds:
             return {}
         return {'examples_per_second': self.examples / self.seconds,
                 'input_wait_fraction': min(1.0, self.wait / self.seconds),
-                'epoch_seconds': json.dumps([round(e, 1) for e in self.epochs])}
-
-
-def _freeze_for(steps, options, step) -> None:
-    """The frozen-backbone warm-up: frozen during the first freeze_epochs epochs (a resumed
-    run derives the state from the step, so it needs no checkpoint of its own)."""
-    freeze_epochs = options.params.freeze_epochs
-    if not freeze_epochs:
-        return
-    if not options.steps_per_epoch:  # planned by plan.plan_epochs; a fixed length has no epochs
-        raise ValueError('freeze_epochs needs training by epochs, not a fixed train_steps')
-    frozen = stopping.epoch_of(step, options.steps_per_epoch) <= freeze_epochs
-    if frozen != steps.frozen:
-        steps.set_frozen(frozen)
-        logging.info('step %d: %s', step, 'backbone frozen: training only the head for %d '
-                     'epochs' % freeze_epochs if frozen else
-                     'backbone unfrozen: training every layer')
+                'epoch_seconds': tuple(round(e, 1) for e in self.epochs)}
 
 
 def _log_window(steps, options, step, window, start_step, run_start) -> Dict[str, float]:

@@ -15,29 +15,10 @@ from typing import ClassVar, Optional, Tuple
 
 from core.settings import Settings, setting
 from training.choices import AUGMENTS, FLIP_CHOICES, OPTIMIZERS, POLICIES, XLA_CHOICES
-
-# Training length from the data (train_epochs 0): about AUTO_EXAMPLES examples seen, as
-# AUTO_MIN_EPOCHS to AUTO_MAX_EPOCHS passes over the held-in train examples, but never fewer
-# than AUTO_MIN_UPDATES optimizer updates: a few hundred images are a couple of updates per
-# epoch, and 20 epochs of them are 40 updates (measured on 189 photo patches: eval 0.88,
-# against 1.00 with 400 updates). Fashion-MNIST's 43k held-in images were still improving
-# after 10 epochs (train accuracy below eval: underfit), so 1M examples: 20 epochs of them.
-# Then, after two epochs (replan.REPLAN_EPOCH) and again at every epoch end as their cost
-# moves, the plan is cut to the epochs that fit AUTO_TRAIN_MINUTES of training (the step
-# trial's seconds included) at the recent epochs' cost, never below AUTO_MIN_TIMED_EPOCHS
-# (early stopping and the schedule's decay need a few): with ingestion, evaluation and export
-# (2-3 min for Fashion-MNIST's 60k PNGs on 2 shared cores, bench/bench_quality.py) the default
-# run fits a quarter of an hour whatever the data's size (docs/training.md, "Training length").
-AUTO_EXAMPLES, AUTO_MIN_EPOCHS, AUTO_MAX_EPOCHS, AUTO_MIN_UPDATES = 1_000_000, 10, 20, 400
-AUTO_TRAIN_MINUTES, AUTO_MIN_TIMED_EPOCHS = 12.0, 3
-# Batch from the data (global_batch_size 0): AUTO_BATCH, or AUTO_LARGE_BATCH when the held-in
-# train split gives at least AUTO_LARGE_BATCH_UPDATES updates an epoch at that batch. On a CPU
-# the larger batch about doubles the examples a second (per-step costs are shared by twice the
-# examples: bench/bench_step.py), which a time-bound run turns into more epochs; a small split
-# keeps the smaller batch and its updates (the AUTO_MIN_UPDATES floor above). A length from the
-# data at the larger batch keeps the updates of the smaller one: twice the examples, up to
-# twice AUTO_MAX_EPOCHS (docs/training.md, "Training length and early stopping": batch and length).
-AUTO_BATCH, AUTO_LARGE_BATCH, AUTO_LARGE_BATCH_UPDATES = 64, 128, 200
+from training import length
+from training.length import (AUTO_BATCH, AUTO_EXAMPLES, AUTO_LARGE_BATCH,
+                             AUTO_LARGE_BATCH_UPDATES, AUTO_MAX_EPOCHS, AUTO_MIN_EPOCHS,
+                             AUTO_MIN_TIMED_EPOCHS, AUTO_MIN_UPDATES, AUTO_TRAIN_MINUTES)
 
 # --model short names: standard architectures (keras.applications, see models/applications.py).
 NAMED_MODELS = {name: 'models.applications.' + name
@@ -68,7 +49,7 @@ class TrainParams(Settings):
     # The length: train_steps > 0 is exactly that many optimizer updates (no early stopping,
     # and train_epochs does not apply); 0 = up to train_epochs passes over the train split,
     # stopping early when the held-out slice's accuracy stops improving; train_epochs 0 = from
-    # the data (AUTO_* above, training/plan.py auto_epochs).
+    # the data (training/length.py).
     train_epochs: float = setting(
         0.0, 'most passes over the train split; early stopping still applies', '--epochs',
         metavar='N',
@@ -192,7 +173,7 @@ class TrainParams(Settings):
                'freeze_epochs must be fewer than train_epochs, and training must be by epochs '
                f'(not train_steps), got {self.freeze_epochs}')
         # Every worker process takes an equal share of each global batch.
-        yield (self.workers >= 1 and (self.global_batch_size or AUTO_BATCH) % self.workers == 0,
+        yield (length.splits(self.global_batch_size, self.workers),
                f'workers must be >= 1 and split global_batch_size ({self.global_batch_size}) '
                f'evenly, got {self.workers}')
         yield (self.time_budget_minutes >= 0,

@@ -1,10 +1,11 @@
 """The time plan: how many epochs fit the training time, re-planned at every epoch end.
 
 No TFX imports. A policy the loop asks at each epoch end (Orbit's split: the loop is mechanism,
-this decides): a length planned from the data (plan.plan_epochs) is cut, from REPLAN_EPOCH on,
-to the epochs that fit the time target at the measured cost of an epoch, and moves again when
-that cost moves, so a run that slows down part way (another process takes a core) still ends
-near its target, and one that speeds up takes back epochs up to the length from the data.
+this decides; the loop holds a `Replanner`, whose rule is TimePlan's): a length planned from
+the data (plan.plan_epochs) is cut, from REPLAN_EPOCH on, to the epochs that fit the time
+target at the measured cost of an epoch, and moves again when that cost moves, so a run that
+slows down part way (another process takes a core) still ends near its target, and one that
+speeds up takes back epochs up to the length from the data.
 
 A plan that changed by one epoch at every wobble of a quiet machine would train a different
 model from run to run, so after the first cut it moves only when the measured cost leaves a
@@ -16,9 +17,11 @@ epochs it holds the run to its target.
 """
 import dataclasses
 import math
-from typing import List
+from typing import List, Optional
 
-from training.params import AUTO_MIN_TIMED_EPOCHS
+from absl import logging
+
+from training.length import AUTO_MIN_TIMED_EPOCHS
 
 # The first re-plan is at the end of this epoch: the first epoch costs more than the later
 # ones (tracing, and decoding the split into the in-memory cache: Fashion-MNIST's first epochs
@@ -100,3 +103,62 @@ class TimePlan:
             parts.append(f're-planned {len(later)} time{"s" if len(later) > 1 else ""} as an '
                          f"epoch's cost moved, to fit {self.target / 60:.1f} min: {moves}")
         return '; '.join(parts)
+
+
+class Replanner:
+    """The loop's length as it stands (`options`, a loop.LoopOptions), re-planned to the time.
+
+    `planned` is the schedule's end, a variable checkpointed with the loop's state: a resumed
+    attempt takes the length an interrupted one had re-planned to. With a time target and
+    epochs, the TimePlan moves it at epoch ends from REPLAN_EPOCH on (never below
+    AUTO_MIN_TIMED_EPOCHS, nor the frozen-backbone epochs and one more), and the schedule's
+    end moves with it.
+    """
+
+    def __init__(self, options, planned=None):
+        per_epoch = options.steps_per_epoch
+        self.planned = planned
+        self.time_plan = (TimePlan(options.max_epochs, options.time_target_seconds,
+                                   max(AUTO_MIN_TIMED_EPOCHS, options.params.freeze_epochs + 1))
+                          if planned is not None and per_epoch and options.time_target_seconds
+                          else None)
+        self._resumed = ''
+        if planned is not None and per_epoch and int(planned.numpy()) != options.train_steps:
+            options = options.with_length(int(planned.numpy()))  # re-planned, then interrupted
+            self._resumed = (f'planned {options.max_epochs:g} epochs before this attempt, to '
+                             f'fit {options.time_target_seconds / 60:.1f} min')
+        self.options = options
+
+    def due(self, step: int, stopped: bool) -> bool:
+        """Whether the epoch ending at `step` re-plans (the loop then measures the time)."""
+        return bool(self.time_plan) and not stopped and \
+            step >= REPLAN_EPOCH * self.options.steps_per_epoch
+
+    def at_epoch_end(self, step: int, seconds: float, epoch_seconds: float) -> None:
+        """Re-plans after `seconds` of training at epoch_seconds an epoch; when the epochs
+        change, so do `options` and the schedule's end."""
+        options = self.options
+        epoch = step // options.steps_per_epoch
+        epochs = self.time_plan.at_epoch_end(epoch, options.max_epochs, seconds, epoch_seconds)
+        if epochs == options.max_epochs:
+            if epoch == REPLAN_EPOCH:
+                logging.info('%d epochs in %.0f s (the last %.0f s): the %g planned epochs fit '
+                             '%.1f min', epoch, seconds, epoch_seconds, options.max_epochs,
+                             options.time_target_seconds / 60)
+            return
+        total = max(step, math.ceil(epochs * options.steps_per_epoch))
+        logging.info('Length re-planned at epoch %d: %g epochs instead of %g after %.0f s, '
+                     '%.0f s an epoch, to fit %.1f min (%d updates)', epoch, epochs,
+                     options.max_epochs, seconds, epoch_seconds,
+                     options.time_target_seconds / 60, total)
+        self.planned.assign(total)
+        self.options = options.with_length(total)
+
+    def changes(self) -> Optional[int]:
+        """How often the length moved (None: no time plan)."""
+        return len(self.time_plan.changes) if self.time_plan else None
+
+    def describe(self) -> str:
+        """The plan's moves as words for the stop reason ('' when it never moved)."""
+        return '; '.join(filter(None, (self._resumed,
+                                       self.time_plan.describe() if self.time_plan else '')))

@@ -7,9 +7,8 @@ so the loop puts it in its tf.train.Checkpoint: a run killed mid-epoch and rerun
 same epoch with the same best weights as an uninterrupted one.
 """
 import math
-from typing import Optional
+from typing import Callable, Optional
 
-from absl import logging
 import tensorflow as tf
 
 # Why training stopped (StoppingState.stop_code): still running or ran its planned length,
@@ -114,7 +113,6 @@ class StoppingState(tf.Module):
         self.seconds = scalar(0.0, tf.float64, 'seconds')       # training time spent so far
         self.stop_code = scalar(RUNNING, tf.int64, 'stop_code')
         self.stop_step = scalar(0, tf.int64, 'stop_step')
-        self.last_metrics = {}   # the last held-out evaluation (after_update)
         self._model_variables = list(model_variables)
         self.best_weights = [tf.Variable(tf.convert_to_tensor(v), trainable=False,
                                          name='best_weights') for v in self._model_variables]
@@ -181,29 +179,46 @@ def agreed_seconds(strategy: tf.distribute.Strategy, seconds: float) -> float:
     return float(strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None))
 
 
-def after_update(state, options, step, held_out_fn, clock):
-    """Whether to stop after this update: the held-out evaluation at epoch ends
-    (and where the time budget stops training mid-epoch), then the stop rules."""
-    per_epoch = options.steps_per_epoch
-    epoch_end = bool(per_epoch) and (step % per_epoch == 0 or step == options.train_steps)
-    over = options.time_budget_seconds > 0 and budget_spent(
-        clock(), options.time_budget_seconds)
-    if per_epoch and held_out_fn is not None and (epoch_end or over):
-        epoch = epoch_of(step, per_epoch)
-        metrics = held_out_fn()
-        state.last_metrics = metrics   # for other policies at this epoch end (not checkpointed)
-        state.record(epoch, metrics['accuracy'], metrics['loss'])
-        best = state.summary()
-        for name in ('accuracy', 'loss'):
-            tf.summary.scalar(f'held_out/{name}', metrics[name], step=step)
-        logging.info('epoch %d/%g  held-out acc %.4f loss %.4f (best %.4f at epoch %d)', epoch,
-                     options.max_epochs, metrics['accuracy'], metrics['loss'],
-                     best['best_accuracy'], best['best_epoch'])
-        if patience_ran_out(epoch, best['progress_epoch'], options.params.patience,
-                            patience_start(options.train_steps, options.warmup_steps, per_epoch)):
-            state.stop(PATIENCE, step)
+class EarlyStopping:
+    """The stop rules the loop asks after each update (Orbit's split: the loop evaluates, logs
+    and checkpoints; this decides, and notes the decision in the StoppingState).
+
+    The held-out slice is evaluated at each epoch end, and where the time budget stops training
+    mid-epoch (so the stop keeps the best weights so far); patience counts from
+    patience_start's epoch; a spent budget stops at once. `options` (loop.LoopOptions) are
+    passed at each call: the length may have been re-planned (replan.Replanner).
+    """
+
+    def __init__(self, state: StoppingState):
+        self.state = state
+
+    @staticmethod
+    def over_budget(options, clock: Callable[[], float]) -> bool:
+        """Whether the time budget is spent; asks the clock (an all-reduce over the workers:
+        agreed_seconds) only when there is a budget."""
+        return options.time_budget_seconds > 0 and budget_spent(
+            clock(), options.time_budget_seconds)
+
+    @staticmethod
+    def evaluates(options, step: int, over_budget: bool) -> bool:
+        """Whether the held-out slice is evaluated after this update (with epochs only)."""
+        per_epoch = options.steps_per_epoch
+        return bool(per_epoch) and (step % per_epoch == 0 or step == options.train_steps
+                                    or over_budget)
+
+    def decide(self, options, step: int, held_out: Optional[dict], over_budget: bool) -> bool:
+        """Whether to stop after this update: records this epoch's held-out metrics (when
+        evaluated), then patience, then the budget."""
+        if held_out is not None:
+            epoch = epoch_of(step, options.steps_per_epoch)
+            self.state.record(epoch, held_out['accuracy'], held_out['loss'])
+            if patience_ran_out(epoch, int(self.state.progress_epoch.numpy()),
+                                options.params.patience,
+                                patience_start(options.train_steps, options.warmup_steps,
+                                               options.steps_per_epoch)):
+                self.state.stop(PATIENCE, step)
+                return True
+        if over_budget:
+            self.state.stop(BUDGET, step)
             return True
-    if over:
-        state.stop(BUDGET, step)
-        return True
-    return False
+        return False

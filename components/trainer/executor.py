@@ -5,7 +5,7 @@ The training parameters are read back from the execution properties in one call,
 The image input shape is resolved here: configured values, or 0 = from what ingestion recorded
 on the Examples (core/image_shape.py). The Model records the result as
 `input_height`, `input_width`, `input_channels` and a sentence, `input_statement`. It also
-records how long training ran and why it stopped (the loop's metrics): `steps_run`,
+records how long training ran and why it stopped (its TrainResult, result_record.py): `steps_run`,
 `stop_reason`, and with epochs `epochs_run`, `best_epoch`, `held_out_accuracy`,
 `held_out_examples`, and how it was spread: `num_workers` (processes, run by the launcher the
 component's `launcher` property names, launch/launchers.py: here, or on this machine beside
@@ -25,9 +25,9 @@ span fingerprints (with the ingestion parameters) and every other execution prop
 of the same training (same data, same settings) finds and resumes them; a different training
 never does.
 """
+import dataclasses
 import hashlib
 import json
-import math
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -38,7 +38,7 @@ from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
 from core import image_shape, inputs, properties, stable_paths, versions, window
-from components.trainer import unchanged
+from components.trainer import result_record, unchanged
 from launch import launchers
 from training import job as job_lib, plan
 from training import loop
@@ -61,17 +61,6 @@ def checkpoint_dir(examples: List[types.Artifact], exec_properties: Dict[str, An
     return stable_paths.checkpoint_dir(
         stable_paths.pipeline_root(exec_properties), NODE,
         [key for source in examples for key in data_keys(source)], exec_properties)
-
-
-def record_metric(model: types.Artifact, name: str, value: Any) -> None:
-    """A training metric on the Model. A non-finite number (a diverged loss) is recorded as
-    its text: TFX's Kubeflow entry point writes the executor output as JSON, which has no NaN
-    or Infinity, so the task would fail after training instead of reporting the value."""
-    if isinstance(value, str) or not math.isfinite(float(value)):
-        model.set_string_custom_property(name, str(value) if isinstance(value, str)
-                                         else repr(float(value)))
-    else:
-        model.set_float_custom_property(name, float(value))
 
 
 def resolve_input(examples: types.Artifact, spec: inputs.InputSpec,
@@ -154,12 +143,8 @@ class Executor(base_executor.BaseExecutor):
         if match:  # same data, settings and code as the served model: hand it on
             version, folder = match
             unchanged.copy_model(folder, paths['serving_dir'])
-            metrics = dict(unchanged.read_record(folder)['metrics'], steps_run=0.0,
-                           training_skipped=1.0, stop_reason=(
-                               f'no new data: serving version {version} unchanged (same input '
-                               'fingerprint, training parameters and model code; not trained)'))
-            metrics.pop('epochs_run', None)
-            logging.info('Training skipped: %s', metrics['stop_reason'])
+            metrics = unchanged.handed_on(folder, version)
+            logging.info('Training skipped: %s', metrics.stop_reason)
         else:  # the launcher the component recorded (launch/launchers.py): here, or pods
             choice = launchers.Choice.from_json(props.get('launcher') or '')
             metrics = launchers.get(choice.name).train(
@@ -178,10 +163,6 @@ class Executor(base_executor.BaseExecutor):
                 model.set_int_custom_property(name, value)
             model.set_string_custom_property(properties.INPUT_STATEMENT, shape.statement)
             model.set_string_custom_property(properties.AUGMENT, params.augment)
-            # Whether flips were used (flip auto: as measured); a record of before it lacks
-            # the metric, and says what was asked.
-            model.set_int_custom_property(properties.FLIP, int(metrics.get(
-                properties.FLIP, params.flip == 'on')))
-        for name, value in metrics.items():
-            if name != properties.FLIP:
-                record_metric(model, name, value)
+            if metrics.flip is None:  # a handed-on model's record of before flip auto
+                metrics = dataclasses.replace(metrics, flip=params.flip == 'on')  # as asked
+        result_record.record(model, metrics)

@@ -14,6 +14,7 @@ and code would make the same model. The trainer then hands the served model on a
 instead of training; the Evaluator finds it equal to the baseline and the Pusher, finding the
 same bytes already served, makes no new version. Nothing here imports TFX.
 """
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -23,6 +24,7 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 
 from core import storage
+from training.result import TrainResult
 
 RECORD_PATH = os.path.join('assets.extra', 'training_record.json')
 # Properties that say where things are, not how the model is trained: a moved output folder
@@ -55,18 +57,29 @@ def training_record(input_fingerprint: str, properties: Dict[str, Any],
     }
 
 
-def write_record(export_dir: str, record: Dict[str, str], metrics: Dict[str, Any]) -> None:
+def write_record(export_dir: str, record: Dict[str, str], result: TrainResult) -> None:
     """Stores what the model was trained from, and its metrics (a skipped run reports them)."""
     path = os.path.join(export_dir, RECORD_PATH)
     tf.io.gfile.makedirs(os.path.dirname(path))
     with tf.io.gfile.GFile(path, 'w') as handle:
-        json.dump({'trained_from': record, 'metrics': metrics}, handle, indent=2, sort_keys=True)
+        json.dump({'trained_from': record, 'metrics': result.to_metrics()}, handle, indent=2,
+                  sort_keys=True)
 
 
 def read_record(model_dir: str) -> Optional[Dict[str, Any]]:
     """{'trained_from': ..., 'metrics': ...} of an exported model, or None."""
     text = storage.read_text(os.path.join(model_dir, RECORD_PATH))
     return None if text is None else json.loads(text)
+
+
+def handed_on(model_dir: str, version: int) -> TrainResult:
+    """The result of a run that hands the served model (version `version`, at model_dir) on:
+    its recorded metrics, whichever version wrote them, with no steps run and why."""
+    recorded = TrainResult.from_metrics((read_record(model_dir) or {}).get('metrics') or {})
+    return dataclasses.replace(
+        recorded, steps_run=0, training_skipped=True, epochs_run=None, stop_reason=(
+            f'no new data: serving version {version} unchanged (same input fingerprint, '
+            'training parameters and model code; not trained)'))
 
 
 def served_match(record: Dict[str, str], serving_dir: str,

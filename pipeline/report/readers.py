@@ -16,7 +16,7 @@ import collections
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from ml_metadata.proto import metadata_store_pb2
 import tensorflow_data_validation as tfdv
@@ -25,13 +25,14 @@ from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 import tensorflow as tf
 
-from core import features, inputs, window as window_lib
+from core import features, image_shape, inputs, window as window_lib
 from core import properties as property_names
 from components.evaluate import checks
 from components.gate import anomalies as anomalies_lib
 from pipeline.runs import summary_text
 from pipeline.runs.summary import custom_property
 from training import plan
+from training.result import TrainResult
 
 Artifact = metadata_store_pb2.Artifact
 # Written by the stock StatisticsGen and ExampleValidator in each Split-<name> folder.
@@ -223,106 +224,140 @@ def _number(value) -> str:
     return f'{value:g}' if isinstance(value, float) else str(value)
 
 
-def training_settings(properties: Dict[str, object], model: Optional[Artifact],
+def model_input(model: Optional[Artifact]) -> Optional[image_shape.InputShape]:
+    """The image input the trainer recorded on its Model, or None (no Model, a table, or a
+    Model recorded before the trainer chose the shape)."""
+    if model is None:
+        return None
+    values = [custom_property(model, f'input_{name}') for name in ('height', 'width', 'channels')]
+    if any(value is None for value in values):
+        return None
+    return image_shape.InputShape(
+        *(int(value) for value in values),
+        statement=custom_property(model, property_names.INPUT_STATEMENT) or '')
+
+
+def training_settings(asked: Mapping[str, object], result: Optional[TrainResult],
+                      shape: Optional[image_shape.InputShape],
                       examples: Optional[Artifact]) -> List[Tuple[str, str]]:
     """(setting, value) rows saying how the model was trained.
 
-    `properties` are the trainer execution's (what was asked); the Model's custom properties
-    are what the trainer recorded it did (policy, replicas, the input shape it used). A trainer
-    that failed has no Model: its rows then come from the properties alone.
+    `asked` are the trainer execution's properties (what was asked); `result` and `shape` what
+    the trainer recorded on the Model that it did (TrainResult.from_properties, model_input).
+    A trainer that failed has no Model (result None): its rows then come from `asked` alone.
     """
-    recorded = (lambda key: custom_property(model, key)) if model is not None else (
-        lambda key: None)
     spec = inputs.InputSpec.from_json((custom_property(examples, property_names.INPUT_SPEC)
                                        if examples is not None else None) or '')
-    rows = []
+    num_train = (custom_property(examples, property_names.NUM_WRITTEN_TRAIN)
+                 if examples is not None else None) or 0
+    done = result or TrainResult()
+    batch = done.global_batch_size or asked.get('global_batch_size') or None
+    return (_input_rows(asked, shape, spec) + _spread_rows(asked, done, batch)
+            + _length_rows(asked, done, batch, num_train)
+            + _asked_rows(asked) + _image_rows(asked, done, spec)
+            + _warm_start_rows(asked, done, trained=result is not None))
+
+
+def _input_rows(asked, shape, spec) -> List[Tuple[str, str]]:
+    """The input: a table's columns, or the image size used (else the one asked)."""
     if spec.kind == 'tabular':
-        rows.append(('input', f'table: {len(spec.numeric)} numeric, '
-                              f'{len(spec.categorical)} categorical columns'))
-    else:
-        shape = [recorded(new) if recorded(new) is not None else properties.get(old)
-                 for new, old in (('input_height', 'image_height'), ('input_width', 'image_width'),
-                                  ('input_channels', 'channels'))]
-        if all(v is not None for v in shape):
-            rows.append(('input size', '\u00d7'.join(str(int(v)) for v in shape)
-                         + ' (height \u00d7 width \u00d7 channels)'))
-    if recorded('input_statement'):
-        rows.append(('input shape chosen', str(recorded('input_statement'))))
-    # 'replicas' is the property's other stored name; stored Models carry either.
-    replicas = recorded('num_replicas') if recorded('num_replicas') is not None else \
-        recorded('replicas')
-    rows.append(('replicas', 'not recorded' if replicas is None else str(int(replicas))))
-    if recorded('num_workers') is not None:
-        rows.append(('training processes', str(int(recorded('num_workers')))))
-    policy, asked = recorded('mixed_precision'), properties.get('mixed_precision')
-    precision = summary_text.precision_text(model) if model is not None else None
-    if precision:  # with the reason when auto chose it
-        rows.append(('precision policy', precision))
+        return [('input', f'table: {len(spec.numeric)} numeric, '
+                          f'{len(spec.categorical)} categorical columns')]
+    rows = []
+    size = shape.shape if shape else [asked.get(name) for name in (
+        'image_height', 'image_width', 'channels')]
+    if all(v is not None for v in size):
+        rows.append(('input size', '\u00d7'.join(str(int(v)) for v in size)
+                     + ' (height \u00d7 width \u00d7 channels)'))
+    if shape and shape.statement:
+        rows.append(('input shape chosen', shape.statement))
+    return rows
+
+
+def _spread_rows(asked, done: TrainResult, batch) -> List[Tuple[str, str]]:
+    """Replicas and processes, the precision policy, the batch and its accumulation."""
+    replicas = done.num_replicas
+    rows = [('replicas', 'not recorded' if replicas is None else str(replicas))]
+    if done.num_workers is not None:
+        rows.append(('training processes', str(done.num_workers)))
+    policy, policy_asked = done.mixed_precision, asked.get('mixed_precision')
+    if summary_text.precision_text(done):  # with the reason when auto chose it
+        rows.append(('precision policy', summary_text.precision_text(done)))
     elif policy is not None:
-        rows.append(('precision policy', policy + (f' (asked: {asked})' if asked and asked != policy
-                                                    else '')))
-    elif asked:
-        rows.append(('precision policy', f'{asked} (asked; no policy recorded)'))
-    # What the trainer used (recorded), else what was asked (0: from the data, not yet known).
-    batch = recorded('global_batch_size') or properties.get('global_batch_size') or None
-    if batch is not None:
-        batch = int(batch)
-        per_replica = f'; {int(batch) // int(replicas)} per replica' if replicas else ''
-        rows.append(('batch', f'{batch} per micro-batch (all replicas together{per_replica})'))
-    accumulation = properties.get('accumulation_steps')
-    if accumulation is not None and batch is not None:
+        rows.append(('precision policy', policy + (
+            f' (asked: {policy_asked})' if policy_asked and policy_asked != policy else '')))
+    elif policy_asked:
+        rows.append(('precision policy', f'{policy_asked} (asked; no policy recorded)'))
+    if batch is None:
+        return rows
+    per_replica = f'; {int(batch) // replicas} per replica' if replicas else ''
+    rows.append(('batch', f'{int(batch)} per micro-batch (all replicas together{per_replica})'))
+    accumulation = asked.get('accumulation_steps')
+    if accumulation is not None:
         plural = 'es' if int(accumulation) > 1 else ''
         rows.append(('accumulation', f'{accumulation} micro-batch{plural} per update, so '
                                      f'{int(batch) * int(accumulation)} examples per update'))
-    if {'train_steps', 'train_epochs', 'global_batch_size', 'accumulation_steps'} <= set(
-            properties):
-        num_train = (custom_property(examples, property_names.NUM_WRITTEN_TRAIN)
-                     if examples is not None else None) or 0
-        by_epochs = int(properties['train_steps']) <= 0
-        epochs = float(properties['train_epochs'] or 0)
-        if recorded('steps_run') is not None:  # what the trainer did
-            rows.append(('steps', f'{int(recorded("steps_run"))} updates'))
-        else:  # what was asked: with epochs, the most the trainer could take
-            steps = plan.resolve_train_steps(properties, num_train)
-            length = f'{epochs:g} epochs' if epochs > 0 else 'epochs from the data'
-            rows.append(('steps', (f'up to {steps} updates ({length} over about '
-                                   f'{num_train} train examples)') if by_epochs
-                         else f'{steps} updates'))
-    if model is not None and summary_text.training_text(model):
-        rows.append(('training length', summary_text.training_text(model)))
-    for label, text in (('train step', summary_text.step_text),
-                        ('speed', summary_text.speed_text)):
-        if model is not None and text(model):
-            rows.append((label, text(model)))
-    if properties.get('validation_percent') is not None and not int(properties['train_steps']):
-        rows.append(('early stopping', f'patience {properties.get("patience")} epochs on '
-                     f'{properties["validation_percent"]}% of the train split held out'
-                     + (f'; time budget {_number(properties["time_budget_minutes"])} min'
-                        if float(properties.get('time_budget_minutes') or 0) else '')))
-    if properties.get('learning_rate') is not None:
-        warmup = int(properties.get('warmup_steps') or 0)
-        rows.append(('learning rate', f'{_number(properties["learning_rate"])}, cosine decay to 0'
-                                      + (f' after {warmup} warm-up steps' if warmup else '')))
-    for key, label in (('optimizer', 'optimizer'), ('model_builder', 'model')):
-        if properties.get(key):
-            rows.append((label, str(properties[key])))
-    if spec.kind != 'tabular' and properties.get(property_names.AUGMENT):
-        # What the trainer did (recorded on the Model), else what was asked: on, or 1 as the
-        # property was recorded before flip auto.
-        used = recorded(property_names.FLIP)
-        flip = used if used is not None else properties.get(property_names.FLIP) in (1, 'on')
-        reason = recorded('flip_reason')
-        rows.append(('augmentation', f'{properties["augment"]}{" + flip" if flip else ""} '
-                                     '(train images only)' + (
-                                         f'; flip {reason}' if reason and reason != 'asked'
-                                         else '')))
-    warm = recorded('warm_start_version')
-    if warm is not None and warm >= 0:
-        rows.append(('warm start', f'from served version {int(warm)}'))
-    elif int(properties.get('warm_start') or 0) or properties.get('warm_start_from'):
-        # warm_start_from: the serving folder, as executions before TrainParams recorded it.
-        source = properties.get('warm_start_from') or properties.get('serving_dir')
-        rows.append(('warm start', f'asked, from {source}' + (
-            '; nothing was served, so training started from scratch' if model is not None
-            else '')))
     return rows
+
+
+def _length_rows(asked, done: TrainResult, batch, num_train: int) -> List[Tuple[str, str]]:
+    """The updates (run, else the most asked), how long and fast it trained, early stopping."""
+    rows = []
+    length_asked = {'train_steps', 'train_epochs', 'global_batch_size',
+                    'accumulation_steps'} <= set(asked)
+    if length_asked and done.steps_run is not None:  # what the trainer did
+        rows.append(('steps', f'{done.steps_run} updates'))
+    elif length_asked:  # what was asked: with epochs, the most the trainer could take
+        steps = plan.resolve_train_steps(asked, num_train)
+        epochs = float(asked['train_epochs'] or 0)
+        length = f'{epochs:g} epochs' if epochs > 0 else 'epochs from the data'
+        rows.append(('steps', (f'up to {steps} updates ({length} over about '
+                               f'{num_train} train examples)') if int(asked['train_steps']) <= 0
+                     else f'{steps} updates'))
+    for label, text in (('training length', summary_text.training_text),
+                        ('train step', summary_text.step_text),
+                        ('speed', summary_text.speed_text)):
+        if text(done):
+            rows.append((label, text(done)))
+    if asked.get('validation_percent') is not None and not int(asked.get('train_steps') or 0):
+        budget = float(asked.get('time_budget_minutes') or 0)
+        rows.append(('early stopping', f'patience {asked.get("patience")} epochs on '
+                     f'{asked["validation_percent"]}% of the train split held out'
+                     + (f'; time budget {_number(asked["time_budget_minutes"])} min'
+                        if budget else '')))
+    return rows
+
+
+def _asked_rows(asked) -> List[Tuple[str, str]]:
+    """The learning rate, the optimizer and the model, as asked."""
+    rows = []
+    if asked.get('learning_rate') is not None:
+        warmup = int(asked.get('warmup_steps') or 0)
+        rows.append(('learning rate', f'{_number(asked["learning_rate"])}, cosine decay to 0'
+                                      + (f' after {warmup} warm-up steps' if warmup else '')))
+    return rows + [(label, str(asked[key])) for key, label in (
+        ('optimizer', 'optimizer'), ('model_builder', 'model')) if asked.get(key)]
+
+
+def _image_rows(asked, done: TrainResult, spec) -> List[Tuple[str, str]]:
+    """The augmentation of train images, with the flips used (else asked: on, or 1 as the
+    property was recorded before flip auto)."""
+    if spec.kind == 'tabular' or not asked.get(property_names.AUGMENT):
+        return []
+    flip = done.flip if done.flip is not None else asked.get(property_names.FLIP) in (1, 'on')
+    reason = done.flip_reason
+    return [('augmentation', f'{asked[property_names.AUGMENT]}{" + flip" if flip else ""} '
+                             '(train images only)'
+             + (f'; flip {reason}' if reason and reason != 'asked' else ''))]
+
+
+def _warm_start_rows(asked, done: TrainResult, trained: bool) -> List[Tuple[str, str]]:
+    """The served version warm-started from, else the warm start asked and why it did not."""
+    if done.warm_start_version is not None and done.warm_start_version >= 0:
+        return [('warm start', f'from served version {done.warm_start_version}')]
+    # warm_start_from: the serving folder, as executions before TrainParams recorded it.
+    source = asked.get('warm_start_from') or asked.get('serving_dir')
+    if not (int(asked.get('warm_start') or 0) or asked.get('warm_start_from')):
+        return []
+    return [('warm start', f'asked, from {source}' + (
+        '; nothing was served, so training started from scratch' if trained else ''))]

@@ -127,7 +127,9 @@ def drift_section(summary) -> str:
 
 def settings_section(summary) -> str:
     rows = readers.training_settings(summary.execution_properties.get(stages.TRAINER, {}),
-                                     summary.trained_model(), only(summary, 'Examples'))
+                                     summary.training_result(),
+                                     readers.model_input(summary.trained_model()),
+                                     only(summary, 'Examples'))
     return table(['training setting', 'value'], [list(row) for row in rows], text=True)
 
 

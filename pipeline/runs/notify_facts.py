@@ -20,9 +20,6 @@ from core import properties, serving_labels, versions
 from pipeline.runs import stages, summary_text
 from pipeline.runs.summary import RunSummary, custom_property as _custom
 
-TRAINER_SKIPPED = 'training_skipped'   # on a Model the trainer handed on untrained (unchanged)
-
-
 @dataclasses.dataclass(frozen=True)
 class Drift:
     text: str                 # one line, e.g. "drift: label L∞ 0.63 > 0.30 vs ..."
@@ -89,16 +86,16 @@ def example_counts(summary: RunSummary) -> Optional[Tuple[int, int]]:
 
 
 def eval_accuracy(summary: RunSummary) -> Optional[float]:
-    model = summary.trained_model()
-    return None if model is None else _custom(model, 'eval_accuracy')
+    result = summary.training_result()
+    return None if result is None else result.eval_accuracy
 
 
 def skipped_training(summary: RunSummary) -> Optional[str]:
     """Why training was skipped (the served model handed on: no new data), or None."""
-    model = summary.trained_model()
-    if model is None or not _custom(model, TRAINER_SKIPPED):
+    result = summary.training_result()
+    if result is None or not result.training_skipped:
         return None
-    return _custom(model, 'stop_reason') or 'training skipped'
+    return result.stop_reason or 'training skipped'
 
 
 def outcome(summary: RunSummary) -> Tuple[str, Optional[int], List[str]]:

@@ -54,9 +54,9 @@ def _examples(summary):
 
 
 def _trained(summary):
-    model = summary.trained_model()
-    if model is not None and _custom(model, 'eval_accuracy') is not None:
-        return f'eval accuracy {_custom(model, "eval_accuracy"):.4f}'
+    result = summary.training_result()
+    if result is not None and result.eval_accuracy is not None:
+        return f'eval accuracy {result.eval_accuracy:.4f}'
 
 
 def _baseline(summary):

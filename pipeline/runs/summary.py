@@ -16,6 +16,7 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 
 from core import properties
+from training.result import TrainResult
 
 
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
@@ -54,6 +55,11 @@ class RunSummary:
         models = self._models(baseline=True)
         return models[0] if models else None
 
+    def training_result(self) -> Optional[TrainResult]:
+        """What the trainer recorded on its Model (None when there is no trained Model)."""
+        model = self.trained_model()
+        return None if model is None else TrainResult.from_properties(custom_properties(model))
+
 
 def custom_property(artifact: metadata_store_pb2.Artifact, key: str):
     """The value of a custom property whatever its type, or None when it is absent."""
@@ -61,6 +67,11 @@ def custom_property(artifact: metadata_store_pb2.Artifact, key: str):
         return None
     value = artifact.custom_properties[key]
     return getattr(value, value.WhichOneof('value'))
+
+
+def custom_properties(artifact: metadata_store_pb2.Artifact) -> Dict[str, object]:
+    """Every custom property of the artifact, name -> value whatever its type."""
+    return {key: custom_property(artifact, key) for key in artifact.custom_properties}
 
 
 def class_names(examples: metadata_store_pb2.Artifact) -> List[str]:

@@ -14,6 +14,7 @@ from ml_metadata.proto import metadata_store_pb2
 from core import properties, serving_labels, versions, window
 from pipeline.runs import stages
 from pipeline.runs.summary import RunSummary, custom_property as _custom, drift_artifact
+from training.result import TrainResult
 
 
 
@@ -41,20 +42,16 @@ def format_summary(summary: RunSummary) -> str:
                                         'found: the gate stopped the run'))
     model, baseline = summary.trained_model(), summary.baseline_model()
     if model is not None:
+        result = summary.training_result()
         lines.append('  accuracy: train {:.4f}, eval {:.4f}'.format(
-            _custom(model, 'train_accuracy') or 0.0, _custom(model, 'eval_accuracy') or 0.0))
-        training = training_text(model)
-        if training:  # how long it trained, and why it stopped
-            lines.append(f'  training: {training}')
-        precision = precision_text(model)
-        if precision:  # the policy it trained under, and why auto chose it
-            lines.append(f'  precision: {precision}')
-        step = step_text(model)
-        if step:  # XLA, and the timed trial that chose it and the precision
-            lines.append(f'  train step: {step}')
-        speed = speed_text(model)
-        if speed:  # images/s, fraction of peak, epoch times and input wait
-            lines.append(f'  speed: {speed}')
+            result.train_accuracy or 0.0, result.eval_accuracy or 0.0))
+        # How long it trained and why it stopped; the policy it trained under and why auto
+        # chose it; XLA, and the timed trial that chose it; images/s, share of the peak, epoch
+        # times and input wait.
+        for label, text in (('training', training_text), ('precision', precision_text),
+                            ('train step', step_text), ('speed', speed_text)):
+            if text(result):
+                lines.append(f'  {label}: {text(result)}')
         statement = _custom(model, properties.INPUT_STATEMENT) or table_input_text(summary)
         if statement:  # the input the model takes, and how it was chosen or filled in
             lines.append(f'  input: {statement}')
@@ -96,42 +93,42 @@ def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
     return window.describe(entries) + (f' ({note})' if note else '')
 
 
-def training_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
+def training_text(result: TrainResult) -> Optional[str]:
     """How long the model trained, at what batch and why it stopped, as the trainer recorded
     on the Model: e.g. '14 epochs at batch 64, early stopping: ... (held-out 4,812 examples of
     train)'. None for a model that records no stop reason."""
-    reason = _custom(model, 'stop_reason')
+    reason = result.stop_reason
     if not reason:
         return None
-    epochs = _custom(model, 'epochs_run')
+    epochs = result.epochs_run
     if epochs is None:  # a fixed length: the reason says how many steps
         return reason
-    held_out = int(_custom(model, 'held_out_examples') or 0)
-    batch = int(_custom(model, 'global_batch_size') or 0)
+    held_out = result.held_out_examples or 0
+    batch = result.global_batch_size or 0
     return (f'{epochs:g} epoch{"" if epochs == 1 else "s"}'
             + (f' at batch {batch:,}' if batch else '') + f', {reason}'
             + (f' (held-out {held_out:,} examples of train)' if held_out else ''))
 
 
-def precision_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
+def precision_text(result: TrainResult) -> Optional[str]:
     """The policy the model trained under and why, e.g. 'float32 (auto on a CPU without bfloat16
     instructions)'. None for a model that records no reason."""
-    policy, reason = _custom(model, 'mixed_precision'), _custom(model, 'precision_reason')
+    policy, reason = result.mixed_precision, result.precision_reason
     if not policy or not reason:
         return None
     return policy if reason == 'asked' else f'{policy} ({reason})'
 
 
-def step_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
+def step_text(result: TrainResult) -> Optional[str]:
     """XLA and why, then the trial's figures when one ran, e.g. 'XLA off (auto: nothing beat
     float32 by 5% in a timed trial of the train step); trial: float32 1,520 img/s; ...'. None
     for a model that records no XLA choice."""
-    xla, reason = _custom(model, 'xla'), _custom(model, 'xla_reason')
+    xla, reason = result.xla, result.xla_reason
     if xla is None:
         return None
     text = f'XLA {"on" if xla else "off"}' + (f' ({reason})' if reason and reason != 'asked'
                                               else '')
-    trial, seconds = _custom(model, 'step_trial'), _custom(model, 'step_trial_seconds')
+    trial, seconds = result.step_trial, result.step_trial_seconds
     if not trial:
         return text
     return text + (f'; trial ({seconds:.0f} s): ' if seconds else '; trial: ') + trial
@@ -146,28 +143,27 @@ def _seconds_range(values: List[float]) -> str:
     return f'{low} s' if low == high else f'{low}-{high} s'
 
 
-def speed_text(model: metadata_store_pb2.Artifact) -> Optional[str]:
+def speed_text(result: TrainResult) -> Optional[str]:
     """How fast it trained, e.g. '1,480 img/s, 93 GFLOP/s: 31% of the float32 matmul peak
     measured after training (300 GFLOP/s); epochs 31-33 s (the first 40 s, with tracing);
     input wait 2%'. An input wait of a quarter or more says the step waited on the input
     pipeline. None for a model that records no speed."""
-    rate = _custom(model, 'examples_per_second')
+    rate = result.examples_per_second
     if not rate:
         return None
     parts = [f'{rate:,.0f} img/s']
-    achieved, peak = _custom(model, 'train_flops_per_second'), _custom(model,
-                                                                    'peak_flops_per_second')
+    achieved, peak = result.train_flops_per_second, result.peak_flops_per_second
     if achieved and peak:
         parts[0] += (f', {achieved / 1e9:,.0f} GFLOP/s: {achieved / peak:.0%} of the '
-                     f'{_custom(model, "peak_dtype")} matmul peak measured after training '
+                     f'{result.peak_dtype} matmul peak measured after training '
                      f'({peak / 1e9:,.0f} GFLOP/s)')
-    epochs = json.loads(_custom(model, 'epoch_seconds') or '[]')
+    epochs = result.epoch_seconds or ()
     if len(epochs) == 1:
         parts.append(f'epoch {_seconds(epochs[0])} s')
     elif epochs:
         parts.append(f'epochs {_seconds_range(epochs[1:])} (the first {_seconds(epochs[0])} s, '
                      'with tracing)')
-    wait = _custom(model, 'input_wait_fraction')
+    wait = result.input_wait_fraction
     if wait is not None:
         parts.append(f'input wait {wait:.0%}' + (': input-bound' if wait >= 0.25 else ''))
     return '; '.join(parts)

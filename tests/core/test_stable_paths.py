@@ -21,6 +21,7 @@ from components.trainer import executor
 from training import job as job_lib
 from components.trainer.component import ImageTrainer
 from training.params import TrainParams
+from training.result import TrainResult
 from ingest_helpers import ingest_do
 
 ROOT = 'gs://bucket/out/pipeline_root'
@@ -61,7 +62,7 @@ def given_checkpoint_dirs(monkeypatch):
 
     def train_and_export(job, serving_dir, log_dir, checkpoint_dir):
         folders.append(checkpoint_dir)
-        return {'steps_run': 5.0, 'stop_reason': 'stand-in'}
+        return TrainResult(steps_run=5, stop_reason='stand-in')
     monkeypatch.setattr(job_lib, 'train_and_export', train_and_export)
     monkeypatch.setattr(executor.unchanged, 'write_record', lambda *args: None)
     monkeypatch.setattr(executor.window, 'write_training_data', lambda *args: None)

@@ -9,6 +9,7 @@ import pytest
 from core import inputs
 from launch import local, sequence
 from training import job as job_lib, loop, progress
+from training.result import TrainResult
 
 from helpers import write_digit_examples
 
@@ -60,7 +61,7 @@ def test_the_sequence_writes_the_job_relays_the_chief_and_reads_its_metrics(tmp_
             metrics = sequence.run(_job(), 's', logs, 'c', launcher)
     finally:
         unsubscribe()
-    assert metrics == {'eval_accuracy': 0.5}
+    assert metrics == TrainResult(eval_accuracy=0.5)  # the chief's metrics.json, typed
     job_file = os.path.join(logs, 'fake', 'job.json')
     assert launcher.calls == [('start', [job_file, 's', logs, 'c']), ('wait',), ('stop',)]
     written = json.load(open(job_file))  # the parameters as ML Metadata records them
@@ -94,7 +95,7 @@ def test_two_local_workers_send_the_chiefs_progress_to_the_parent(tmp_path):
                             str(tmp_path / 'c'), num_workers=2)
     finally:
         unsubscribe()
-    assert metrics['num_workers'] == 2 and metrics['steps_run'] == 12
+    assert metrics.num_workers == 2 and metrics.steps_run == 12
     # Nothing trained in this process: every event came from the chief's relayed output.
     assert seen[0].running and (seen[0].step, seen[0].total, seen[0].start_step) == (0, 12, 0)
     assert (seen[-1].step, seen[-1].total, seen[-1].running) == (12, 12, False)

@@ -104,7 +104,7 @@ def early_stopping_run(args, tf, keras, strategy, loop, steps_lib):
     np.savez(args.out + '.epochs.npz', **{f'{key}_{i}': w for key, weights in snapshots.items()
                                           for i, w in enumerate(weights)})
     with open(args.out + '.json', 'w') as handle:
-        json.dump({'replicas': strategy.num_replicas_in_sync, **result}, handle)
+        json.dump({'replicas': strategy.num_replicas_in_sync, **result.to_metrics()}, handle)
 
 
 def main():

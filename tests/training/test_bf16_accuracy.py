@@ -42,8 +42,8 @@ def _accuracy(root, classes, policy, tmp_path, xla='off'):
                                     xla=xla, model_builder='models.resnet.build_model', seed=42))
     metrics = job_lib.train_and_export(job, str(tmp_path / policy / xla / 'model'),
                                        str(tmp_path / policy / xla / 'logs'))
-    assert metrics['mixed_precision'] == policy and metrics['xla'] == int(xla == 'on')
-    return metrics['eval_accuracy']
+    assert metrics.mixed_precision == policy and metrics.xla == int(xla == 'on')
+    return metrics.eval_accuracy
 
 
 def test_bfloat16_eval_accuracy_within_one_point_of_float32(digits_records, tmp_path):

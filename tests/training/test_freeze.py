@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training import loop, progress, steps as steps_lib
+from training import freeze, loop, progress, steps as steps_lib
 
 
 def _model(with_backbone=True):
@@ -104,3 +104,12 @@ def test_freezing_needs_epochs():
         loop.run_training(steps, lambda skip: tf.data.Dataset.from_tensor_slices(
             (np.zeros((8, 8, 8, 1), np.float32), np.zeros(8, np.int32))).repeat().batch(8),
                           options)
+
+
+def test_the_policy_freezes_the_first_epochs_and_never_without_a_warm_up():
+    policy = freeze.Freezing(freeze_epochs=2, steps_per_epoch=3)
+    assert [policy.frozen_at(step) for step in range(1, 9)] == [True] * 6 + [False] * 2
+    assert policy.describe(True) == 'backbone frozen: training only the head for 2 epochs'
+    assert freeze.Freezing(0, 3).frozen_at(1) is None and freeze.Freezing(0, 0).frozen_at(1) is None
+    with pytest.raises(ValueError, match='needs training by epochs'):
+        freeze.Freezing(2, steps_per_epoch=0).frozen_at(1)

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from core import features, inputs
-from training import job as job_lib, plan
+from training import job as job_lib, length, plan
 from training import loop
 
 from helpers import DIGITS, write_digit_examples
@@ -54,9 +54,9 @@ def test_train_export_and_serve_on_real_digits(tmp_path):
     serving_dir = str(tmp_path / 'model' / 'Format-Serving')
     metrics = job_lib.train_and_export(job, serving_dir, str(tmp_path / 'logs'))
 
-    assert metrics['eval_accuracy'] >= 0.8  # 3 easy classes: a broken loop stays near 0.33
+    assert metrics.eval_accuracy >= 0.8  # 3 easy classes: a broken loop stays near 0.33
     with open(tmp_path / 'logs' / 'metrics.json') as handle:
-        assert json.load(handle) == pytest.approx(metrics)
+        assert json.load(handle) == pytest.approx(metrics.to_metrics())
     assert not os.path.exists(serving_dir + '.tmp')  # written aside, then renamed into place
 
     serve = tf.saved_model.load(serving_dir).signatures['serving_default']
@@ -71,7 +71,7 @@ def test_train_export_and_serve_on_real_digits(tmp_path):
     names = [n.decode() for n in out['class_names'].numpy()[:, 0]]
     assert names == [job.class_names[i] for i in out['class_ids'].numpy()]
     # The exported accuracy is the evaluated accuracy: same preprocessing in both graphs.
-    assert np.mean(out['class_ids'].numpy() == labels) == pytest.approx(metrics['eval_accuracy'])
+    assert np.mean(out['class_ids'].numpy() == labels) == pytest.approx(metrics.eval_accuracy)
     # TF Serving's warm-up requests: the first eval examples, for each of the three signatures.
     warmup_file = os.path.join(serving_dir, 'assets.extra', 'tf_serving_warmup_requests')
     assert sum(1 for _ in tf.data.TFRecordDataset(warmup_file)) == 3 * 8
@@ -87,34 +87,6 @@ def test_cached_and_uncached_streams_are_the_same_examples_in_the_same_order(tmp
         for (a_images, a_labels), (b_images, b_labels) in zip(plain, cached):
             np.testing.assert_array_equal(a_labels, b_labels)
             np.testing.assert_array_equal(a_images, b_images)
-
-
-@pytest.mark.parametrize('held_in, epochs', [
-    (1427, 20),       # the digits: 20 passes (22 updates each) cap the 1M examples
-    (43_036, 20),     # Fashion-MNIST: 1M examples are 23 passes; at most 20
-    (70_000, 15),     # 1M examples are 14.3 passes
-    (1_000_000, 10),  # large data: still 10 passes (then cut to the time: fit_epochs)
-    (189, 200),       # 189 photos are 2 updates per epoch: 400 updates need 200 epochs
-    (469, 58)])       # a 469-row table: 7 updates per epoch
-def test_training_length_from_the_data(held_in, epochs):
-    assert plan.auto_epochs(held_in, 64) == epochs
-
-
-@pytest.mark.parametrize('held_in, batch, epochs', [
-    (1427, 64, 20),       # the digits: 11 updates an epoch at 128; the smaller batch
-    (25_599, 64, 20),     # 199 updates an epoch at 128
-    (25_600, 128, 40),    # 200: the larger batch, and twice the epochs (2M examples: 79)
-    (43_036, 128, 40),    # Fashion-MNIST: the same 13,440 updates as 20 epochs would take...
-    (70_000, 128, 29),    # ...twice 1M examples are 28.6 passes
-    (1_000_000, 128, 10)])  # never below 10 passes (then cut to the time: fit_epochs)
-def test_the_batch_from_the_data_keeps_the_updates(held_in, batch, epochs):
-    assert plan.auto_batch(held_in) == batch
-    assert plan.auto_epochs(held_in, batch, plan.batch_scale(0, batch)) == epochs
-    assert plan.batch_scale(128, 128) == 1.0   # a configured batch keeps the rule
-    # The report's estimate of the updates resolves the batch the same way.
-    properties = dict(train_steps=0, train_epochs=0.0, global_batch_size=0,
-                      accumulation_steps=1, validation_percent=0)
-    assert plan.resolve_train_steps(properties, held_in) == epochs * (held_in // batch)
 
 
 def test_a_batch_from_the_data_is_planned_and_a_configured_one_kept(tmp_path):
@@ -143,20 +115,20 @@ def test_flip_auto_measures_whether_mirroring_keeps_the_labels(tmp_path, mirrore
             validation_percent=40, model_builder='models.resnet.build_model', seed=1,
             flip='auto'))
     metrics = job_lib.train_and_export(job, str(tmp_path / 'model'), str(tmp_path / 'logs'))
-    reason = metrics['flip_reason']
+    reason = metrics.flip_reason
     assert ('keeps the labels' if mirrored_too else 'changes the labels') in reason
     share = float(reason.split('as they are, ')[1].split('%')[0]) / 100
-    assert (share >= 0.5) is mirrored_too and metrics['epochs_run'] == 3
+    assert (share >= 0.5) is mirrored_too and metrics.epochs_run == 3
     # On only where the labels keep and the model came to need it, as the reason says.
-    assert metrics['flip'] == int('flips were on' in reason), reason
-    assert mirrored_too or not metrics['flip']
+    assert metrics.flip == int('flips were on' in reason), reason
+    assert mirrored_too or not metrics.flip
 
 
 def test_the_cut_applies_to_a_length_from_the_data_or_under_a_budget(tmp_path):
     def planned(epochs, **params):
         job, _ = _digits_job(tmp_path, epochs=epochs, **params)
         return plan.plan_epochs(job)[0].options.time_target_seconds
-    assert planned(plan.AUTO_EPOCHS) == 60 * plan.AUTO_TRAIN_MINUTES
+    assert planned(plan.AUTO_EPOCHS) == 60 * length.AUTO_TRAIN_MINUTES
     assert planned(5.0) == 0.0                              # the user's length
     assert planned(5.0, time_budget_minutes=2.0) == 120.0   # fits the budget
 
@@ -176,7 +148,7 @@ def test_augmented_training_exports_a_serving_graph_without_randomness(tmp_path)
                                      cache_decoded=True)
     serving_dir = str(tmp_path / 'model' / 'Format-Serving')
     metrics = job_lib.train_and_export(job, serving_dir, str(tmp_path / 'logs'))
-    assert metrics['eval_accuracy'] >= 0.6  # it learns through the transformations
+    assert metrics.eval_accuracy >= 0.6  # it learns through the transformations
 
     loaded = tf.saved_model.load(serving_dir)
     batch = tf.constant([e.SerializeToString() for e in eval_examples])
@@ -186,7 +158,7 @@ def test_augmented_training_exports_a_serving_graph_without_randomness(tmp_path)
     # Exported accuracy is the evaluated accuracy: eval and serving saw the plain images.
     labels = [e.features.feature[features.LABEL_KEY].int64_list.value[0] for e in eval_examples]
     assert np.mean(first.numpy().argmax(axis=1) == labels) == pytest.approx(
-        metrics['eval_accuracy'])
+        metrics.eval_accuracy)
     from tensorflow.core.protobuf import saved_model_pb2
     saved = saved_model_pb2.SavedModel()
     with open(os.path.join(serving_dir, 'saved_model.pb'), 'rb') as handle:
@@ -228,8 +200,8 @@ def test_a_named_architecture_loads_local_weights_warms_up_frozen_and_exports(tm
     messages = [r.getMessage() for r in caplog.records]
     assert 'step 1: backbone frozen: training only the head for 1 epochs' in messages
     assert 'step 4: backbone unfrozen: training every layer' in messages
-    assert metrics['steps_run'] == 6 and np.isfinite(metrics['train_loss'])
-    assert 0.0 <= metrics['eval_accuracy'] <= 1.0
+    assert metrics.steps_run == 6 and np.isfinite(metrics.train_loss)
+    assert 0.0 <= metrics.eval_accuracy <= 1.0
 
     serve = tf.saved_model.load(serving_dir).signatures['predict_images']
     with open(os.path.join(DIGITS, '1', sorted(os.listdir(os.path.join(DIGITS, '1')))[0]),

@@ -1,6 +1,5 @@
 """Unit tests of the outer loop: options, schedule, TensorBoard scalars, checkpoint and resume."""
 import glob
-import json
 import os
 import time
 
@@ -76,8 +75,8 @@ def test_training_learns_and_writes_every_tensorboard_scalar(tmp_path):
     before = steps.evaluate(eval_data)
     result = loop.run_training(steps, _stream(points, labels, 32), options,
                                log_dir=str(tmp_path), eval_fn=lambda: steps.evaluate(eval_data))
-    assert result['eval_loss'] < before['loss'] / 2 and result['eval_accuracy'] > 0.9
-    assert result['start_step'] == 0 and result['skipped_updates'] == 0
+    assert result.eval_loss < before['loss'] / 2 and result.eval_accuracy > 0.9
+    assert result.start_step == 0 and result.skipped_updates == 0
     scalars = {}
     for path in glob.glob(str(tmp_path / 'events.out.tfevents.*')):
         for event in tf.compat.v1.train.summary_iterator(path):
@@ -112,7 +111,7 @@ def test_resume_continues_from_the_checkpoint_and_matches_an_uninterrupted_run(t
 
     resumed = _steps(options)  # a fresh process would start from new weights
     result = loop.run_training(resumed, _stream(points, labels, 16), options, checkpoint_dir=ckpt)
-    assert result['start_step'] == 8 and int(resumed.step.numpy()) == 12
+    assert result.start_step == 8 and int(resumed.step.numpy()) == 12
     for a, b in zip(straight.model.get_weights(), resumed.model.get_weights()):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
     assert os.path.exists(os.path.join(ckpt, 'ckpt-12.index'))
@@ -127,15 +126,15 @@ def test_the_plan_is_cut_after_the_second_epoch_and_a_rerun_keeps_the_cut_plan(t
     ckpt = str(tmp_path / 'ckpt')
     steps = _steps(options, replannable=True)
     result = loop.run_training(steps, _stream(points, labels, 16), options, checkpoint_dir=ckpt)
-    assert result['steps_run'] == 12 and result['epochs_run'] == 3
-    assert 'planned 3 of 10 epochs after the first 2 took' in result['stop_reason']
+    assert result.steps_run == 12 and result.epochs_run == 3
+    assert 'planned 3 of 10 epochs after the first 2 took' in result.stop_reason
     assert float(steps.optimizer.learning_rate) == pytest.approx(0.0, abs=1e-7)  # decayed
-    assert len(json.loads(result['epoch_seconds'])) == 3 and result['examples_per_second'] > 0
+    assert len(result.epoch_seconds) == 3 and result.examples_per_second > 0
     # A rerun over the same checkpoints keeps the cut plan instead of training on to 40.
     again = loop.run_training(_steps(options, replannable=True), _stream(points, labels, 16),
                               options, checkpoint_dir=ckpt)
-    assert again['start_step'] == again['steps_run'] == 12
-    assert 'planned 3 epochs before this attempt, to fit' in again['stop_reason']
+    assert again.start_step == again.steps_run == 12
+    assert 'planned 3 epochs before this attempt, to fit' in again.stop_reason
 
 
 def _slowing_stream(points, labels, batch, slow_from, seconds):
@@ -166,12 +165,12 @@ def test_a_run_that_slows_down_part_way_is_re_planned_to_end_near_its_target():
                                   steps_per_epoch=4, max_epochs=30, time_target_seconds=target)
     steps = _steps(options, replannable=True)
     result = loop.run_training(steps, _slowing_stream(points, labels, 16, 3 * 64, 0.2), options)
-    seconds = json.loads(result['epoch_seconds'])
-    assert result['plan_changes'] >= 1 and 4 <= result['epochs_run'] < 20, result
-    assert 're-planned' in result['stop_reason'] and 'at epoch' in result['stop_reason']
+    seconds = result.epoch_seconds
+    assert result.plan_changes >= 1 and 4 <= result.epochs_run < 20, result
+    assert 're-planned' in result.stop_reason and 'at epoch' in result.stop_reason
     # Within the band of one epoch (plus the lag of the recent mean's one more).
     assert sum(seconds) <= target + 2 * slow_epoch + 0.5, seconds
-    assert int(steps.planned_steps.numpy()) == result['steps_run']  # the schedule's end moved
+    assert int(steps.planned_steps.numpy()) == result.steps_run  # the schedule's end moved
     assert float(steps.optimizer.learning_rate) == pytest.approx(0.0, abs=1e-7)  # decayed
 
 
@@ -193,7 +192,7 @@ def test_flips_that_start_at_an_epoch_end_rebuild_the_stream_where_it_was():
     result = loop.run_training(steps, make_train_data, options, flip_choice=choice,
                                held_out_fn=lambda: {'accuracy': 0.9, 'loss': 1.0})
     assert built == [(0, False), (4 * 16, True)]   # the stream again, at its place, with flips
-    assert result['steps_run'] == 24 and 'after epoch 1 the model scored' in choice.reason()
+    assert result.steps_run == 24 and 'after epoch 1 the model scored' in choice.reason()
 
 
 def test_without_a_target_or_a_plan_variable_the_length_stays(tmp_path):
@@ -201,7 +200,7 @@ def test_without_a_target_or_a_plan_variable_the_length_stays(tmp_path):
     options = loop.LoopOptions.of(train_steps=12, global_batch_size=16, learning_rate=0.05,
                                   steps_per_epoch=4, max_epochs=3, time_target_seconds=1e-3)
     result = loop.run_training(_steps(options), _stream(points, labels, 16), options)
-    assert result['steps_run'] == 12 and 'planned' not in result['stop_reason']
+    assert result.steps_run == 12 and 'planned' not in result.stop_reason
 
 
 def test_progress_reports_every_update_and_where_a_rerun_resumes(tmp_path):

@@ -72,3 +72,58 @@ def test_a_plan_that_fits_is_not_cut_and_says_nothing():
     plan = replan.TimePlan(20.0, 720.0, 3)
     plans, _ = _walk(plan, [1.0] * 20, planned=20.0)
     assert set(plans) == {20.0} and plan.describe() == '' and not plan.changes
+
+
+class _Planned:
+    """The schedule's end as the loop checkpoints it (a tf.Variable's numpy and assign)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def numpy(self):
+        return self.value
+
+    def assign(self, value):
+        self.value = value
+
+
+def _options(**changes):
+    from training import loop
+    return loop.LoopOptions.of(**dict(dict(
+        train_steps=200, steps_per_epoch=10, max_epochs=20.0, time_target_seconds=600.0),
+        **changes))
+
+
+def test_the_replanner_cuts_the_length_and_moves_the_schedules_end():
+    planned = _Planned(200)
+    replanner = replan.Replanner(_options(), planned)
+    assert not replanner.due(10, stopped=False)            # epoch 1: too early to measure
+    assert replanner.due(20, stopped=False) and not replanner.due(20, stopped=True)
+    replanner.at_epoch_end(20, 160.0, 59.0)                 # fit_epochs: 2 + 440 / 59 = 9
+    assert (replanner.options.train_steps, replanner.options.max_epochs) == (90, 9.0)
+    assert planned.value == 90 and replanner.changes() == 1
+    assert replanner.describe().startswith('planned 9 of 20 epochs after the first 2 took 160 s')
+    replanner.at_epoch_end(30, 220.0, 60.0)                 # inside the band: it stays
+    assert replanner.options.train_steps == 90 and replanner.changes() == 1
+
+
+def test_the_replanner_keeps_at_least_the_frozen_epochs_and_one_more():
+    replanner = replan.Replanner(_options(freeze_epochs=5), _Planned(200))
+    replanner.at_epoch_end(20, 500.0, 250.0)                # 2 epochs fit, 3 is the floor...
+    assert replanner.options.max_epochs == 6.0              # ...but 5 frozen need a 6th
+
+
+def test_a_resumed_attempt_takes_the_length_its_interruption_had_planned():
+    replanner = replan.Replanner(_options(), _Planned(90))
+    assert (replanner.options.train_steps, replanner.options.max_epochs) == (90, 9.0)
+    assert replanner.describe() == 'planned 9 epochs before this attempt, to fit 10.0 min'
+    assert replanner.time_plan.ceiling == 20.0              # it may move back up to the data's
+
+
+def test_without_a_time_target_or_epochs_nothing_is_re_planned():
+    for options in (_options(time_target_seconds=0.0),
+                    _options(steps_per_epoch=0, max_epochs=0.0)):
+        replanner = replan.Replanner(options, _Planned(200))
+        assert not replanner.due(20, stopped=False) and replanner.changes() is None
+        assert replanner.options == options and replanner.describe() == ''
+    assert replan.Replanner(_options(), None).changes() is None   # no schedule end to move

@@ -156,18 +156,18 @@ def _run(tmp_dir=None, stream_limit=None, **option_overrides):
 
 def test_early_stopping_fires_and_restores_the_best_epochs_weights():
     result, weights, snapshots = _run()
-    best, run = result['best_epoch'], result['epochs_run']
+    best, run = result.best_epoch, result.epochs_run
     # Patience 2, counted from epoch 15 (the schedule's last quarter: 30 of 40 updates), as the
     # best epoch came before it; before the maximum.
     assert 1 <= best < 15 and run == 17
-    assert result['steps_run'] == 2 * run and result['held_out_accuracy'] > 0
+    assert result.steps_run == 2 * run and result.held_out_accuracy > 0
     for restored, judged in zip(weights, snapshots[2 * best]):
         np.testing.assert_array_equal(restored, judged)
     assert any(not np.array_equal(a, b) for a, b in zip(weights, snapshots[2 * run]))
-    assert result['stop_reason'] == (
+    assert result.stop_reason == (
         'early stopping: neither held-out accuracy nor loss improved for 2 epochs after epoch '
         '15, where the schedule entered its last quarter '
-        f"(best {result['held_out_accuracy']:.4f} at epoch {best}); restored epoch {best}'s "
+        f"(best {result.held_out_accuracy:.4f} at epoch {best}); restored epoch {best}'s "
         'weights')
 
 
@@ -179,32 +179,84 @@ def test_a_run_killed_mid_epoch_stops_like_an_uninterrupted_one(tmp_path):
         _run(ckpt, stream_limit=7)
     assert tf.train.latest_checkpoint(ckpt).endswith('ckpt-6')
     resumed, resumed_weights, _ = _run(ckpt)
-    assert resumed['start_step'] == 6
+    assert resumed.start_step == 6
     for key in ('best_epoch', 'epochs_run', 'steps_run', 'held_out_accuracy', 'stop_reason'):
-        assert resumed[key] == straight[key], key
+        assert getattr(resumed, key) == getattr(straight, key), key
     for a, b in zip(straight_weights, resumed_weights):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
     # A rerun after the stop (say, the export crashed) trains no further and ends the same.
     again, again_weights, _ = _run(ckpt)
-    assert again['start_step'] == again['steps_run'] == straight['steps_run']
-    assert again['stop_reason'] == straight['stop_reason']
+    assert again.start_step == again.steps_run == straight.steps_run
+    assert again.stop_reason == straight.stop_reason
     for a, b in zip(straight_weights, again_weights):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
 def test_a_spent_time_budget_stops_at_the_next_step_with_the_held_out_judged():
     result, _, snapshots = _run(time_budget_minutes=1e-6 / 60, patience=0)
-    assert result['steps_run'] == 1 and list(snapshots) == [1]  # judged mid-epoch 1
-    assert result['stop_reason'].startswith('time budget of ')
-    assert result['stop_reason'].endswith(
-        f"spent in epoch 1 (best {result['held_out_accuracy']:.4f} at epoch 1)")
+    assert result.steps_run == 1 and list(snapshots) == [1]  # judged mid-epoch 1
+    assert result.stop_reason.startswith('time budget of ')
+    assert result.stop_reason.endswith(
+        f"spent in epoch 1 (best {result.held_out_accuracy:.4f} at epoch 1)")
 
 
 def test_without_patience_every_epoch_runs_and_the_best_is_kept():
     result, weights, snapshots = _run(patience=0, train_steps=12, max_epochs=6)
-    assert result['epochs_run'] == 6.0 and len(snapshots) == 6
-    assert result['stop_reason'].startswith(
-        f"ran the maximum of 6 epochs (best {result['held_out_accuracy']:.4f} at epoch "
-        f"{result['best_epoch']})")
-    for restored, judged in zip(weights, snapshots[2 * result['best_epoch']]):
+    assert result.epochs_run == 6.0 and len(snapshots) == 6
+    assert result.stop_reason.startswith(
+        f"ran the maximum of 6 epochs (best {result.held_out_accuracy:.4f} at epoch "
+        f"{result.best_epoch})")
+    for restored, judged in zip(weights, snapshots[2 * result.best_epoch]):
         np.testing.assert_array_equal(restored, judged)
+
+
+def _early_stopping():
+    weights = [tf.Variable([1.0, 2.0])]
+    return stopping.EarlyStopping(stopping.StoppingState(weights)), weights
+
+
+def test_the_held_out_slice_is_evaluated_at_epoch_ends_the_last_step_and_a_spent_budget():
+    options = loop.LoopOptions.of(train_steps=25, steps_per_epoch=10, max_epochs=2.5)
+    evaluates = stopping.EarlyStopping.evaluates
+    assert [s for s in range(1, 26) if evaluates(options, s, False)] == [10, 20, 25]
+    assert evaluates(options, 3, over_budget=True)          # the budget stops mid-epoch
+    fixed = loop.LoopOptions.of(train_steps=25)
+    assert not any(evaluates(fixed, s, True) for s in (10, 25))   # no epochs: never
+
+
+def test_the_budget_asks_the_clock_only_when_there_is_one():
+    def clock():
+        raise AssertionError('an all-reduce every worker would have to join')
+    assert not stopping.EarlyStopping.over_budget(loop.LoopOptions.of(train_steps=5), clock)
+    budget = loop.LoopOptions.of(train_steps=5, time_budget_minutes=1.0)
+    assert stopping.EarlyStopping.over_budget(budget, lambda: 60.0)
+    assert not stopping.EarlyStopping.over_budget(budget, lambda: 59.0)
+
+
+def test_decide_stops_when_patience_runs_out_after_the_schedules_last_quarter():
+    # 12 one-update epochs: patience 2 counts from epoch 9 (patience_start), not epoch 1.
+    options = loop.LoopOptions.of(train_steps=12, steps_per_epoch=1, max_epochs=12.0,
+                                  patience=2)
+    policy, weights = _early_stopping()
+    decided = []
+    for step in range(1, 13):
+        weights[0].assign([step, step])
+        decided.append(policy.decide(options, step, {'accuracy': 0.5 if step == 1 else 0.4,
+                                                     'loss': 1.0}, over_budget=False))
+        if decided[-1]:
+            break
+    assert decided == [False] * 10 + [True]                 # stopped after epoch 11
+    summary = policy.state.summary()
+    assert (summary['best_epoch'], summary['stop_code']) == (1, stopping.PATIENCE)
+    assert policy.state.restore_best() and weights[0].numpy().tolist() == [1.0, 1.0]
+
+
+def test_decide_stops_on_a_spent_budget_and_records_the_epoch_first():
+    options = loop.LoopOptions.of(train_steps=20, steps_per_epoch=10, max_epochs=2.0,
+                                  time_budget_minutes=1.0)
+    policy, _ = _early_stopping()
+    assert not policy.decide(options, 10, {'accuracy': 0.7, 'loss': 0.5}, over_budget=False)
+    assert policy.decide(options, 13, {'accuracy': 0.8, 'loss': 0.4}, over_budget=True)
+    summary = policy.state.summary()
+    assert (summary['best_epoch'], summary['stop_code']) == (2, stopping.BUDGET)
+    assert int(policy.state.stop_step.numpy()) == 13

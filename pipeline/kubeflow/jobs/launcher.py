@@ -1,8 +1,9 @@
 """Training on the pods of a Kubernetes job: the launchers registry's 'kubernetes'
 (launch/launchers.py), which the Kubeflow compile names with --trainer-workers (no TFX imports).
+Its result says which API trained (`training_api`).
 
     api = launcher.discover(spec)         # k8s.TRAINJOB or k8s.TFJOB, or RuntimeError
-    metrics = launcher.run(api, job, serving_dir, log_dir, checkpoint_dir, spec, name)
+    result = launcher.run(api, job, serving_dir, log_dir, checkpoint_dir, spec, name)
 
 Which Kubeflow training API the cluster serves decides the job's kind, at run time: Kubeflow
 Trainer v2's TrainJob first: the cluster serves trainer.kubeflow.org/v1alpha1
@@ -11,13 +12,15 @@ deploy/tensorflow-runtime.yaml). Else the Training Operator v1's TFJob (kubeflow
 tfjobs, deprecated). A cluster that serves Trainer v2 without the runtime falls back to TFJob
 when it serves that, and is refused with how to apply the runtime when it does not.
 """
-from typing import Any, Dict
+
+import dataclasses
 
 from absl import logging
 
-from core import properties
 from launch import launchers
 from pipeline.kubeflow.jobs import k8s, tfjob, trainjob
+from training import length
+from training.result import TrainResult
 
 
 def discover(spec: tfjob.TFJobSpec) -> k8s.Api:
@@ -48,8 +51,8 @@ def discover(spec: tfjob.TFJobSpec) -> k8s.Api:
 
 
 def run(api: k8s.Api, job, serving_dir: str, log_dir: str, checkpoint_dir: str,
-        spec: tfjob.TFJobSpec, name: str, poll_seconds: float = 2.0) -> Dict[str, float]:
-    """Trains through the discovered api; returns the chief's metrics."""
+        spec: tfjob.TFJobSpec, name: str, poll_seconds: float = 2.0) -> TrainResult:
+    """Trains through the discovered api; returns the chief's result."""
     module = trainjob if api == k8s.TRAINJOB else tfjob
     return module.run(job, serving_dir, log_dir, checkpoint_dir, spec=spec, name=name,
                       poll_seconds=poll_seconds)
@@ -57,11 +60,11 @@ def run(api: k8s.Api, job, serving_dir: str, log_dir: str, checkpoint_dir: str,
 
 class KubernetesLauncher(launchers.Launcher):
     """spec: a TFJobSpec as JSON; its workers are pods of a TrainJob, or of a TFJob where the
-    cluster serves only that. The chief's metrics say which (`training_api`)."""
+    cluster serves only that. The result says which (`training_api`)."""
 
     def check(self, spec: str, params) -> None:
         workers = tfjob.TFJobSpec.from_json(spec).workers
-        if workers < 2 or params.global_batch_size % workers:
+        if workers < 2 or not length.splits(params.global_batch_size, workers):
             raise ValueError(f'trainer workers must be >= 2 and split global_batch_size '
                              f'({params.global_batch_size}) evenly, got {workers}')
         if params.workers > 1:
@@ -72,8 +75,8 @@ class KubernetesLauncher(launchers.Launcher):
         return tfjob.TFJobSpec.from_json(spec).workers
 
     def train(self, job, spec: str, name: str, serving_dir: str, log_dir: str,
-              checkpoint_dir: str) -> Dict[str, Any]:
+              checkpoint_dir: str) -> TrainResult:
         workers = tfjob.TFJobSpec.from_json(spec)
         api = discover(workers)  # TrainJob (Trainer v2) first, else TFJob
-        metrics = run(api, job, serving_dir, log_dir, checkpoint_dir, spec=workers, name=name)
-        return dict(metrics, **{properties.TRAINING_API: api.kind})
+        result = run(api, job, serving_dir, log_dir, checkpoint_dir, spec=workers, name=name)
+        return dataclasses.replace(result, training_api=api.kind)

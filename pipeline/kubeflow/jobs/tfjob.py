@@ -55,6 +55,7 @@ from absl import logging
 from launch import sequence, worker
 from pipeline.kubeflow.jobs import k8s
 from pipeline.kubeflow.jobs.k8s import CONTAINER, GROUP, VERSION
+from training.result import TrainResult
 
 ISTIO_INJECT = 'sidecar.istio.io/inject'
 _DELETE_TIMEOUT_S = 300.0  # pods get 30 s of grace by default; the garbage collector some more
@@ -238,7 +239,7 @@ class TFJobWorkers(sequence.Workers):
 
 
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpec,
-        name: str, poll_seconds: float = 2.0) -> Dict[str, float]:
-    """Trains with a TFJob of spec.workers workers; returns the chief's metrics."""
+        name: str, poll_seconds: float = 2.0) -> TrainResult:
+    """Trains with a TFJob of spec.workers workers; returns the chief's result."""
     return sequence.run(job, serving_dir, log_dir, checkpoint_dir,
                         TFJobWorkers(spec, name, poll_seconds))

@@ -28,6 +28,7 @@ from typing import Any, Dict, List
 from launch import sequence, worker
 from pipeline.kubeflow.jobs import k8s, tfjob
 from pipeline.kubeflow.jobs.tfjob import TFJobSpec
+from training.result import TrainResult
 
 API_VERSION = f'{k8s.TRAINJOB.group}/{k8s.TRAINJOB.version}'
 RUNTIME_KIND = 'ClusterTrainingRuntime'
@@ -100,7 +101,7 @@ class TrainJobWorkers(tfjob.TFJobWorkers):
 
 
 def run(job, serving_dir: str, log_dir: str, checkpoint_dir: str, spec: TFJobSpec,
-        name: str, poll_seconds: float = 2.0) -> Dict[str, float]:
-    """Trains with a TrainJob of spec.workers nodes; returns the chief's metrics."""
+        name: str, poll_seconds: float = 2.0) -> TrainResult:
+    """Trains with a TrainJob of spec.workers nodes; returns the chief's result."""
     return sequence.run(job, serving_dir, log_dir, checkpoint_dir,
                         TrainJobWorkers(spec, name, poll_seconds))

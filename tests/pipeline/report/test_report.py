@@ -13,6 +13,7 @@ from PIL import Image
 from core import inputs
 from pipeline.runs import summary as summary_lib
 from pipeline.report import page, plots, readers
+from training.result import TrainResult
 from report_inputs import artifact, write_anomalies, write_statistics
 
 
@@ -29,6 +30,13 @@ def _trainer_properties(**overrides):
                   'warm_start': 0, 'augment': 'standard', 'flip': 1}
     properties.update(overrides)
     return properties
+
+
+def _settings(asked, model):
+    """The settings rows of the trainer's Model as the report reads it (sections.py)."""
+    return readers.training_settings(
+        asked, TrainResult.from_properties(summary_lib.custom_properties(model)),
+        readers.model_input(model), None)
 
 
 def test_a_run_stopped_by_the_gate_reports_only_the_stages_that_ran(tmp_path):
@@ -83,9 +91,9 @@ def test_settings_say_how_long_training_ran_and_why_it_stopped(tmp_path):
                       held_out_examples=130.0, stop_reason=reason, xla=0.0,
                       xla_reason='asked', examples_per_second=900.0,
                       epoch_seconds='[3.0, 1.0]', input_wait_fraction=0.3)
-    rows = dict(readers.training_settings(
+    rows = dict(_settings(
         _trainer_properties(train_epochs=20.0, patience=3, validation_percent=10,
-                            time_budget_minutes=15.0), model, None))
+                            time_budget_minutes=15.0), model))
     assert rows['steps'] == '400 updates'
     assert rows['training length'] == f'20 epochs, {reason} (held-out 130 examples of train)'
     # The same sentences as the run summary's (summary_text.step_text and speed_text).
@@ -98,12 +106,30 @@ def test_settings_say_how_long_training_ran_and_why_it_stopped(tmp_path):
 
 def test_settings_fall_back_to_the_execution_when_the_model_records_no_shape(tmp_path):
     model = artifact(tmp_path / 'model', mixed_precision='float32')  # no input_*, no replicas
-    rows = dict(readers.training_settings(
-        _trainer_properties(train_steps=400, train_epochs=0.0, accumulation_steps=1), model,
-        None))
-    assert rows['input size'].startswith('8\u00d78\u00d71 ')
+    rows = dict(_settings(
+        _trainer_properties(train_steps=400, train_epochs=0.0, accumulation_steps=1), model))
+    assert rows['input size'].startswith('8\u00d78\u00d71 ') and 'train step' not in rows
     assert rows['replicas'] == 'not recorded' and rows['steps'] == '400 updates'
     assert rows['accumulation'] == '1 micro-batch per update, so 32 examples per update'
+
+
+def test_settings_of_a_model_recorded_by_an_older_version(tmp_path):
+    # tests/fixtures/model_recorded_older.json: `replicas` for num_replicas, no flip recorded
+    # (so the execution's flip 1 says it), a diverged eval loss as text.
+    from google.protobuf import json_format
+    from ml_metadata.proto import metadata_store_pb2
+    with open(os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures',
+                           'model_recorded_older.json')) as handle:
+        model = json_format.ParseDict(json.load(handle), metadata_store_pb2.Artifact())
+    rows = dict(_settings(_trainer_properties(train_epochs=3.0, global_batch_size=0), model))
+    assert rows['replicas'] == '1'
+    assert rows['batch'] == '16 per micro-batch (all replicas together; 16 per replica)'
+    assert rows['steps'] == '3 updates'
+    assert rows['training length'] == ('3 epochs at batch 16, ran the maximum of 3 epochs (best '
+                                       '0.3667 at epoch 3) (held-out 30 examples of train)')
+    assert rows['precision policy'] == 'float32 (asked: auto)'  # no reason recorded then
+    assert rows['augmentation'] == 'standard + flip (train images only)'
+    assert rows['input size'].startswith('8\u00d78\u00d71 ')
 
 
 def test_a_csv_run_has_no_image_size_table_and_its_input_is_a_table(tmp_path):
