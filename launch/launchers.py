@@ -6,27 +6,25 @@
 
 The trainer component records one `launcher` property, a Choice: a name from this registry and
 that launcher's own settings as JSON. Its executor asks the registry and knows no launcher, so a
-new way to run a job (a cluster API, Ray) is its module and one line in `_IMPLEMENTATIONS`, and
+new way to run a job (a cluster API, Ray) is its module and one line in `_LAUNCHERS`, and
 touches no stage of components/. The Kubeflow adapter's launcher is named here by its path
 only, and loaded when a task asks for it: nothing below pipeline/kubeflow/ imports it, and
 removing the adapter removes its line.
 """
 import abc
 import dataclasses
-import importlib
 import json
-from typing import Dict
 
+from core import plugins
 from training.result import TrainResult
 
 # name -> 'module:class'. 'local' is the default: this process, or --workers processes here.
-_IMPLEMENTATIONS = {
+_LAUNCHERS = plugins.Registry('launcher', {
     'local': 'launch.local:LocalLauncher',
     'kubernetes': 'pipeline.kubeflow.jobs.launcher:KubernetesLauncher',
-}
-NAMES = tuple(_IMPLEMENTATIONS)
+})
+NAMES = _LAUNCHERS.names
 DEFAULT = 'local'
-_LOADED: Dict[str, 'Launcher'] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,8 +36,7 @@ class Choice:
     spec: str = ''
 
     def __post_init__(self):
-        if self.name not in _IMPLEMENTATIONS:
-            raise ValueError(f'launcher must be one of {NAMES}, got {self.name!r}')
+        _LAUNCHERS.check(self.name)
 
     def to_json(self) -> str:
         if self == Choice():
@@ -72,9 +69,4 @@ class Launcher(abc.ABC):
 
 def get(name: str) -> Launcher:
     """The launcher called `name` (one shared instance: launchers hold no state)."""
-    if name not in _IMPLEMENTATIONS:
-        raise ValueError(f'launcher must be one of {NAMES}, got {name!r}')
-    if name not in _LOADED:
-        module, cls = _IMPLEMENTATIONS[name].split(':')
-        _LOADED[name] = getattr(importlib.import_module(module), cls)()
-    return _LOADED[name]
+    return _LAUNCHERS.get(name)

@@ -2,26 +2,19 @@
 
 No TFX, Beam or TensorFlow imports: the config and runner.py take the names from here (flag
 choices, checks) without loading any reader. A source is a class implementing
-`source.Source` (source.py); adding one is its module and one line in `_IMPLEMENTATIONS`.
+`source.Source` (source.py); adding one is its module and one line in `_SOURCES`.
 """
-import importlib
-from typing import Dict
+from core import plugins
 
 # name -> 'module:class'. The order is the order of the flag's choices.
-_IMPLEMENTATIONS = {
+_SOURCES = plugins.Registry('source', {
     'images': 'components.ingest.graph.image_source:ImageSource',
     'csv': 'components.ingest.graph.csv_source:CsvSource',
     'parquet': 'components.ingest.graph.parquet_source:ParquetSource',
-}
-NAMES = tuple(_IMPLEMENTATIONS)
-_LOADED: Dict[str, object] = {}
+})
+NAMES = _SOURCES.names
 
 
 def get(name: str):
     """The Source reading `name` (one shared instance: sources hold no state)."""
-    if name not in _IMPLEMENTATIONS:
-        raise ValueError(f'source must be one of {NAMES}, got {name!r}')
-    if name not in _LOADED:
-        module, cls = _IMPLEMENTATIONS[name].split(':')
-        _LOADED[name] = getattr(importlib.import_module(module), cls)()
-    return _LOADED[name]
+    return _SOURCES.get(name)
