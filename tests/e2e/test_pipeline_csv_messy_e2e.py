@@ -3,9 +3,11 @@
 scikit-learn's breast-cancer table (569 tumours, 30 measurements) as a user would export it: the
 label column is `diagnosis` (not `label`) and sits in the middle, ~10% of six measurements are
 empty, a `patient_id` column is mostly empty, a `scan_date` column is dropped by the config, and
-five rows have structural faults. The schema is inferred (no curated one). Nothing is lost but
-the structural faults, the counts reconcile, TFDV raises no anomaly for the empty values, and
-the model trains with the train means imputed and indicators for the empty values.
+five rows have structural faults. The schema is inferred (no curated one). One `runner.py` run, as
+a user runs it (flags, and a settings file for the dropped column, which has no flag), is read
+by the first four tests: nothing is lost but the structural faults, the counts reconcile, TFDV
+raises no anomaly for the empty values, the model trains with the train means imputed and
+indicators for the empty values, and the console says what was rejected and imputed.
 
 A second pipeline, whose table has too many ragged rows, fails ingestion; the quarantine file
 named in the error exists after TFX removed the failed execution's Examples folder.
@@ -81,10 +83,28 @@ def _config(base, data, **ingest):
 
 @pytest.fixture(scope='module')
 def messy(tmp_path_factory):
-    base = str(tmp_path_factory.mktemp('messy_csv'))
-    os.makedirs(os.path.join(base, 'data'))
-    empties, good = _messy_table(os.path.join(base, 'data', 'tumours.csv'))
-    return empties, good, run_pipeline(_config(base, os.path.join(base, 'data')))
+    """The run the first four tests read: `runner.py` with flags (the label column, the steps,
+    the bar), scan_date dropped by a settings file (drop_columns has no flag), no Python edited.
+    It was two runs of the same table before: this one in-process from _config, and the same
+    by runner.py with flags alone; _config still builds the failing run's settings."""
+    import runner
+    from pipeline.definition import presets
+    base = tmp_path_factory.mktemp('messy_csv')
+    os.makedirs(base / 'data')
+    empties, good = _messy_table(str(base / 'data' / 'tumours.csv'))
+    settings = base / 'settings.toml'
+    settings.write_text('[ingest]\ndrop_columns = ["scan_date"]\n')
+    argv = ['--local', '--source', 'csv', '--data', str(base / 'data'), '--label-column',
+            'diagnosis', '--output', str(base / 'out'), '--config', 'smoke', '--config-file',
+            str(settings), '--steps', '120', '--min-accuracy', '0.85']
+    result = run_command([sys.executable, 'runner.py', *argv], timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    cfg, _ = presets.from_args(runner.build_parser().parse_args(argv))
+    # The settings _config gives the in-process runs, but for where the output goes.
+    expected = _config(str(base), str(base / 'data'))
+    assert (cfg.ingest, cfg.train.train_steps, cfg.eval.min_accuracy, cfg.schema_path) == (
+        expected.ingest, 120, 0.85, None)
+    return empties, good, summary_lib.read_latest_run(cfg.metadata_path, cfg.name), result
 
 
 def _train_rows(examples):
@@ -94,7 +114,7 @@ def _train_rows(examples):
 
 
 def test_only_structural_faults_are_lost_and_the_counts_reconcile(messy):
-    empties, good, run = messy
+    empties, good, run, _ = messy
     # Inferred schema, validation and the gate pass: empty values are not an anomaly.
     assert {s for n, s in run.states.items() if n != 'Resolver'} == {'COMPLETE'}
     assert 'SchemaGen' in run.states and 'AnomalyGate' in run.states
@@ -111,7 +131,7 @@ def test_only_structural_faults_are_lost_and_the_counts_reconcile(messy):
 
 
 def test_the_train_means_are_imputed_with_an_indicator_per_column(messy):
-    _, _, run = messy
+    _, _, run, _ = messy
     (examples,) = run.outputs['Examples']
     spec = inputs.InputSpec.from_json(summary_lib.custom_property(examples, 'input_spec'))
     numeric = {name: mean for name, mean, _ in spec.numeric}
@@ -127,7 +147,7 @@ def test_the_train_means_are_imputed_with_an_indicator_per_column(messy):
 
 
 def test_the_model_trains_and_serves_rows_with_empty_values(messy):
-    _, _, run = messy
+    _, _, run, _ = messy
     model = run.trained_model()
     assert summary_lib.custom_property(model, 'eval_accuracy') >= 0.85
     assert summary_lib.custom_property(run.outputs['PushedModel'][0], 'pushed') == 1
@@ -165,16 +185,10 @@ def test_too_many_structural_faults_fail_and_the_quarantine_outlives_the_artifac
     assert not glob.glob(os.path.join(examples_dir, '*', 'Quarantine'))
 
 
-def test_a_user_runs_it_with_flags_alone(tmp_path):
-    """The same kind of table through `runner.py`: the label column named by a flag, nothing
-    dropped, no Python edited. The console says what was rejected and what was imputed."""
-    os.makedirs(tmp_path / 'data')
-    empties, good = _messy_table(str(tmp_path / 'data' / 'tumours.csv'))
-    result = run_command(
-        [sys.executable, 'runner.py', '--local', '--source', 'csv', '--data',
-         str(tmp_path / 'data'), '--label-column', 'diagnosis', '--output', str(tmp_path / 'o'),
-         '--config', 'smoke', '--steps', '120', '--min-accuracy', '0.85'], timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_a_user_runs_it_from_the_command_line(messy):
+    """The table through `runner.py`: the label column named by a flag, no Python edited. The
+    console says what was rejected and what was imputed."""
+    empties, _, _, result = messy
     lines = result.stdout.splitlines()
     assert f'rejected {BAD_ROWS} (' in next(x for x in lines if x.startswith('  examples:'))
     imputed = next(x for x in lines if x.startswith('  input: table of '))
