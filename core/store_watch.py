@@ -178,11 +178,17 @@ class Watch:
 
     def check(self) -> Optional[StoreDown]:
         """One probe now: a StoreDown (seconds since the first failed probe) when the store does
-        not answer, else None (and any earlier failure is forgotten)."""
+        not answer, else None (and any earlier failure is forgotten). While the store is already
+        failing, the probe waits for an answer only until the bound is reached (at least 1 s):
+        a hung store's full 5-s timeout from the last probe before the bound ended the run up to
+        that much later."""
         if not self.buckets:
             return None
         started = time.monotonic()
-        failed = self._ask(self.buckets, self.timeout)
+        timeout = self.timeout
+        if self._since is not None:
+            timeout = min(timeout, max(1.0, self._since + self.bound - started))
+        failed = self._ask(self.buckets, timeout)
         if failed is None:
             if self._since is not None:
                 _log.warning('The store at %s answers again after %.0f s', endpoint(),
