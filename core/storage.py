@@ -237,9 +237,12 @@ def s3_client(timeout: float = 10.0, attempts: int = 1):
     logging.getLogger('botocore').setLevel(logging.WARNING)
     # A session of its own: boto3's default session resolves the keys once per process and
     # keeps them, so a client made after the environment named other keys would sign with the old.
+    # total_max_attempts, not max_attempts: botocore's max_attempts counts the retries after
+    # the first request, so {'max_attempts': 1} asked twice (a probe of a hung store took twice
+    # its timeout, 10 s, not 5).
     return boto3.session.Session().client('s3', config=botocore_config.Config(
         connect_timeout=timeout, read_timeout=timeout,
-        retries={'max_attempts': attempts, 'mode': 'standard'}))
+        retries={'total_max_attempts': attempts, 'mode': 'standard'}))
 
 
 class StoreUnanswered(OSError):

@@ -143,16 +143,26 @@ def probe(buckets: Iterable[str], timeout: float = PROBE_TIMEOUT_SECONDS
     return None
 
 
+def probe_interval(bound: float) -> float:
+    """How often the watch asks: every PROBE_INTERVAL_SECONDS, or a tenth of a shorter bound
+    (at least 1 s). The watch sees an outage up to one interval late and ends the run at the
+    first probe past the bound, so a fixed 5 s added up to 10 s to a 12-s bound; a tenth keeps
+    the overshoot in proportion (the default bound's interval is unchanged)."""
+    return max(1.0, min(PROBE_INTERVAL_SECONDS, bound / 10))
+
+
 class Watch:
-    """Asks the store every `interval` s; calls on_down(StoreDown) once when it has not answered
-    for `bound` s, counted from the start of the first probe that failed."""
+    """Asks the store every `interval` s (probe_interval(bound) by default); calls
+    on_down(StoreDown) once when it has not answered for `bound` s, counted from the start of
+    the first probe that failed."""
 
     def __init__(self, buckets: Iterable[str], bound: float,
-                 on_down: Callable[[StoreDown], None], interval: float = PROBE_INTERVAL_SECONDS,
+                 on_down: Callable[[StoreDown], None], interval: Optional[float] = None,
                  timeout: float = PROBE_TIMEOUT_SECONDS,
                  ask: Callable[..., Optional[Tuple[str, str]]] = probe):
         self.buckets, self.bound, self.on_down = sorted(set(buckets)), bound, on_down
-        self.interval, self.timeout, self._ask = interval, timeout, ask
+        self.interval = probe_interval(bound) if interval is None else interval
+        self.timeout, self._ask = timeout, ask
         self._since: Optional[float] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -168,11 +178,17 @@ class Watch:
 
     def check(self) -> Optional[StoreDown]:
         """One probe now: a StoreDown (seconds since the first failed probe) when the store does
-        not answer, else None (and any earlier failure is forgotten)."""
+        not answer, else None (and any earlier failure is forgotten). While the store is already
+        failing, the probe waits for an answer only until the bound is reached (at least 1 s):
+        a hung store's full 5-s timeout from the last probe before the bound ended the run up to
+        that much later."""
         if not self.buckets:
             return None
         started = time.monotonic()
-        failed = self._ask(self.buckets, self.timeout)
+        timeout = self.timeout
+        if self._since is not None:
+            timeout = min(timeout, max(1.0, self._since + self.bound - started))
+        failed = self._ask(self.buckets, timeout)
         if failed is None:
             if self._since is not None:
                 _log.warning('The store at %s answers again after %.0f s', endpoint(),

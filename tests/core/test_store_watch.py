@@ -144,6 +144,28 @@ def test_the_watch_forgets_a_blip_and_ends_once_after_the_bound(aws):
     assert (down.endpoint, down.bucket) == (store.endpoint, 'landing')  # the first one asked
 
 
+def test_the_watch_asks_every_5_s_or_a_tenth_of_a_shorter_bound():
+    assert store_watch.Watch(['ml'], 120.0, print).interval == 5.0   # the default bound's
+    assert store_watch.Watch(['ml'], 12.0, print).interval == 1.2
+    assert store_watch.Watch(['ml'], 3.0, print).interval == 1.0
+    assert store_watch.Watch(['ml'], 12.0, print, interval=0.2).interval == 0.2
+
+
+def test_a_failing_stores_probe_waits_for_an_answer_only_until_the_bound():
+    timeouts = []
+
+    def ask(buckets, timeout):
+        timeouts.append(timeout)
+        return 'ml', 'Read timeout'
+    watch = store_watch.Watch(['ml'], 3.0, print, interval=1.0, timeout=5.0, ask=ask)
+    watch.check()           # the first failure: the probe's own timeout
+    time.sleep(0.5)
+    watch.check()           # 0.5 s into the outage: until the bound, 2.5 s
+    watch._since -= 10      # pylint: disable=protected-access  (past the bound: at least 1 s)
+    watch.check()
+    assert timeouts[0] == 5.0 and 1.0 < timeouts[1] <= 2.5 and timeouts[2] == 1.0, timeouts
+
+
 def test_the_line_names_the_store_bucket_stage_and_operation():
     down = store_watch.StoreDown('http://10.0.0.5:8333', 'ml', 121.4, 'Connect timeout')
     line = down.line('Pusher', 'writing s3://ml/serving/7/')

@@ -80,6 +80,9 @@ class Server:
             # bucket with "No writable volumes and no free volumes left" (S3
             # InternalError). Small volumes, many of them: ~40 buckets per server.
             '-volume.max=300', '-master.volumeSizeLimitMB=64',
+            # A restarted master elects itself leader after this (10 s by default): until
+            # then no read or write of an object is served (a lone master needs no more).
+            '-master.electionTimeout=1s',
             f'-s3.config={config}']
         self.start()
 
@@ -104,14 +107,28 @@ class Server:
         self.process.send_signal(signal.SIGCONT)
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
-        """Until the S3 gateway answers a signed ListBuckets (the filer behind it is up)."""
+        """Until the S3 gateway answers a signed ListBuckets (the filer behind it is up) and,
+        after a restart, serves an object stored before it and stores one (removed again): the
+        filer answers listings at once, but a read, then a write, waits (10-15 s each, in one
+        request) until the volume server has told the master about its volumes, and a run
+        started meanwhile spent that in its clients' backoff (the store-fault chain's next run
+        resumed training 25 s late)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f'weed server exited with {self.process.returncode}: '
                                    f'{self.log_tail()}')
             try:
-                self.client().list_buckets()
+                client = self.client()
+                for bucket in client.list_buckets().get('Buckets', ()):
+                    stored = client.list_objects_v2(Bucket=bucket['Name'], MaxKeys=1)
+                    if stored.get('Contents'):
+                        name = bucket['Name']
+                        client.get_object(Bucket=name, Key=stored['Contents'][0]['Key'])[
+                            'Body'].read()
+                        client.put_object(Bucket=name, Key='.seaweedfs-ready', Body=b'ready')
+                        client.delete_object(Bucket=name, Key='.seaweedfs-ready')
+                        break
                 return
             except Exception:  # pylint: disable=broad-except  (not up yet)
                 time.sleep(0.3)
