@@ -352,8 +352,13 @@ def _evaluate(eval_fn: Optional[Callable[[], Dict[str, float]]], step: int) -> D
 
 def _drop_in_background(box: list) -> None:
     """Empties `box` in a thread of its own, so that what only it holds is torn down there
-    while this thread goes on."""
-    threading.Thread(target=box.clear, name='drop-train-stream', daemon=True).start()
+    while this thread goes on.
+
+    Not a daemon: Python waits for it before it finalizes. A daemon thread still in
+    TensorFlow's teardown when a process ends (a worker that has nothing to export ends right
+    after training) is cancelled inside C++ code, and the process aborts ("terminate called
+    after throwing an instance of ''", exit code -6: a two-worker run failed so)."""
+    threading.Thread(target=box.clear, name='drop-train-stream', daemon=False).start()
 
 
 class _Speed:
