@@ -50,6 +50,18 @@ def test_each_command_is_a_new_process_and_other_forms_start_a_fresh_interpreter
     assert fresh.returncode == 4 and fresh.args == [sys.executable, '-c', 'import sys; sys.exit(4)']
 
 
+
+def test_the_environments_pythonpath_comes_after_the_scripts_folder_as_in_python(tmp_path):
+    lib = tmp_path / 'lib'
+    lib.mkdir()
+    (lib / 'only_on_its_path.py').write_text("NAME = 'found'\n")
+    script = tmp_path / 'imports.py'
+    script.write_text('import sys, only_on_its_path\nprint(only_on_its_path.NAME, sys.path[1])\n')
+    env = dict(os.environ, PYTHONPATH=str(lib))
+    result = warm_python.run_captured([str(script)], str(tmp_path), timeout=300, env=env)
+    assert (result.returncode, result.stdout) == (0, f'found {lib}\n'), result.stderr[-2000:]
+
+
 SLEEPER = '''import os, sys, time
 print('started', flush=True)
 try:

@@ -34,6 +34,11 @@ def _child(request: dict) -> None:
         os.chdir(request['cwd'])
         os.environ.clear()
         os.environ.update(request['env'])
+        # As `python` does: the env's PYTHONPATH right after the script's or cwd's entry (a task
+        # given PYTHONPATH=REPO:tests/support imports its executor from there).
+        for entry in reversed(os.environ.get('PYTHONPATH', '').split(os.pathsep)):
+            if entry and entry not in sys.path:
+                sys.path.insert(1, entry)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
