@@ -279,8 +279,11 @@ def _is_uri(path: str) -> bool:
 
 
 def _remove_uri(uri: str) -> int:
-    """Deletes every object under uri (or the one object), through tf.io.gfile; returns bytes.
-    Nothing there (S3 has no empty folders) is 0, not an error."""
+    """Deletes every object under uri (or the one object); returns bytes. Nothing there (S3 has
+    no empty folders) is 0, not an error. On S3 by one listing and batched deletes
+    (storage.remove); elsewhere (gs://) through tf.io.gfile."""
+    if storage.is_object_store(uri):
+        return storage.remove(uri)
     gfile = tf.io.gfile
     if not gfile.isdir(uri):
         if not gfile.exists(uri):
