@@ -1,6 +1,7 @@
 """Helpers shared by the ingestion tests: one ImageExampleGen `Do` on a folder, a guard against
-hangs, and a decompression-bomb PNG."""
+hangs, a decompression-bomb PNG, and a Parquet table with every kind of column."""
 import contextlib
+import datetime
 import os
 import signal
 import struct
@@ -68,3 +69,35 @@ def bomb_png(width: int = 30000, height: int = 30000) -> bytes:
     rows = zlib.compress(b'\0' * (width + 1) * 8, 9)
     return (b'\x89PNG\r\n\x1a\n' + _chunk(b'IHDR', header) + _chunk(b'IDAT', rows)
             + _chunk(b'IEND', b''))
+
+
+def parquet_table(rows=40, start=0):
+    """Every kind of column a tool writes: a float with nulls, a dictionary-encoded string with
+    a null, a timestamp with a time zone, a date, a list of one value (one row: two), a
+    struct, and the label."""
+    import pyarrow as pa
+    ids = range(start, start + rows)
+    return pa.table({
+        'size': pa.array([None if i % 5 == 0 else i + 0.5 for i in ids], pa.float64()),
+        'colour': pa.array([None if i == 3 else ('red', 'green', 'blue')[i % 3]
+                            for i in ids]).dictionary_encode(),
+        'seen': pa.array([datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+                          + datetime.timedelta(seconds=i) for i in ids],
+                         pa.timestamp('ns', tz='UTC')),
+        'day': pa.array([datetime.date(2024, 1, 1) + datetime.timedelta(days=i % 3)
+                         for i in ids], pa.date32()),
+        'reading': pa.array([[i * 2] if i != 7 else [1, 2] for i in ids], pa.list_(pa.int64())),
+        'where': pa.array([{'x': i, 'name': f'p{i % 2}'} for i in ids],
+                          pa.struct([('x', pa.int64()), ('name', pa.string())])),
+        'kind': pa.array([('cat', 'dog')[i % 2] for i in ids]),
+    })
+
+
+def write_parquet(folder, name, table, row_group_size=10):
+    """Writes table to folder/name (made when missing) in row groups of row_group_size; the
+    path."""
+    import pyarrow.parquet as pq
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    pq.write_table(table, path, row_group_size=row_group_size)
+    return path

@@ -5,6 +5,10 @@ initialises. Under TF_CONFIG it joins a MultiWorkerMirroredStrategy cluster inst
 
     python distributed_worker.py --replicas N --batch B --accum K --steps S [--jit] --out W.npz
 
+With --jit-too it then trains the same case again with XLA in the same process (a new model,
+optimizer and step functions from the same initial weights), written as W.npz.jit.npz: the
+logical devices are what need a process of their own, not each training on them.
+
 With --early-stopping it runs the whole loop (loop.run_training) in epochs of 2 updates with a
 BatchNorm model, judging a held-out slice whose labels are noise, and also saves the weights
 each epoch was judged on and the loop's result.
@@ -31,6 +35,8 @@ def parse():
                         help='force a loss-scale overflow on this update (1-based)')
     parser.add_argument('--jit', action='store_true',
                         help='XLA-compile the forward and backward pass (StepFunctions)')
+    parser.add_argument('--jit-too', action='store_true',
+                        help='then the same case with --jit, to OUT.jit.npz')
     parser.add_argument('--early-stopping', action='store_true')
     parser.add_argument('--budget', type=float, default=0.0, help='time budget, seconds')
     parser.add_argument('--out', required=True)
@@ -67,7 +73,11 @@ def count_reductions(tf):
         return original_reduce(self, *args, **kwargs)
     replica_context.all_reduce = all_reduce
     tf.distribute.Strategy.reduce = reduce
-    return calls
+
+    def restore():
+        replica_context.all_reduce = original_all_reduce
+        tf.distribute.Strategy.reduce = original_reduce
+    return calls, restore
 
 
 def early_stopping_run(args, tf, keras, strategy, loop, steps_lib):
@@ -125,9 +135,17 @@ def main():
             [f'/cpu:{i}' for i in range(args.replicas)])
     if args.early_stopping:
         return early_stopping_run(args, tf, keras, strategy, loop, steps_lib)
+    keras.mixed_precision.set_global_policy(args.policy)
+    for jit, out in [(args.jit, args.out)] + ([(True, args.out + '.jit.npz')]
+                                              if args.jit_too else []):
+        equivalence_run(args, tf, keras, strategy, loop, precision, steps_lib, jit, out)
+
+
+def equivalence_run(args, tf, keras, strategy, loop, precision, steps_lib, jit, out):
+    """args.steps updates of tiny_model from fixed initial weights; its weights and figures
+    written to out (out.json, out.init.npz, out.overflow.npz)."""
     replicas = strategy.num_replicas_in_sync
     global_batch = args.batch * replicas
-    keras.mixed_precision.set_global_policy(args.policy)
     options = loop.LoopOptions.of(train_steps=args.steps, global_batch_size=global_batch,
                                learning_rate=0.05, accumulation_steps=args.accum,
                                warmup_steps=min(3, args.steps - 1), optimizer=args.optimizer)
@@ -142,13 +160,13 @@ def main():
     init = np.random.default_rng(1)
     model.set_weights([init.normal(0, 0.3, w.shape).astype(np.float32)
                        for w in model.get_weights()])
-    np.savez(args.out + '.init.npz', *model.get_weights())
+    np.savez(out + '.init.npz', *model.get_weights())
     steps = steps_lib.StepFunctions(model, optimizer, strategy, global_batch, args.accum,
-                                    loss_scale, jit_compile=args.jit)
+                                    loss_scale, jit_compile=jit)
     data = tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(
         global_batch, drop_remainder=True)
     iterator = iter(strategy.experimental_distribute_dataset(data))
-    calls = count_reductions(tf)
+    calls, restore = count_reductions(tf)
     before_overflow = None
     for step in range(1, args.steps + 1):
         if step == args.overflow_step:
@@ -157,15 +175,16 @@ def main():
         steps.train_step(iterator)
         if step == args.overflow_step:
             after = model.get_weights()
-            np.savez(args.out + '.overflow.npz', *before_overflow, *after)
+            np.savez(out + '.overflow.npz', *before_overflow, *after)
     result = {f'w{i}': w for i, w in enumerate(model.get_weights())}
-    np.savez(args.out, **result)
-    with open(args.out + '.json', 'w') as handle:
+    np.savez(out, **result)
+    with open(out + '.json', 'w') as handle:
         json.dump({'replicas': replicas, 'iterations': int(optimizer.iterations.numpy()),
                    'skipped': int(steps.skipped_updates.numpy()),
                    'loss_scale': float(loss_scale.scale.numpy()),
                    'learning_rate': float(optimizer.learning_rate),
                    'reductions_traced': calls}, handle)
+    restore()  # a next run counts its own tracing
 
 
 if __name__ == '__main__':

@@ -2,11 +2,12 @@
 
 Every case runs distributed_worker.py in a process of its own (logical CPU devices must be set
 before TensorFlow's runtime starts; a child of the warm interpreter, the two workers of a
-cluster side by side) for 10 SGD-with-momentum updates under a warm-up + cosine schedule,
-from the same initial weights over the same data, and compares the final float32 weights with
-one replica at the same examples-per-update (32). The usual mistakes each break this: a loss
-divided by the per-replica batch, a schedule advancing per micro-batch, gradients summed but
-not averaged, or an update per micro-batch.
+cluster side by side; a case's XLA variant after it in the same process) for 10
+SGD-with-momentum updates under a warm-up + cosine schedule, from the same initial weights
+over the same data, and compares the final float32 weights with one replica at the same
+examples-per-update (32). The usual mistakes each break this: a loss divided by the
+per-replica batch, a schedule advancing per micro-batch, gradients summed but not averaged,
+or an update per micro-batch.
 """
 import json
 import os
@@ -32,6 +33,11 @@ def _train(tmp_path, name, *args):
     # worker still sets its logical devices first), as a fresh `python` would run it.
     done = run_command([sys.executable, WORKER, *args, '--out', out], timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    return _load(out)
+
+
+def _load(out):
+    """(weights, info) a run wrote to out."""
     with open(out + '.json') as handle:
         info = json.load(handle)
     weights = np.load(out)
@@ -42,19 +48,7 @@ def _max_diff(a, b):
     return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
 
 
-@pytest.fixture(scope='module')
-def reference(tmp_path_factory):
-    """One replica, batch 32, no accumulation."""
-    tmp = tmp_path_factory.mktemp('ref')
-    weights, info = _train(tmp, 'ref', '--replicas', '1', '--batch', '32')
-    saved = np.load(str(tmp / 'ref.npz') + '.init.npz')
-    initial = [saved[f'arr_{i}'] for i in range(len(saved.files))]
-    assert info['iterations'] == 10
-    assert _max_diff(weights, initial) > 1e-2  # training really moved the weights
-    return weights
-
-
-@pytest.mark.parametrize('replicas, batch, accum, jit', [
+CASES = [
     (2, 16, 1, False),   # (a) 2 replicas x 16 == 1 x 32
     (4, 8, 1, False),    # (a) 4 replicas x 8 == 1 x 32
     (1, 8, 4, False),    # (b) accumulate 4 x 8 == one step at 32, schedule per update
@@ -63,11 +57,45 @@ def reference(tmp_path_factory):
     (1, 32, 1, True),
     (2, 16, 1, True),
     (2, 4, 4, True),
-])
+]
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+    """run(replicas, batch, accum, jit) -> (weights, info, out). Each (replicas, batch, accum)
+    trains in one process, with its XLA variant after it when a case asks for one (--jit-too):
+    only the logical devices need a process of their own, and each variant still trains a new
+    model from the same initial weights."""
+    done = {}
+
+    def run(replicas, batch, accum, jit):
+        key = (replicas, batch, accum)
+        if key not in done:
+            tmp = tmp_path_factory.mktemp('run')
+            with_jit = any(case == (*key, True) for case in CASES)
+            _train(tmp, 'run', '--replicas', str(replicas), '--batch', str(batch),
+                   '--accum', str(accum), *(['--jit-too'] if with_jit else []))
+            done[key] = str(tmp / 'run.npz')
+        out = done[key] + ('.jit.npz' if jit else '')
+        return (*_load(out), out)
+    return run
+
+
+@pytest.fixture(scope='module')
+def reference(runs):
+    """One replica, batch 32, no accumulation."""
+    weights, info, out = runs(1, 32, 1, False)
+    saved = np.load(out + '.init.npz')
+    initial = [saved[f'arr_{i}'] for i in range(len(saved.files))]
+    assert info['iterations'] == 10
+    assert _max_diff(weights, initial) > 1e-2  # training really moved the weights
+    return weights
+
+
+@pytest.mark.parametrize('replicas, batch, accum, jit', CASES)
 def test_same_weights_as_one_replica_at_the_same_examples_per_update(
-        tmp_path, reference, replicas, batch, accum, jit):
-    weights, info = _train(tmp_path, 'run', '--replicas', str(replicas), '--batch', str(batch),
-                           '--accum', str(accum), *(['--jit'] if jit else []))
+        runs, reference, replicas, batch, accum, jit):
+    weights, info, _ = runs(replicas, batch, accum, jit)
     assert info['replicas'] == replicas
     assert info['iterations'] == 10  # one optimizer update (and schedule step) per k batches
     assert _max_diff(weights, reference) < TOLERANCE
@@ -75,12 +103,19 @@ def test_same_weights_as_one_replica_at_the_same_examples_per_update(
     assert info['reductions_traced'] == {'all_reduce': replicas, 'strategy_reduce': 0}
 
 
+@pytest.fixture(scope='module')
+def overflow_runs(tmp_path_factory):
+    """The float16 overflow case, then its XLA variant, in one process: {jit: out}."""
+    tmp = tmp_path_factory.mktemp('fp16')
+    _train(tmp, 'fp16', '--replicas', '2', '--batch', '8', '--accum', '2',
+           '--policy', 'mixed_float16', '--steps', '3', '--overflow-step', '2', '--jit-too')
+    return {False: str(tmp / 'fp16.npz'), True: str(tmp / 'fp16.npz.jit.npz')}
+
+
 @pytest.mark.parametrize('jit', [False, True])
-def test_mixed_float16_overflow_is_skipped_on_two_replicas(tmp_path, jit):
-    _, info = _train(tmp_path, 'fp16', '--replicas', '2', '--batch', '8', '--accum', '2',
-                     '--policy', 'mixed_float16', '--steps', '3', '--overflow-step', '2',
-                     *(['--jit'] if jit else []))
-    saved = np.load(str(tmp_path / 'fp16.npz') + '.overflow.npz')
+def test_mixed_float16_overflow_is_skipped_on_two_replicas(overflow_runs, jit):
+    _, info = _load(overflow_runs[jit])
+    saved = np.load(overflow_runs[jit] + '.overflow.npz')
     half = len(saved.files) // 2
     before = [saved[f'arr_{i}'] for i in range(half)]
     after = [saved[f'arr_{i + half}'] for i in range(half)]

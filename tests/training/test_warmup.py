@@ -1,8 +1,7 @@
 """TF Serving warm-up requests in the export: deterministic, a fixed count per signature, and
-each one answered by the SavedModel loaded in a fresh process (as TF Serving replays them)."""
+each one answered by the SavedModel loaded in a process of its own (as TF Serving replays them)."""
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -13,6 +12,8 @@ import saved_models
 from core import features, inputs
 from training import export, warmup
 from models import mlp
+
+from helpers import run_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLASSES = ('dark', 'bright')
@@ -26,8 +27,12 @@ def _records(model_dir):
 
 
 def _replay(model_dir):
-    out = subprocess.run([sys.executable, os.path.join(HERE, 'warmup_replay.py'), model_dir],
-                         capture_output=True, text=True, check=True)
+    # A process of its own that loads only the SavedModel, as TF Serving does: a child of the
+    # warm interpreter (TensorFlow imported once a session; no model, none of this process's
+    # state), not a fresh `python` importing TensorFlow for each replay.
+    out = run_command([sys.executable, os.path.join(HERE, 'warmup_replay.py'), model_dir],
+                      timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith('{')]
 
 

@@ -1,5 +1,5 @@
 """Replays a model's TF Serving warm-up file against the loaded SavedModel, as TF Serving does at
-load: run in a fresh process by test_warmup.py. Prints one JSON line per record:
+load: run in a process of its own by test_warmup.py. Prints one JSON line per record:
 {"signature", "kind", "rows"} where rows is the batch size of the response."""
 import json
 import os

@@ -1,14 +1,14 @@
 """Unit tests of serving versions: integer and monotonic, atomic, idempotent, with retention."""
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import time
 
 import pytest
 
 from core import versions
+
+import warm_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -133,14 +133,24 @@ def test_killing_pushes_midway_leaves_only_complete_versions(tmp_path):
     base = str(tmp_path / 'serving')
     os.makedirs(base)
     model = _fake_model(tmp_path / 'm', 'a', extra_files=300, size=4096)
+    script = tmp_path / 'push_forever.py'
+    script.write_text(_PUSH_FOREVER)
     killed_mid_copy = 0
-    for _ in range(3):
-        process = subprocess.Popen([sys.executable, '-c', _PUSH_FOREVER, model, base], cwd=REPO,
-                                   stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=REPO))
-        assert process.stdout.readline().strip() == b'ready'
+    for attempt in range(3):
+        # A child of the warm interpreter (TensorFlow, which core.versions imports, imported
+        # once), not a fresh `python` importing it for each of the three processes; it is
+        # killed alike, mid-copy.
+        out = tmp_path / f'push_forever{attempt}.out'
+        process = warm_python.start([str(script), model, base], REPO,
+                                    dict(os.environ, PYTHONPATH=REPO), str(out),
+                                    str(tmp_path / 'push_forever.err'))
+        deadline = time.monotonic() + 60
+        while 'ready' not in (out.read_text() if out.exists() else ''):
+            assert process.poll() is None and time.monotonic() < deadline, 'no pusher started'
+            time.sleep(0.01)
         _wait_for_staging(base)
-        process.send_signal(signal.SIGKILL)
-        process.wait()
+        os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=60) == -signal.SIGKILL
         killed_mid_copy += any(n.startswith(versions.TMP_PREFIX) for n in os.listdir(base))
         for version in versions.list_versions(base):
             files = versions._files(os.path.join(base, str(version)))

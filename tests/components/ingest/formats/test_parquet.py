@@ -1,8 +1,9 @@
 """The Parquet source (components/ingest/formats/parquet.py, the Source in
 graph/parquet_source.py) on files pyarrow writes: row groups read one at a time, nulls,
 dictionary, timestamp, list and struct columns, and files that are not Parquet, are truncated or
-have a damaged row group; then the Beam graph and the executor on a folder."""
-import datetime
+have a damaged row group; then the Beam graph and the executor on a folder. The same records
+from one process or two Beam worker processes: tests/components/ingest/graph/test_beam_pipeline.py
+(in the one pipeline of every source, so that its worker processes start once)."""
 import json
 import os
 
@@ -16,37 +17,9 @@ from core import features, inputs
 from components.ingest.formats import parquet, rules, table_rows
 from components.ingest.graph import beam_pipeline, checks, registry, stats
 from components.ingest.spans import listing
-from ingest_helpers import ingest_do, no_hang
+from ingest_helpers import ingest_do, no_hang, parquet_table, write_parquet
 
 EPOCH_2024 = 1704067200  # 2024-01-01T00:00:00Z in seconds
-
-
-def _table(rows=40, start=0):
-    """Every kind of column a tool writes: a float with nulls, a dictionary-encoded string with
-    a null, a timestamp with a time zone, a date, a list of one value (one row: two), a
-    struct, and the label."""
-    ids = range(start, start + rows)
-    return pa.table({
-        'size': pa.array([None if i % 5 == 0 else i + 0.5 for i in ids], pa.float64()),
-        'colour': pa.array([None if i == 3 else ('red', 'green', 'blue')[i % 3]
-                            for i in ids]).dictionary_encode(),
-        'seen': pa.array([datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
-                          + datetime.timedelta(seconds=i) for i in ids],
-                         pa.timestamp('ns', tz='UTC')),
-        'day': pa.array([datetime.date(2024, 1, 1) + datetime.timedelta(days=i % 3)
-                         for i in ids], pa.date32()),
-        'reading': pa.array([[i * 2] if i != 7 else [1, 2] for i in ids], pa.list_(pa.int64())),
-        'where': pa.array([{'x': i, 'name': f'p{i % 2}'} for i in ids],
-                          pa.struct([('x', pa.int64()), ('name', pa.string())])),
-        'kind': pa.array([('cat', 'dog')[i % 2] for i in ids]),
-    })
-
-
-def _write(folder, name, table, row_group_size=10):
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, name)
-    pq.write_table(table, path, row_group_size=row_group_size)
-    return path
 
 
 def _records(path, names, checked, unit_bytes=parquet.UNIT_BYTES):
@@ -61,7 +34,7 @@ FEATURES = NAMES[:-1]
 
 
 def test_columns_and_types_come_from_the_schema_with_structs_flattened(tmp_path):
-    path = _write(str(tmp_path), 't.parquet', _table())
+    path = write_parquet(str(tmp_path), 't.parquet', parquet_table())
     source = registry.get('parquet')
     assert source.columns(path, 'utf-8') == list(NAMES)
     assert source.schema_hint(path) == {
@@ -78,7 +51,7 @@ def test_columns_and_types_come_from_the_schema_with_structs_flattened(tmp_path)
 
 
 def test_every_row_group_is_a_unit_and_every_row_is_read_once_in_order(tmp_path):
-    path = _write(str(tmp_path), 't.parquet', _table(rows=40), row_group_size=10)
+    path = write_parquet(str(tmp_path), 't.parquet', parquet_table(rows=40), row_group_size=10)
     assert pq.ParquetFile(path).num_row_groups == 4
     units = parquet.plan_units(path, unit_bytes=1)  # one row group per unit
     assert units == [(path, g, g + 1) for g in range(4)]
@@ -89,7 +62,7 @@ def test_every_row_group_is_a_unit_and_every_row_is_read_once_in_order(tmp_path)
 
 
 def test_values_as_text_nulls_empty_timestamps_in_seconds_and_lists_of_one_flattened(tmp_path):
-    path = _write(str(tmp_path), 't.parquet', _table())
+    path = write_parquet(str(tmp_path), 't.parquet', parquet_table())
     rows = {int(table_rows.parse_line(line)[5]): (table_rows.parse_line(line), problem)
             for _, line, problem in _records(path, NAMES, FEATURES + ('kind',))}
     fields, problem = rows[1]
@@ -110,10 +83,10 @@ def test_values_as_text_nulls_empty_timestamps_in_seconds_and_lists_of_one_flatt
 def test_text_with_commas_quotes_and_line_breaks_round_trips_and_a_lone_null_is_a_row(
         tmp_path):
     texts = ['a,b', 'say "hi"', 'two\nlines', 'cr\rtoo', ' padded ', '']
-    path = _write(str(tmp_path), 't.parquet', pa.table({'note': texts, 'kind': ['x'] * 6}))
+    path = write_parquet(str(tmp_path), 't.parquet', pa.table({'note': texts, 'kind': ['x'] * 6}))
     lines = [line for _, line, _ in _records(path, ('note', 'kind'), ('kind',))]
     assert [table_rows.parse_line(line) for line in lines] == [[t, 'x'] for t in texts]
-    path = _write(str(tmp_path), 'one.parquet', pa.table({'kind': ['x', None, ' ']}))
+    path = write_parquet(str(tmp_path), 'one.parquet', pa.table({'kind': ['x', None, ' ']}))
     lines = [line for _, line, _ in _records(path, ('kind',), ('kind',))]
     assert lines == ['x', '""', '" "']  # not blank lines, which are skipped as no record
 
@@ -121,7 +94,7 @@ def test_text_with_commas_quotes_and_line_breaks_round_trips_and_a_lone_null_is_
 def test_nan_is_empty_infinity_is_not_a_number_and_a_null_label_is_missing(tmp_path):
     table = pa.table({'v': pa.array([float('nan'), float('inf'), 1.0, 2.0]),
                       'kind': pa.array(['a', 'b', None, 'a'])})
-    path = _write(str(tmp_path), 't.parquet', table)
+    path = write_parquet(str(tmp_path), 't.parquet', table)
     lines = [line for _, line, _ in _records(path, ('v', 'kind'), ('v', 'kind'))]
     assert lines == [',a', 'inf,b', '1,', '2,a']  # floats as Arrow writes them: shortest
     table = table_rows.Table(('v', 'kind'), 'kind', (('v', 'numeric'),))
@@ -137,14 +110,14 @@ def test_maps_and_lists_of_lists_are_rejected_when_not_empty(tmp_path):
         'm': pa.array([[('a', 1)], [], None], pa.map_(pa.string(), pa.int64())),
         'll': pa.array([[[1]], [[1], [2]], []], pa.list_(pa.list_(pa.int64()))),
         'kind': pa.array(['a', 'b', 'a'])})
-    path = _write(str(tmp_path), 't.parquet', table)
+    path = write_parquet(str(tmp_path), 't.parquet', table)
     problems = [p for _, _, p in _records(path, ('m', 'll', 'kind'), ('m', 'll', 'kind'))]
     assert [p and (p[0], p[2]) for p in problems] == [
         ('nested_value', 'm'), ('nested_value', 'll'), None]
 
 
 def test_a_file_that_is_not_parquet_is_truncated_or_empty_is_one_rejection(tmp_path):
-    good = _write(str(tmp_path), 'good.parquet', _table())
+    good = write_parquet(str(tmp_path), 'good.parquet', parquet_table())
     data = open(good, 'rb').read()
     for name, content in (('notes.parquet', b'id,kind\n1,cat\n'),
                           ('cut.parquet', data[:len(data) // 2]), ('empty.parquet', b'')):
@@ -174,7 +147,7 @@ def test_a_fifo_named_parquet_is_rejected_without_being_opened(tmp_path):
 
 
 def test_a_damaged_row_group_loses_only_itself(tmp_path):
-    path = _write(str(tmp_path), 't.parquet', pa.table({
+    path = write_parquet(str(tmp_path), 't.parquet', pa.table({
         'x': pa.array([float(i) for i in range(400)]),
         'kind': pa.array(['ab'[i % 2] for i in range(400)])}), row_group_size=100)
     offset = pq.ParquetFile(path).metadata.row_group(2).column(0).data_page_offset
@@ -205,8 +178,8 @@ def _examples(out):
 
 def test_the_beam_graph_writes_every_valid_row_and_quarantines_the_rest(tmp_path):
     folder = str(tmp_path / 'data')
-    _write(folder, 'a.parquet', _table(rows=40))
-    _write(folder, 'b.parquet', _table(rows=40, start=40))
+    write_parquet(folder, 'a.parquet', parquet_table(rows=40))
+    write_parquet(folder, 'b.parquet', parquet_table(rows=40, start=40))
     (tmp_path / 'data' / 'c.parquet').write_bytes(b'PAR1 but nothing else')
     listed = registry.get('parquet').list_input(folder, 'kind', {}, (), 'utf-8', False)
     options = beam_pipeline.IngestOptions(root=folder, source='parquet', **listed)
@@ -232,9 +205,9 @@ def test_the_beam_graph_writes_every_valid_row_and_quarantines_the_rest(tmp_path
 
 def test_the_executor_ingests_the_latest_span_of_parquet_files(tmp_path):
     base = tmp_path / 'base'
-    _write(str(base / 'span-1'), 'part-0.parquet', _table(rows=30))
-    _write(str(base / 'span-2'), 'part-0.parquet', _table(rows=40))
-    _write(str(base / 'span-2'), 'part-1.parquet', _table(rows=20, start=40))
+    write_parquet(str(base / 'span-1'), 'part-0.parquet', parquet_table(rows=30))
+    write_parquet(str(base / 'span-2'), 'part-0.parquet', parquet_table(rows=40))
+    write_parquet(str(base / 'span-2'), 'part-1.parquet', parquet_table(rows=20, start=40))
     os.makedirs(base / 'span-3')
     with pytest.raises(rules.IngestionError, match='expected one or more \\*\\.parquet files'):
         listing.check_latest_span(str(base), 'parquet')
@@ -250,27 +223,3 @@ def test_the_executor_ingests_the_latest_span_of_parquet_files(tmp_path):
     assert [name for name, _, _ in spec.numeric] == ['size', 'seen', 'day', 'where.x']
     assert json.loads(examples.get_string_custom_property('missing_values')) == {'size': 12}
     assert json.loads(examples.get_string_custom_property('class_names')) == ['cat', 'dog']
-
-
-@pytest.mark.slow
-def test_same_records_in_one_process_or_two_worker_processes(tmp_path):
-    folder = str(tmp_path / 'data')
-    for part in range(2):
-        _write(folder, f'part-{part}.parquet', _table(rows=100, start=100 * part))
-    listed = registry.get('parquet').list_input(folder, 'kind', {}, (), 'utf-8', False)
-    options = beam_pipeline.IngestOptions(root=folder, source='parquet', num_shards=3, **listed)
-
-    def records(out, argv):
-        pipeline = beam.Pipeline(argv=argv)
-        beam_pipeline.build_ingest(pipeline, options, out)
-        pipeline.run().wait_until_finish()
-        beam_pipeline.finalize(out, options)
-        return {(split, shard): sorted(r.numpy() for r in tf.data.TFRecordDataset(
-            path, compression_type='GZIP')) for split in features.SPLITS
-            for shard, path in enumerate(sorted(tf.io.gfile.glob(
-                os.path.join(out, f'Split-{split}', '*'))))}
-    one = records(str(tmp_path / 'one'), ['--direct_running_mode=in_memory'])
-    two = records(str(tmp_path / 'two'), ['--direct_running_mode=multi_processing',
-                                          '--direct_num_workers=2'])
-    assert one == two and len(one) == 6
-    assert sum(len(v) for v in one.values()) == 199  # the one list of two values rejected

@@ -9,8 +9,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import apache_beam as beam
@@ -24,6 +22,7 @@ from components.ingest.formats import rules, table_rows
 from components.ingest.graph import beam_pipeline, checks, stats
 
 from helpers import REPO_ROOT, copy_digits
+import warm_python
 
 
 def _run(options, output_dir):
@@ -117,11 +116,12 @@ def test_a_file_without_read_permission_is_quarantined_as_unreadable(tmp_path):
         os.chmod(secret, 0o000)
         os.makedirs(os.path.join(base, 'out', 'run'))
         os.chmod(os.path.join(base, 'out', 'run'), 0o777)
-        output = subprocess.run(
-            [sys.executable, os.path.join(os.path.dirname(__file__), 'unprivileged_worker.py'),
-             warmup, root, os.path.join(base, 'out')],
-            cwd=REPO_ROOT, env={**os.environ, 'PYTHONPATH': REPO_ROOT, 'TF_CPP_MIN_LOG_LEVEL': '2'},
-            capture_output=True, text=True, timeout=300)
+        # A child of the warm interpreter (Beam and TensorFlow imported once a session), which
+        # starts as root and drops to `nobody` as a fresh `python` would.
+        output = warm_python.run_captured(
+            [os.path.join(os.path.dirname(__file__), 'unprivileged_worker.py'),
+             warmup, root, os.path.join(base, 'out')], REPO_ROOT, timeout=300,
+            env={**os.environ, 'PYTHONPATH': REPO_ROOT, 'TF_CPP_MIN_LOG_LEVEL': '2'})
         assert output.returncode == 0, output.stderr[-3000:]
         result = json.loads(output.stdout.split('RESULT ', 1)[1])
     finally:

@@ -9,7 +9,10 @@ import tensorflow as tf
 
 from core import features
 from components.ingest.formats import images, table_rows
-from components.ingest.graph import beam_pipeline, stats
+from components.ingest.graph import beam_pipeline, registry, stats
+
+from helpers import copy_digits
+from ingest_helpers import parquet_table, write_parquet
 
 
 def _run(root, output_dir, **options):
@@ -142,29 +145,55 @@ def _records_per_split(by_source, out, argv):
     return found
 
 
-@pytest.mark.slow
-def test_same_records_per_split_and_shard_in_one_process_or_two_worker_processes(
-        small_images, tmp_path):
+@pytest.fixture(scope='module')
+def records_by_mode(tmp_path_factory):
+    """Every source's {(split, shard): sorted records}, ingested in one process and by two Beam
+    worker processes: ({source: records} in one, the same in two). Every source in each
+    pipeline: the two worker processes start once, not once a source (the Parquet source's
+    case was a pipeline of its own in formats/test_parquet.py)."""
+    tmp_path = tmp_path_factory.mktemp('by_mode')
+    images_root = copy_digits(str(tmp_path / 'images'), per_class=5)
     os.makedirs(tmp_path / 'csv')
     for part in range(2):
         rows = ['x,c,label'] + [f'{i}.25,{"pq"[i % 2]},{"ab"[i % 3 == 0]}'
                                 for i in range(part * 100, part * 100 + 100)]
         (tmp_path / 'csv' / f'part{part}.csv').write_text('\n'.join(rows) + '\n')
     files = tuple(sorted(glob.glob(str(tmp_path / 'csv' / '*.csv'))))
+    for part in range(2):
+        write_parquet(str(tmp_path / 'parquet'), f'part-{part}.parquet',
+                      parquet_table(rows=100, start=100 * part))
+    listed = registry.get('parquet').list_input(str(tmp_path / 'parquet'), 'kind', {}, (),
+                                                'utf-8', False)
     by_source = {
-        'images': beam_pipeline.IngestOptions(root=small_images, classes=('0', '1', '2'),
+        'images': beam_pipeline.IngestOptions(root=images_root, classes=('0', '1', '2'),
                                               num_shards=3),
         'csv': beam_pipeline.IngestOptions(
             root=str(tmp_path / 'csv'), source='csv', files=files, num_shards=3,
-            table=table_rows.infer_table(['x', 'c', 'label'], 'label', []))}
-    # Both sources in each pipeline: the two worker processes start once, not once a source.
+            table=table_rows.infer_table(['x', 'c', 'label'], 'label', [])),
+        'parquet': beam_pipeline.IngestOptions(root=str(tmp_path / 'parquet'), source='parquet',
+                                               num_shards=3, **listed)}
     one = _records_per_split(by_source, str(tmp_path / 'one'), ['--direct_running_mode=in_memory'])
     two = _records_per_split(by_source, str(tmp_path / 'two'), [
         '--direct_running_mode=multi_processing', '--direct_num_workers=2'])
+    return one, two
+
+
+@pytest.mark.slow
+def test_same_records_per_split_and_shard_in_one_process_or_two_worker_processes(
+        records_by_mode):
+    one, two = records_by_mode
     for source, total in (('images', 15), ('csv', 200)):
         assert one[source] == two[source], source
         assert sum(len(v) for v in one[source].values()) == total
         assert len(one[source]) == 6  # 3 shards per split
+
+
+@pytest.mark.slow
+def test_same_parquet_records_in_one_process_or_two_worker_processes(records_by_mode):
+    one, two = records_by_mode
+    assert one['parquet'] == two['parquet'] and len(one['parquet']) == 6
+    # The one list of two values rejected.
+    assert sum(len(v) for v in one['parquet'].values()) == 199
 
 
 def _split_of_sources(out):
