@@ -19,12 +19,6 @@ from training import augment as augment_lib
 
 _LABEL_SPEC = {features.LABEL_KEY: features.PARSE_SPEC[features.LABEL_KEY]}
 
-# Every function tf.data traces here branches on Python values only (or through tf.cond and
-# tf.where), so AutoGraph's rewrite of its source changes nothing but the time: building the
-# eval, held-out and train datasets of the digits took 1.9 s with it and 1.1-1.4 s without (2
-# shared cores), paid at each training process's start.
-_plain = tf.autograph.experimental.do_not_convert
-
 
 def _parse_image_fn(image_shape, spec: inputs.InputSpec):
     def parse(serialized):
@@ -32,14 +26,14 @@ def _parse_image_fn(image_shape, spec: inputs.InputSpec):
             serialized, {**inputs.image_parse_spec(spec), **_LABEL_SPEC})
         image = inputs.decode_parsed_image(parsed, spec, image_shape)
         return image, tf.cast(parsed[features.LABEL_KEY], tf.int32)
-    return _plain(parse)
+    return parse
 
 
 def _parse_rows(spec: inputs.InputSpec):
     def parse(serialized):
         parsed = tf.io.parse_example(serialized, {**inputs.tabular_parse_spec(spec), **_LABEL_SPEC})
         return inputs.tabular_inputs(parsed, spec), tf.cast(parsed[features.LABEL_KEY], tf.int32)
-    return _plain(parse)
+    return parse
 
 
 def _batched(records: tf.data.Dataset, batch_size: int, image_shape, spec: inputs.InputSpec,
@@ -59,8 +53,8 @@ def _records(file_pattern: str, worker: int = 0, num_workers: int = 1) -> tf.dat
         files = files.shard(num_workers, worker)
     # Ingestion writes GZIP shards (.gz) unless compression is off; the suffix says which.
     return files.interleave(
-        _plain(lambda f: tf.data.TFRecordDataset(f, compression_type=tf.where(
-            tf.strings.regex_full_match(f, r'.*\.gz'), 'GZIP', ''))),
+        lambda f: tf.data.TFRecordDataset(f, compression_type=tf.where(
+            tf.strings.regex_full_match(f, r'.*\.gz'), 'GZIP', '')),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
@@ -84,16 +78,16 @@ def _train_records(file_pattern: str, held_out_percent: int, worker: int = 0,
                    num_workers: int = 1) -> tf.data.Dataset:
     records = _records(file_pattern, worker, num_workers)
     if held_out_percent:
-        records = records.filter(_plain(lambda r: tf.logical_not(_held_out(r, held_out_percent))))
+        records = records.filter(lambda r: tf.logical_not(_held_out(r, held_out_percent)))
     return records
 
 
 def count_split(file_pattern: str, held_out_percent: int) -> tuple:
     """(held-in, held-out) record counts of the train split: one pass, nothing decoded."""
-    flags = _records(file_pattern).map(_plain(lambda r: tf.cast(_held_out(r, held_out_percent),
-                                                                tf.int64)))
+    flags = _records(file_pattern).map(lambda r: tf.cast(_held_out(r, held_out_percent),
+                                                         tf.int64))
     total, held_out = flags.reduce((tf.constant(0, tf.int64), tf.constant(0, tf.int64)),
-                                   _plain(lambda acc, f: (acc[0] + 1, acc[1] + f)))
+                                   lambda acc, f: (acc[0] + 1, acc[1] + f))
     return int(total) - int(held_out), int(held_out)
 
 
@@ -220,7 +214,7 @@ def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip
     def transform(position, element):  # element: a decoded example, or a serialized record
         return augment_fn(key(position), *(element if decode_first else parse(element)))
 
-    return (stream.map(_plain(transform), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return (stream.map(transform, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             .batch(global_batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
 
 
@@ -233,7 +227,7 @@ def eval_dataset(file_pattern: str, batch_size: int, image_shape,
 def held_out_dataset(file_pattern: str, held_out_percent: int, batch_size: int, image_shape,
                      spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
     """One pass over the train split's held-out slice, like eval_dataset (never augmented)."""
-    records = _records(file_pattern).filter(_plain(lambda r: _held_out(r, held_out_percent)))
+    records = _records(file_pattern).filter(lambda r: _held_out(r, held_out_percent))
     return _one_pass(records, batch_size, image_shape, spec)
 
 
@@ -244,12 +238,12 @@ def train_sample_dataset(file_pattern: str, held_out_percent: int, sample_percen
     held_out_dataset: what the model fits, scored as the held-out slice is (flip_choice.py).
     Chosen by the held-out slice's hash (the buckets just above it), so it is spread over every
     class and file as the slice is; the first records of the split may all be of one class."""
-    records = _records(file_pattern).filter(_plain(lambda r: tf.logical_and(
-        _bucket(r) >= held_out_percent, _bucket(r) < held_out_percent + sample_percent)))
+    records = _records(file_pattern).filter(lambda r: tf.logical_and(
+        _bucket(r) >= held_out_percent, _bucket(r) < held_out_percent + sample_percent))
     return _one_pass(records, batch_size, image_shape, spec)
 
 
 def mirrored(batches: tf.data.Dataset) -> tf.data.Dataset:
     """Image batches (eval_dataset's, held_out_dataset's) mirrored left-right, labels kept: what
     flip_choice.py scores to see whether mirroring keeps the labels."""
-    return batches.map(_plain(lambda images, labels: (tf.image.flip_left_right(images), labels)))
+    return batches.map(lambda images, labels: (tf.image.flip_left_right(images), labels))

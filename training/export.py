@@ -57,10 +57,7 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
     # The model's forward pass as one function that every signature calls: a signature that
     # traced the model itself stored its graph once more per signature (a slower export and a
     # larger SavedModel; tests/training/test_export.py counts the copies).
-    # None of these functions branches on a tensor in Python, so AutoGraph (which rewrites each
-    # one's source before tracing) is off: it only added time to every export.
-    forward = tf.function(lambda model_inputs: model(model_inputs, training=False),
-                          autograph=False)
+    forward = tf.function(lambda model_inputs: model(model_inputs, training=False))
 
     def predict(model_inputs):
         # The one prediction path that every signature goes through.
@@ -89,20 +86,18 @@ def export_serving_model(model: keras.Model, export_dir: str, image_shape: Seque
                 lambda one: inputs.decode_parsed_image(one, spec, image_shape), parsed,
                 fn_output_signature=tf.float32))
 
-    @tf.function(input_signature=[examples_input], autograph=False)
+    @tf.function(input_signature=[examples_input])
     def serve_examples(serialized):
         return from_examples(serialized)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=CLASSIFY_INPUT)],
-                 autograph=False)
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=CLASSIFY_INPUT)])
     def classify_examples(serialized):
         return classify(from_examples(serialized)['probabilities'])
 
     archive.add_endpoint('serving_default', serve_examples)
     archive.add_endpoint(CLASSIFY_SIGNATURE, classify_examples)
     if spec.kind != 'tabular':
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=IMAGES_INPUT)],
-                     autograph=False)
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=IMAGES_INPUT)])
         def serve_images(encoded):
             return predict(tf.map_fn(lambda b: features.decode_image(b, height, width, channels),
                                      encoded, fn_output_signature=tf.float32))

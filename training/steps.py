@@ -59,10 +59,8 @@ class StepFunctions:
         # the loop may re-plan them after the first epoch; checkpointed so a resumed run keeps
         # the plan.
         self.planned_steps = planned_steps
-        # AutoGraph off: the forward and backward pass branch on Python values only, and its
-        # rewrite of them (and of the model's call, which it followed) only cost tracing time.
         self._gradients_fn = tf.function(self._replica_gradients, reduce_retracing=True,
-                                         jit_compile=jit_compile, autograph=False)
+                                         jit_compile=jit_compile)
         # Gradients reach the optimizer already all-reduced by us (one collective per update)
         # and it is applied outside strategy.run; Keras would otherwise all-reduce them again,
         # in the default replica context, which fails on per-replica values. This hooks a
@@ -226,7 +224,7 @@ class StepFunctions:
         loss_sum = tf.reduce_sum(self._per_example_loss(labels, logits))
         return loss_sum, self._correct(labels, logits), tf.cast(tf.shape(labels)[0], tf.float32)
 
-    @tf.function(autograph=False)  # no tensor branches: AutoGraph's rewrite only cost time
+    @tf.function
     def eval_step(self, batch):
         images, labels = batch
         sums = self.strategy.run(self._replica_eval, args=(images, labels))
