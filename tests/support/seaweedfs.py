@@ -3,10 +3,10 @@
 `make test` builds its binary from the Go module proxy into .tools/weed (tools/seaweedfs/go.mod;
 docs/testing.md "S3"). `Server` starts `weed server -s3` on the loopback with a static identity
 (`-s3.config`): a master, a volume server, a filer and the S3 gateway, in a temporary folder,
-each on a free port P whose P+10000 (SeaweedFS's gRPC port for it) is free too. One server per
-test process (the session fixture in tests/conftest.py); each test takes a bucket of its own.
-`env()` is what a client needs: the standard AWS variables, which core/storage.py
-turns into tensorflow-io's.
+each on a free port P whose P+10000 (SeaweedFS's gRPC port for it) is free too (the gateway a
+process of its own with `gateway_apart`, for the store-fault chain). One server per test process
+(the session fixture in tests/conftest.py); each test takes a bucket of its own. `env()` is what
+a client needs: the standard AWS variables, which core/storage.py turns into tensorflow-io's.
 """
 import json
 import os
@@ -50,7 +50,7 @@ class Server:
 
     gateway_apart=True runs the S3 gateway as a process of its own (`weed s3` in front of the
     server's filer), so that kill_gateway() can crash only it: restarting it is ready in a
-    second, while a restarted `weed server` refuses writes for 15 s (its master's warm-up after
+    second, while a restarted `weed server` fails writes for 15 s (its master's warm-up after
     a leader change, weed/topology/topology.go IsWarmingUp: 3 pulses of a fixed 5 s, no flag).
     A client of the endpoint sees the same either way: connections refused."""
 
@@ -167,8 +167,9 @@ class Server:
                 return
             except Exception:  # pylint: disable=broad-except  (not up yet)
                 time.sleep(0.3)
+        tail = self.log_tail()   # stop() removes the log with the folder
         self.stop()
-        raise RuntimeError(f'weed server did not serve S3 in {timeout:.0f} s: {self.log_tail()}')
+        raise RuntimeError(f'weed server did not serve S3 in {timeout:.0f} s: {tail}')
 
     def log_tail(self) -> str:
         with open(self.log, errors='replace') as handle:
