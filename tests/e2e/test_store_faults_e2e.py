@@ -1,15 +1,19 @@
 """When the store fails during a run (docs/storage.md, "When the store fails"): a local run on a
-SeaweedFS of its own (tests/support/seaweedfs.py) whose process this test kills (SIGKILL: a crash
-or an evicted pod, connections refused), stops (SIGSTOP: hung, connections accepted and never
-answered) and starts again, at several points of the run.
+SeaweedFS of its own (tests/support/seaweedfs.py) whose processes this test kills (SIGKILL: a
+crash or an evicted pod, connections refused), stops (SIGSTOP: hung, connections accepted and
+never answered) and starts again, at several points of the run. Its S3 gateway is a process of
+its own, so that the first two crashes kill only the gateway: a run sees the same refused
+endpoint, and the gateway restarted is ready in a second, where a whole restarted SeaweedFS
+fails writes for 15 s (its master's warm-up) before the next run may start. The whole store is
+restarted once, under the last run's Pusher, where riding out that warm-up is the point.
 
 One chain of runs into one output, each the next one's "after", so that every fault is followed
 by the run that must recover from it:
-  1. SIGKILL during ImageExampleGen: the run ends within the bound, exit 75, one line naming
-     the store, bucket and stage; ML Metadata shows the stage FAILED; nothing left running; the
-     lock is free; nothing in serving/.
-  2. the store back, `--steps 80`: SIGKILL during training (after checkpoints): the same, for
-     ImageTrainer.
+  1. SIGKILL (the gateway) during ImageExampleGen: the run ends within the bound, exit 75, one
+     line naming the store, bucket and stage; ML Metadata shows the stage FAILED; nothing left
+     running; the lock is free; nothing in serving/.
+  2. the store back, `--steps 80`: SIGKILL (the gateway) during training (after checkpoints):
+     the same, for ImageTrainer.
   3. the same command, the store back, and a blip (SIGSTOP for ~5 s) during the Evaluator: the
      run completes: it ingests again (the failed Examples are never used), resumes training
      from run 2's checkpoints, and pushes version 1.
@@ -17,7 +21,8 @@ by the run that must recover from it:
      version 1 untouched and the only one models.config names.
   5. the same command once the store answers: Trainer and Evaluator cached (nothing trained
      again), version 2 pushed and loadable, although the store is restarted under the Pusher
-     (connections refused for a few seconds: a blip the clients ride out).
+     (connections refused for a few seconds, then writes failing through its master's 15-s
+     warm-up: a blip the clients ride out).
 The bound here is `--store-timeout 12s` (each fault that ends a run waits for it, three times:
 short enough to keep the test short, long enough over the blips the runs must ride out, a 5-s
 pause and a restart of the store); the assertion allows a generous margin for a busy
@@ -51,7 +56,7 @@ MARGIN = 120
 @pytest.fixture(scope='module')
 def store():
     """A SeaweedFS of this file's own: the session's is shared by other tests."""
-    server = seaweedfs_lib.Server()
+    server = seaweedfs_lib.Server(gateway_apart=True)
     yield server
     server.stop()
 
@@ -166,7 +171,7 @@ def test_store_faults_end_the_run_in_one_line_and_the_next_run_recovers(store, t
         return lambda stdout, log: f'Component {stage} is running.' in log
 
     # 1. SIGKILL during ingestion.
-    code, stdout, seconds = _run(base, env, running('ImageExampleGen'), store.kill)
+    code, stdout, seconds = _run(base, env, running('ImageExampleGen'), store.kill_gateway)
     _assert_ended_by_the_store(code, stdout, seconds, store, bucket, 'ImageExampleGen', out)
     store.start()
     assert _serving(store, bucket) == ({}, '')
@@ -174,7 +179,7 @@ def test_store_faults_end_the_run_in_one_line_and_the_next_run_recovers(store, t
     # 2. SIGKILL during training, after its first checkpoints (every 10 steps in smoke).
     training = base + ['--steps', '80']
     code, stdout, seconds = _run(training, env, lambda stdout, log: 'training: step' in stdout,
-                                 store.kill)
+                                 store.kill_gateway)
     _assert_ended_by_the_store(code, stdout, seconds, store, bucket, 'ImageTrainer', out)
     store.start()
     assert _serving(store, bucket) == ({}, '')
@@ -203,7 +208,8 @@ def test_store_faults_end_the_run_in_one_line_and_the_next_run_recovers(store, t
     assert _labelled(config) == {1}, config
 
     # 5. The next run: nothing trained or evaluated again, version 2 pushed; and the store
-    # restarted under the Pusher (refused for a few seconds) is ridden out.
+    # restarted under the Pusher (refused for a few seconds, then its writes failing through the
+    # 15 s of its master's warm-up) is ridden out.
     def restart():
         store.kill()
         store.start()

@@ -3,10 +3,10 @@
 `make test` builds its binary from the Go module proxy into .tools/weed (tools/seaweedfs/go.mod;
 docs/testing.md "S3"). `Server` starts `weed server -s3` on the loopback with a static identity
 (`-s3.config`): a master, a volume server, a filer and the S3 gateway, in a temporary folder,
-each on a free port P whose P+10000 (SeaweedFS's gRPC port for it) is free too. One server per
-test process (the session fixture in tests/conftest.py); each test takes a bucket of its own.
-`env()` is what a client needs: the standard AWS variables, which core/storage.py
-turns into tensorflow-io's.
+each on a free port P whose P+10000 (SeaweedFS's gRPC port for it) is free too (the gateway a
+process of its own with `gateway_apart`, for the store-fault chain). One server per test process
+(the session fixture in tests/conftest.py); each test takes a bucket of its own. `env()` is what
+a client needs: the standard AWS variables, which core/storage.py turns into tensorflow-io's.
 """
 import json
 import os
@@ -46,9 +46,15 @@ def free_ports(count: int, start: int) -> list:
 
 
 class Server:
-    """`weed server` with S3 on the loopback, until stop()."""
+    """`weed server` with S3 on the loopback, until stop().
 
-    def __init__(self):
+    gateway_apart=True runs the S3 gateway as a process of its own (`weed s3` in front of the
+    server's filer), so that kill_gateway() can crash only it: restarting it is ready in a
+    second, while a restarted `weed server` fails writes for 15 s (its master's warm-up after
+    a leader change, weed/topology/topology.go IsWarmingUp: 3 pulses of a fixed 5 s, no flag).
+    A client of the endpoint sees the same either way: connections refused."""
+
+    def __init__(self, gateway_apart: bool = False):
         if not os.access(BINARY, os.X_OK):
             raise RuntimeError(f'SeaweedFS is not built: {BINARY} is missing; `make test` '
                                'builds it (make .tools/weed)')
@@ -72,9 +78,8 @@ class Server:
             # Its glog files and the filer's and gateway's local sockets in its own folder.
             BINARY, f'-logdir={self.folder}', 'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
             f'-filer.localSocket={os.path.join(self.folder, "filer.sock")}',
-            f'-s3.localSocket={os.path.join(self.folder, "s3.sock")}',
             f'-dir={os.path.join(self.folder, "data")}', f'-master.port={master}',
-            f'-volume.port={volume}', f'-filer.port={filer}', '-s3', f'-s3.port={s3}',
+            f'-volume.port={volume}', f'-filer.port={filer}',
             # Each bucket is a collection, and its first write grows 7 volumes
             # (master.toml copy_1); weed server's default of 8 volumes left a third
             # bucket with "No writable volumes and no free volumes left" (S3
@@ -82,29 +87,58 @@ class Server:
             '-volume.max=300', '-master.volumeSizeLimitMB=64',
             # A restarted master elects itself leader after this (10 s by default): until
             # then no read or write of an object is served (a lone master needs no more).
-            '-master.electionTimeout=1s',
-            f'-s3.config={config}']
+            '-master.electionTimeout=1s']
+        socket_file = os.path.join(self.folder, 's3.sock')
+        if gateway_apart:
+            self._command.append('-filer')   # implied by -s3 otherwise
+            # Its Iceberg and Lance servers off: their fixed ports (8181, 9101) are another
+            # server's.
+            self._gateway_command = [
+                BINARY, f'-logdir={self.folder}', 's3', f'-filer=127.0.0.1:{filer}',
+                '-ip.bind=127.0.0.1', f'-port={s3}', f'-localSocket={socket_file}',
+                f'-config={config}', '-port.iceberg=0', '-port.lance=0']
+        else:
+            self._gateway_command = None
+            self._command += [f'-s3.localSocket={socket_file}', '-s3', f'-s3.port={s3}',
+                              f'-s3.config={config}']
+        self.process = self.gateway = None
         self.start()
 
+    def _processes(self) -> list:
+        return [p for p in (self.process, self.gateway) if p is not None]
+
     def start(self) -> None:
-        """Starts the server (again, after kill(): same ports, same data) and waits for S3."""
+        """Starts what is not running (again, after kill() or kill_gateway(): same ports, same
+        data) and waits for S3."""
         with open(self.log, 'a') as log:
-            self.process = subprocess.Popen(self._command, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+            if self.process is None or self.process.poll() is not None:
+                self.process = subprocess.Popen(self._command, stdout=log,
+                                                stderr=subprocess.STDOUT, start_new_session=True)
+            if self._gateway_command and (self.gateway is None or self.gateway.poll() is not None):
+                self.gateway = subprocess.Popen(self._gateway_command, stdout=log,
+                                                stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_ready()
 
     # The faults of tests/e2e/test_store_faults_e2e.py.
     def kill(self) -> None:
         """SIGKILL, as a crash or an evicted pod: connections are refused until start()."""
-        self.process.kill()
-        self.process.wait()
+        for process in self._processes():
+            process.kill()
+            process.wait()
+
+    def kill_gateway(self) -> None:
+        """SIGKILL of the S3 gateway alone (gateway_apart): refused until start()."""
+        self.gateway.kill()
+        self.gateway.wait()
 
     def pause(self) -> None:
         """SIGSTOP: the store hangs; the kernel still accepts connections, nothing answers."""
-        self.process.send_signal(signal.SIGSTOP)
+        for process in self._processes():
+            process.send_signal(signal.SIGSTOP)
 
     def resume(self) -> None:
-        self.process.send_signal(signal.SIGCONT)
+        for process in self._processes():
+            process.send_signal(signal.SIGCONT)
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
         """Until the S3 gateway answers a signed ListBuckets (the filer behind it is up) and,
@@ -115,9 +149,10 @@ class Server:
         resumed training 25 s late)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f'weed server exited with {self.process.returncode}: '
-                                   f'{self.log_tail()}')
+            for process in self._processes():
+                if process.poll() is not None:
+                    raise RuntimeError(f'weed exited with {process.returncode}: '
+                                       f'{self.log_tail()}')
             try:
                 client = self.client()
                 for bucket in client.list_buckets().get('Buckets', ()):
@@ -132,8 +167,9 @@ class Server:
                 return
             except Exception:  # pylint: disable=broad-except  (not up yet)
                 time.sleep(0.3)
+        tail = self.log_tail()   # stop() removes the log with the folder
         self.stop()
-        raise RuntimeError(f'weed server did not serve S3 in {timeout:.0f} s: {self.log_tail()}')
+        raise RuntimeError(f'weed server did not serve S3 in {timeout:.0f} s: {tail}')
 
     def log_tail(self) -> str:
         with open(self.log, errors='replace') as handle:
@@ -176,9 +212,10 @@ class Server:
     def stop(self) -> None:
         """Killed, not asked: its graceful shutdown takes about 20 s, and the data is thrown
         away with its folder."""
-        if self.process.poll() is None:
-            self.process.kill()   # a SIGSTOPped process dies of SIGKILL too
-            self.process.wait()
+        for process in self._processes():
+            if process.poll() is None:
+                process.kill()   # a SIGSTOPped process dies of SIGKILL too
+                process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
         for socket_file in self._grpc_sockets:
             if os.path.exists(socket_file):
