@@ -432,21 +432,30 @@ def open_read(uri: str):
     return io.BufferedReader(_ObjectReader(uri), buffer_size=READ_CHUNK_BYTES)
 
 
+def _pages(uri: str, bucket: str, prefix: str, **options):
+    """Every page of list_objects_v2 under prefix (1,000 entries a page), each asked through
+    _asked: StoreUnanswered when the store does not answer."""
+    token = None
+    while True:
+        more = {'ContinuationToken': token} if token else {}
+        page = _asked(uri, lambda client: client.list_objects_v2(
+            Bucket=bucket, Prefix=prefix, **options, **more))  # noqa: B023 (called at once)
+        yield page
+        token = page.get('NextContinuationToken')
+        if not token:
+            return
+
+
 def children(uri: str) -> list:
     """The names directly under an object-store folder (files and sub-folders, sorted; [] when
     there is none), or StoreUnanswered: tf.io.gfile.isdir reads an outage as "no folder"."""
     bucket, _, prefix = to_s3(uri)[len(S3):].partition('/')
     prefix = prefix.rstrip('/') + '/' if prefix.rstrip('/') else ''
-    names, token = set(), None
-    while True:  # 1,000 names a page
-        more = {'ContinuationToken': token} if token else {}
-        page = _asked(uri, lambda client: client.list_objects_v2(
-            Bucket=bucket, Prefix=prefix, Delimiter='/', **more))  # noqa: B023 (called at once)
+    names = set()
+    for page in _pages(uri, bucket, prefix, Delimiter='/'):
         names.update(p['Prefix'][len(prefix):].rstrip('/') for p in page.get('CommonPrefixes', ()))
         names.update(o['Key'][len(prefix):] for o in page.get('Contents', ()))
-        token = page.get('NextContinuationToken')
-        if not token:
-            return sorted(n for n in names if n)
+    return sorted(n for n in names if n)
 
 
 # S3's DeleteObjects takes at most this many keys a request.
@@ -466,16 +475,10 @@ def remove(uri: str) -> int:
     bucket, _, key = to_s3(uri)[len(S3):].partition('/')
     key = key.rstrip('/')
     prefix = key + '/' if key else ''
-    objects, token = {}, None
+    objects = {}
     try:
-        while True:
-            more = {'ContinuationToken': token} if token else {}
-            page = _asked(uri, lambda client: client.list_objects_v2(
-                Bucket=bucket, Prefix=prefix, **more))  # noqa: B023 (called at once)
+        for page in _pages(uri, bucket, prefix):
             objects.update((o['Key'], o['Size']) for o in page.get('Contents', ()))
-            token = page.get('NextContinuationToken')
-            if not token:
-                break
         if not objects and key:   # not a folder: the one object, if there is one
             try:
                 head = _asked(uri, lambda client: client.head_object(Bucket=bucket, Key=key))
