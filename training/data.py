@@ -12,8 +12,6 @@ a hash of its serialized bytes, and buckets below `held_out_percent` are held ou
 deterministic (the same records on every run, worker and resume), disjoint and complete, and
 the eval split, which blesses the model, is never part of it.
 """
-from typing import Optional
-
 import tensorflow as tf
 
 from core import features, inputs
@@ -150,7 +148,7 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
                   spec: inputs.InputSpec = inputs.InputSpec(),
                   augment: str = 'none', flip: bool = False,
                   held_out_percent: int = 0, shard: str = 'DATA', worker: int = 0,
-                  num_workers: int = 1, joined_at: Optional[int] = None) -> tf.data.Dataset:
+                  num_workers: int = 1) -> tf.data.Dataset:
     """An endless, shuffled stream of (features, label) batches of exactly global_batch_size.
 
     drop_remainder keeps every micro-batch at the global batch, which the loss normalisation
@@ -165,36 +163,23 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
     shard is how several workers split it (shard_policy); under FILE, this is worker `worker` of
     `num_workers` (tf.distribute's input pipeline id, distribute.input_pipeline) and the stream
     is its own. The eval and held-out sets stay DATA, so every example counts once, wherever it
-    is read. joined_at (this stream's position when the held-out slice joined training,
-    join.py) makes it a new stream from there: the whole train split, shuffled afresh, its
-    positions (the augmentation's keys) counted on from joined_at, and skip_examples counted
-    from the start as before, so a run resumed after the join replays only what came since.
+    is read.
     """
     (worker, num_workers), policy = _file_shard(shard, worker, num_workers)
-    if joined_at is not None:
-        if not 0 <= joined_at <= skip_examples:
-            raise ValueError(f'joined_at must be in [0, skip_examples ({skip_examples})], got '
-                             f'{joined_at}')
-        held_out_percent, skip_examples = 0, skip_examples - joined_at
-    start = joined_at or 0
-    # A shuffle of its own after the join: the held-in examples do not come back in the old
-    # stream's order, which restarts at position 0 of its seed.
-    shuffle_seed = seed + 1 if joined_at is not None else seed
     records = _train_records(file_pattern, held_out_percent, worker, num_workers)
     decode_first = cache_decoded and spec.kind != 'tabular'
     if spec.kind != 'tabular' and augment_lib.is_active(augment, flip, image_shape):
         return _sharded(_augmented(records, decode_first, global_batch_size, image_shape,
-                                   shuffle_seed, skip_examples, shuffle_buffer, spec,
+                                   seed, skip_examples, shuffle_buffer, spec,
                                    augment_lib.make_augment_fn(augment, flip, seed, image_shape),
-                                   worker, num_workers, start),
+                                   worker, num_workers),
                         policy)
     if decode_first:
         stream = records.map(_parse_image_fn(image_shape, spec),
                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).cache()
     else:
         stream = records.cache() if cache_decoded else records
-    stream = stream.shuffle(shuffle_buffer, seed=shuffle_seed,
-                            reshuffle_each_iteration=True).repeat()
+    stream = stream.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
     if skip_examples:  # before decoding when not cached: a resumed run skips cheaply
         stream = stream.skip(skip_examples)
     if decode_first:
@@ -205,8 +190,7 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
 
 
 def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip_examples,
-               shuffle_buffer, spec, augment_fn, worker, num_workers, start: int = 0
-               ) -> tf.data.Dataset:
+               shuffle_buffer, spec, augment_fn, worker, num_workers) -> tf.data.Dataset:
     # The same shuffled stream as train_dataset's; enumerate numbers it before the skip.
     # Under FILE each worker numbers its own stream, and position p of worker w is keyed
     # p * W + w: no two examples of any worker share a key (numbering per worker alone would
@@ -214,8 +198,7 @@ def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip
     # (which skips its share, stream_skip) keys as before, and on one stream (W = 1, and every
     # DATA worker, which runs the global stream) the key is the position as it always was.
     # A key from the record itself (a hash) would repeat an example's transformation every
-    # epoch, and the decoded cache no longer holds the record's bytes. A stream made when the
-    # held-out slice joined numbers on from its `start`, so its keys are new ones too.
+    # epoch, and the decoded cache no longer holds the record's bytes.
     parse = _parse_image_fn(image_shape, spec)
     if decode_first:
         stream = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
@@ -223,7 +206,7 @@ def _augmented(records, decode_first, global_batch_size, image_shape, seed, skip
     else:
         stream = records
     stream = stream.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
-    stream = stream.enumerate(start=start).skip(skip_examples)
+    stream = stream.enumerate().skip(skip_examples)
 
     def key(position):
         return position * num_workers + worker if num_workers > 1 else position

@@ -23,7 +23,6 @@ from core import inputs, model_signature
 from training import data, distribute, export, loop, precision, steps as steps_lib
 from training import augment as augment_lib, warm_start, warmup
 from training import flip_choice, length, plan, speed, trial
-from training.join import HeldOutJoin
 from training.params import TrainParams
 from training.result import TrainResult
 
@@ -274,7 +273,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
             steps.model, job.warm_start_from, model_signature.describe(
                 job.class_names, job.image_shape, job.input_spec))
         result, flips, shard = _train(job, steps, log_dir, checkpoint_dir, is_chief, scratch,
-                                      note, held_out)
+                                      note)
         result = dataclasses.replace(
             result, held_out_examples=held_out if job.epochs > 0 else None,
             **({} if job.input_spec.kind == 'tabular' else dict(flip=flips.flip_now(),
@@ -317,10 +316,10 @@ def _decide(job: TrainJob, strategy: tf.distribute.Strategy
 
 
 def _train(job: TrainJob, steps: steps_lib.StepFunctions, log_dir: str,
-           checkpoint_dir: Optional[str], is_chief: bool, scratch: Optional[str], note: str,
-           held_out: int) -> Tuple[TrainResult, flip_choice.FlipChoice, str]:
-    """The loop over the job's data (`held_out` examples held out of it): (its result, the flip
-    choice, the train split's sharding over the workers)."""
+           checkpoint_dir: Optional[str], is_chief: bool, scratch: Optional[str], note: str
+           ) -> Tuple[TrainResult, flip_choice.FlipChoice, str]:
+    """The loop over the job's data: (its result, the flip choice, the train split's sharding
+    over the workers)."""
     params = job.params
     eval_data = data.eval_dataset(job.eval_pattern, params.global_batch_size,
                                   job.image_shape, spec=job.input_spec)
@@ -328,8 +327,6 @@ def _train(job: TrainJob, steps: steps_lib.StepFunctions, log_dir: str,
         job.train_pattern, job.held_out_percent, params.global_batch_size, job.image_shape,
         spec=job.input_spec) if job.held_out_percent else None
     flips = _flip_choice(job, steps, held_out_data)
-    with steps.strategy.scope():  # mirrored like the weights, as the loop's StoppingState
-        join = HeldOutJoin(held_out if held_out_data is not None else 0)
     workers, worker = distribute.num_workers(), distribute.input_pipeline(steps.strategy)
     shard = data.shard_policy(len(tf.io.gfile.glob(job.train_pattern)), workers)
     if workers > 1:
@@ -337,20 +334,18 @@ def _train(job: TrainJob, steps: steps_lib.StepFunctions, log_dir: str,
                      'worker %d', workers, shard, job.train_pattern, worker)
 
     def train_data(skip: int) -> tf.data.Dataset:
-        joined = join.joined_at()
         return data.train_dataset(
             job.train_pattern, params.global_batch_size, job.image_shape, params.seed,
             skip_examples=data.stream_skip(skip, shard, workers), shard=shard, worker=worker,
             num_workers=workers, cache_decoded=job.cache_decoded, spec=job.input_spec,
             augment=params.augment, flip=flips.flip_now(),
-            held_out_percent=job.held_out_percent,
-            joined_at=None if joined is None else data.stream_skip(joined, shard, workers))
+            held_out_percent=job.held_out_percent)
     result = loop.run_training(
         steps, train_data, job.options, log_dir=log_dir, checkpoint_dir=checkpoint_dir,
         is_chief=is_chief, checkpoint_write_dir=scratch,
         eval_fn=lambda: steps.evaluate(eval_data, params.eval_steps),
         held_out_fn=None if held_out_data is None else lambda: steps.evaluate(held_out_data),
-        note=note, flip_choice=flips, held_out_join=join)
+        note=note, flip_choice=flips)
     return result, flips, shard
 
 

@@ -19,7 +19,6 @@ import tensorflow as tf
 
 from training import checkpoints, freeze, progress, replan, stopping
 from training.flip_choice import FlipChoice
-from training.join import HeldOutJoin
 from training.params import TrainParams
 from training.result import TrainResult
 from training.steps import StepFunctions
@@ -151,8 +150,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
                  checkpoint_write_dir: Optional[str] = None,
                  held_out_fn: Optional[Callable[[], Dict[str, float]]] = None,
                  note: str = '',
-                 flip_choice: Optional[FlipChoice] = None,
-                 held_out_join: Optional[HeldOutJoin] = None) -> TrainResult:
+                 flip_choice: Optional[FlipChoice] = None) -> TrainResult:
     """Trains for options.train_steps updates or until it stops early, resuming if it can.
 
     make_train_data(skip_examples) must return the training stream with that many examples
@@ -160,10 +158,7 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     held_out_fn evaluates the held-out slice at epoch ends (options.steps_per_epoch > 0); the
     best epoch's weights are restored before eval_fn and the return. flip_choice (flip auto) is
     asked at each epoch end whether flips start now; then the stream is made again from
-    make_train_data at this step (it reads the choice). held_out_join (join.py) is asked at
-    each epoch end whether the held-out slice joins training; then the stream is made again
-    (make_train_data reads its position), the slice is no longer evaluated and the final
-    weights are kept. Every worker restores from
+    make_train_data at this step (it reads the choice). Every worker restores from
     checkpoint_dir; under multi-worker training only the chief writes there, and the others
     write to their own checkpoint_write_dir (saving is collective). Returns the loop's part of
     the TrainResult: the last window's train loss/accuracy, counters, how training stopped and
@@ -172,14 +167,13 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
     """
     with steps.strategy.scope():  # mirrored like the weights they copy
         state = stopping.StoppingState(steps.model.variables)
-    manager = _restore(steps, state, {'flip_choice': flip_choice,
-                                      'held_out_join': held_out_join},
-                       options.train_steps, checkpoint_dir, checkpoint_write_dir)
+    manager = _restore(steps, state, flip_choice, options.train_steps, checkpoint_dir,
+                       checkpoint_write_dir)
     writer = (tf.summary.create_file_writer(log_dir) if log_dir and is_chief
               else tf.summary.create_noop_writer())
     run = _Controller(steps, make_train_data, state, replan.Replanner(
         options, getattr(steps, 'planned_steps', None)), held_out_fn, flip_choice, manager,
-        checkpoint_dir, held_out_join or HeldOutJoin())
+        checkpoint_dir)
     with writer.as_default():
         while not run.stopped and run.step < run.options.train_steps:
             run.update()
@@ -191,14 +185,13 @@ def run_training(steps: StepFunctions, make_train_data: Callable[[int], tf.data.
 
 
 def _restore(steps: StepFunctions, state: stopping.StoppingState,
-             policies: Dict[str, Optional[tf.Module]], train_steps: int,
+             flip_choice: Optional[FlipChoice], train_steps: int,
              checkpoint_dir: Optional[str], write_dir: Optional[str]):
     """The checkpoint manager (None without checkpoint_dir), after restoring the model, the
-    optimizer, the stopping state and the policies given (the flip choice, the held-out join)
-    from the newest checkpoint, if any."""
+    optimizer, the stopping state and the flip choice from the newest checkpoint, if any."""
     if not checkpoint_dir:
         return None
-    extra = {name: policy for name, policy in policies.items() if policy is not None}
+    extra = {'flip_choice': flip_choice} if flip_choice is not None else {}
     checkpoint = tf.train.Checkpoint(**steps.checkpoint_items(), stopping=state, **extra)
     latest = checkpoints.latest(checkpoint_dir)
     if latest:
@@ -212,15 +205,14 @@ class _Controller:
     """One attempt of the loop, as Orbit's Controller: the mechanism around each update (the
     train stream, the clock, logs, TensorBoard, checkpoints, progress events), which asks the
     policies what to do: freeze.Freezing before an update, stopping.EarlyStopping after it, the
-    flip choice, replan.Replanner (the length, `options`) and the held-out join at epoch ends,
-    and checkpoints.save_due."""
+    flip choice and replan.Replanner (the length, `options`) at epoch ends, and
+    checkpoints.save_due."""
 
     def __init__(self, steps: StepFunctions, make_train_data, state: stopping.StoppingState,
                  replanner: replan.Replanner, held_out_fn, flip_choice, manager,
-                 checkpoint_dir: Optional[str], join: HeldOutJoin):
+                 checkpoint_dir: Optional[str]):
         self.steps, self.make_train_data, self.state = steps, make_train_data, state
         self.replanner, self.held_out_fn, self.flip_choice = replanner, held_out_fn, flip_choice
-        self.join = join
         self.manager, self.stopping = manager, stopping.EarlyStopping(state)
         self.freezing = freeze.Freezing(self.options.params.freeze_epochs,
                                         self.options.steps_per_epoch)
@@ -284,9 +276,7 @@ class _Controller:
         options = self.options
         over = self.stopping.over_budget(options, self.clock)
         held_out = None
-        # Once the slice is trained on, its scores rank nothing.
-        if self.held_out_fn is not None and not self.join.joined \
-                and self.stopping.evaluates(options, step, over):
+        if self.held_out_fn is not None and self.stopping.evaluates(options, step, over):
             held_out = self.held_out = self.held_out_fn()
         stop = self.stopping.decide(options, step, held_out, over)
         if held_out is not None:
@@ -300,31 +290,20 @@ class _Controller:
         return stop
 
     def _epoch_end(self, step: int) -> None:
-        """The epoch's time, the flip choice, re-planning, the held-out join (a new stream
-        when flips start or the slice joins)."""
+        """The epoch's time, the flip choice (a new stream when flips start), re-planning."""
         self.speed.epoch_end()
         options = self.options
-        epoch = step // options.steps_per_epoch
-        # Only while epochs remain: flips decided after the last would train nothing; after
-        # the join the held-out slice is not scored, so the choice stays as it is.
-        rebuild = self.flip_choice is not None and not self.stopped and not self.join.joined \
-            and step < options.train_steps and self.flip_choice.at_epoch_end(
-                epoch, self.held_out.get('accuracy', -1.0))
+        # Only while epochs remain: flips decided after the last would train nothing.
+        if self.flip_choice is not None and not self.stopped and step < options.train_steps \
+                and self.flip_choice.at_epoch_end(step // options.steps_per_epoch,
+                                                  self.held_out.get('accuracy', -1.0)):
+            self.iterator = None  # its in-memory cache goes before the next one fills
+            self.iterator = self._stream(step)
         if self.replanner.due(step, self.stopped):
             self.replanner.at_epoch_end(step, self.clock(), stopping.agreed_seconds(
                 self.steps.strategy, self.speed.recent_epoch(options.steps_per_epoch,
                                                              step - self.start_step)))
             self.reporter.update(total=self.options.train_steps)
-        options = self.options   # the join asks the length as re-planned
-        if not self.stopped and self.held_out and self.join.at_epoch_end(
-                epoch, step * options.examples_per_update, options.max_epochs,
-                stopping.patience_start(options.train_steps, options.warmup_steps,
-                                        options.steps_per_epoch),
-                self.held_out['loss'], float(self.state.lowest_loss.numpy())):
-            rebuild = True
-        if rebuild:
-            self.iterator = None  # its in-memory cache goes before the next one fills
-            self.iterator = self._stream(step)
 
     def finish(self, note: str) -> str:
         """Ends the attempt: the stream dropped, the best epoch's weights restored; returns
@@ -336,13 +315,10 @@ class _Controller:
         _drop_in_background(box)
         if self.step < self.options.train_steps:
             self.reporter.update(total=self.step)  # stopped early: the progress line ends complete
-        # After the join the best epoch was scored on a slice since trained on: the last wins.
-        restored = not self.join.joined and self.state.restore_best()
+        restored = self.state.restore_best()
         reason = stopping.describe(self.state, self.options, self.step, restored, note)
         if self.replanner.describe():
             reason += f' ({self.replanner.describe()})'
-        if self.join.describe():
-            reason += f'; {self.join.describe()}'
         logging.info('training stopped after %d steps: %s', self.step, reason)
         return reason
 
@@ -356,8 +332,6 @@ class _Controller:
             skipped_updates=int(self.steps.skipped_updates.numpy()), steps_run=self.step,
             stop_reason=reason, **self.speed.result(), plan_changes=self.replanner.changes(),
             epochs_run=round(self.step / options.steps_per_epoch, 3) if best else None,
-            held_out_joined_epoch=(int(self.join.epoch.numpy()) if self.join.enabled
-                                   and int(self.join.checked_epoch.numpy()) else None),
             best_epoch=best.get('best_epoch'),
             held_out_accuracy=best['best_accuracy'] if held_out else None,
             held_out_loss=best['best_loss'] if held_out else None)

@@ -45,9 +45,6 @@ class TrainResult:
     best_epoch: Optional[int] = None       # with epochs; 0 = none evaluated
     held_out_accuracy: Optional[float] = None   # the best epoch's, when there was one
     held_out_loss: Optional[float] = None
-    # With a held-out slice checked for joining training (training/join.py): the epoch after
-    # which it joined, 0 when it stayed out.
-    held_out_joined_epoch: Optional[int] = None
     # The job (training/job.py).
     held_out_examples: Optional[int] = None     # with epochs
     # Images: whether flips were used. ML Metadata records every other number as a double; the

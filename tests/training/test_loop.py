@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training import flip_choice, join, loop, progress, steps as steps_lib
+from training import flip_choice, loop, progress, steps as steps_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -197,60 +197,6 @@ def test_flips_that_start_at_an_epoch_end_rebuild_the_stream_where_it_was():
                                held_out_fn=lambda: {'accuracy': 0.9, 'loss': 1.0})
     assert built == [(0, False), (4 * 16, True)]   # the stream again, at its place, with flips
     assert result.steps_run == 24 and 'after epoch 1 the model scored' in choice.reason()
-
-
-def _join_run(checkpoint_dir=None, data_until=None):
-    """8 epochs of 4 updates whose held-out loss falls every epoch (its accuracy was best after
-    epoch 1): patience counts from epoch 6, the last quarter, and 2 epochs are left there, so
-    the slice joins (training/join.py). Returns (steps, result, the streams made as (skip,
-    joined_at), the epochs whose held-out slice was scored)."""
-    points, labels = _separable_data()
-    options = loop.LoopOptions.of(train_steps=32, global_batch_size=16, learning_rate=0.05,
-                                  steps_per_epoch=4, max_epochs=8, checkpoint_interval=4,
-                                  optimizer='sgd', patience=2)
-    steps = _steps(options)
-    with steps.strategy.scope():
-        policy = join.HeldOutJoin(500)
-    built, scored = [], []
-
-    def make_train_data(skip):
-        built.append((skip, policy.joined_at()))
-        if policy.joined_at() is None:
-            stream = _stream(points, labels, 16)(skip)
-        else:   # the joined stream: other examples, counted from the join
-            stream = _stream(points[::-1].copy(), labels[::-1].copy(), 16)(
-                skip - policy.joined_at())
-        return stream if data_until is None else stream.take(data_until - skip // 16)
-
-    def held_out():
-        epoch = int(steps.step.numpy()) // 4
-        scored.append(epoch)
-        return {'accuracy': 0.9 if epoch == 1 else 0.5, 'loss': 1.0 / epoch}
-    result = loop.run_training(steps, make_train_data, options, held_out_fn=held_out,
-                               held_out_join=policy, checkpoint_dir=checkpoint_dir)
-    return steps, result, built, scored
-
-
-def test_the_held_out_slice_joins_where_patience_would_start_and_the_last_weights_stay():
-    steps, result, built, scored = _join_run()
-    assert built == [(0, None), (6 * 64, 6 * 64)]    # the stream again, with the slice in it
-    assert result.held_out_joined_epoch == 6 and result.steps_run == 32
-    assert scored == [1, 2, 3, 4, 5, 6]              # not scored once trained on
-    assert 'joined training from epoch 7' in result.stop_reason
-    # Epoch 1 scored best, but the slice has been trained on since: the final weights stay.
-    assert result.best_epoch == 1 and 'restored' not in result.stop_reason
-
-
-def test_a_run_resumed_after_the_join_ends_like_an_uninterrupted_one(tmp_path):
-    straight, _, _, _ = _join_run()
-    ckpt = str(tmp_path / 'ckpt')
-    with pytest.raises(tf.errors.OutOfRangeError):
-        _join_run(ckpt, data_until=30)       # killed in epoch 8, after the join
-    resumed, result, built, scored = _join_run(ckpt)
-    assert result.start_step == 28 and built == [(28 * 16, 6 * 64)]
-    assert scored == [] and result.held_out_joined_epoch == 6
-    for a, b in zip(straight.model.get_weights(), resumed.model.get_weights()):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
 def test_without_a_target_or_a_plan_variable_the_length_stays(tmp_path):

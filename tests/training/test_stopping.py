@@ -117,33 +117,6 @@ def test_the_train_sample_is_held_in_and_spread_over_the_classes_of_a_sorted_spl
     assert images == _images(data.train_sample_dataset(pattern, 25, 30, 32, (8, 8, 1)))
 
 
-@pytest.mark.parametrize('augment', ['none', 'light'])
-def test_the_joined_stream_holds_the_whole_split_and_resumes_where_it_was(tmp_path, augment):
-    # After the held-out slice joins training (training/join.py), the stream from there.
-    pattern = _write_train_split(str(tmp_path / 'train'))
-    held_in, held_out = data.count_split(pattern, 25)
-    joined_at = 2 * held_in   # after two epochs of the held-in stream
-
-    def stream(skip, **joined):
-        return list(data.train_dataset(pattern, 1, (8, 8, 1), seed=3, skip_examples=skip,
-                                       held_out_percent=25, augment=augment, **joined)
-                    .take(held_in + held_out).as_numpy_iterator())
-    first_pass = stream(joined_at, joined_at=joined_at)
-    if augment == 'none':   # every example of the train split once, the held-out ones too
-        assert sorted(image.tobytes() + bytes([int(label[0])]) for image, label in first_pass) == \
-            _images(data.eval_dataset(pattern, 32, (8, 8, 1)))
-    # A run resumed 7 examples after the join reads on exactly where this one was.
-    for (image, label), (again, label_again) in zip(
-            first_pass[7:], stream(joined_at + 7, joined_at=joined_at)):
-        np.testing.assert_array_equal(image, again)
-        np.testing.assert_array_equal(label, label_again)
-    # Not the held-in stream's order: a shuffle of its own.
-    held_in_order = stream(joined_at)
-    assert any(not np.array_equal(a[0], b[0]) for a, b in zip(held_in_order, first_pass[:10]))
-    with pytest.raises(ValueError, match='joined_at must be in'):
-        data.train_dataset(pattern, 1, (8, 8, 1), seed=3, skip_examples=5, joined_at=6)
-
-
 def _problem(seed=0):
     """Separable train points, and a held-out slice whose labels are noise: its accuracy goes
     up and down as training moves the boundary, so patience has something to decide."""
