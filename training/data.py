@@ -7,10 +7,13 @@ sharding deals each worker files of every span, and counts and epochs cover the 
 Images are parsed and decoded one example at a time, then batched; table rows are batched
 first and parsed together (tf.io.parse_example on a batch is far cheaper than per row).
 
-Early stopping holds out a slice of the train split: each record falls in one of 100 buckets by
-a hash of its serialized bytes, and buckets below `held_out_percent` are held out. The split is
-deterministic (the same records on every run, worker and resume), disjoint and complete, and
-the eval split, which blesses the model, is never part of it.
+Early stopping holds out a slice of the train split: each record falls in one of 10,000 buckets
+by a hash of its serialized bytes (hundredths of a percent), and buckets below
+`held_out_percent` x 100 are held out. The split is deterministic (the same records on every
+run, worker and resume), disjoint and complete, and the eval split, which blesses the model, is
+never part of it. A whole percent holds out the records it held out when there were 100
+buckets: the hash's last two decimal digits rank first (_bucket), so a slice sized from the data
+(training/plan.py: 5.21%) is a subset of the next whole percent's.
 """
 import tensorflow as tf
 
@@ -58,13 +61,27 @@ def _records(file_pattern: str, worker: int = 0, num_workers: int = 1) -> tf.dat
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
+BUCKETS = 10_000   # a share of the train split is chosen in hundredths of a percent
+
+
 def _bucket(record: tf.Tensor) -> tf.Tensor:
-    """The record's hash bucket of 100: the held-out slice is the buckets below its percent."""
-    return tf.strings.to_hash_bucket_fast(record, 100)
+    """The record's hash bucket of BUCKETS: the held-out slice is the buckets below its share.
+
+    The bucket's hundreds are the hash modulo 100 (the only bucket there was before shares
+    finer than a percent), its units the next two digits: so `bucket < 100 x p` for a whole
+    percent p is exactly `hash % 100 < p`, and the models trained on a whole percent's slice
+    before keep it."""
+    fine = tf.strings.to_hash_bucket_fast(record, BUCKETS)
+    return (fine % 100) * 100 + fine // 100
 
 
-def _held_out(record: tf.Tensor, held_out_percent: int) -> tf.Tensor:
-    return _bucket(record) < held_out_percent
+def _below(share_percent: float) -> int:
+    """The first bucket above a share of the train split given in percent (to 0.01)."""
+    return int(round(share_percent * BUCKETS / 100))
+
+
+def _held_out(record: tf.Tensor, held_out_percent: float) -> tf.Tensor:
+    return _bucket(record) < _below(held_out_percent)
 
 
 def _one_pass(records: tf.data.Dataset, batch_size: int, image_shape,
@@ -74,7 +91,7 @@ def _one_pass(records: tf.data.Dataset, batch_size: int, image_shape,
                     .prefetch(tf.data.AUTOTUNE))
 
 
-def _train_records(file_pattern: str, held_out_percent: int, worker: int = 0,
+def _train_records(file_pattern: str, held_out_percent: float, worker: int = 0,
                    num_workers: int = 1) -> tf.data.Dataset:
     records = _records(file_pattern, worker, num_workers)
     if held_out_percent:
@@ -82,7 +99,7 @@ def _train_records(file_pattern: str, held_out_percent: int, worker: int = 0,
     return records
 
 
-def count_split(file_pattern: str, held_out_percent: int) -> tuple:
+def count_split(file_pattern: str, held_out_percent: float) -> tuple:
     """(held-in, held-out) record counts of the train split: one pass, nothing decoded."""
     flags = _records(file_pattern).map(lambda r: tf.cast(_held_out(r, held_out_percent),
                                                          tf.int64))
@@ -147,7 +164,7 @@ def train_dataset(file_pattern: str, global_batch_size: int, image_shape, seed: 
                   shuffle_buffer: int = 10_000,
                   spec: inputs.InputSpec = inputs.InputSpec(),
                   augment: str = 'none', flip: bool = False,
-                  held_out_percent: int = 0, shard: str = 'DATA', worker: int = 0,
+                  held_out_percent: float = 0, shard: str = 'DATA', worker: int = 0,
                   num_workers: int = 1) -> tf.data.Dataset:
     """An endless, shuffled stream of (features, label) batches of exactly global_batch_size.
 
@@ -224,14 +241,14 @@ def eval_dataset(file_pattern: str, batch_size: int, image_shape,
     return _one_pass(_records(file_pattern), batch_size, image_shape, spec)
 
 
-def held_out_dataset(file_pattern: str, held_out_percent: int, batch_size: int, image_shape,
+def held_out_dataset(file_pattern: str, held_out_percent: float, batch_size: int, image_shape,
                      spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
     """One pass over the train split's held-out slice, like eval_dataset (never augmented)."""
     records = _records(file_pattern).filter(lambda r: _held_out(r, held_out_percent))
     return _one_pass(records, batch_size, image_shape, spec)
 
 
-def train_sample_dataset(file_pattern: str, held_out_percent: int, sample_percent: int,
+def train_sample_dataset(file_pattern: str, held_out_percent: float, sample_percent: int,
                          batch_size: int, image_shape,
                          spec: inputs.InputSpec = inputs.InputSpec()) -> tf.data.Dataset:
     """One pass over sample_percent of the train split, all held in, unaugmented, like
@@ -239,7 +256,8 @@ def train_sample_dataset(file_pattern: str, held_out_percent: int, sample_percen
     Chosen by the held-out slice's hash (the buckets just above it), so it is spread over every
     class and file as the slice is; the first records of the split may all be of one class."""
     records = _records(file_pattern).filter(lambda r: tf.logical_and(
-        _bucket(r) >= held_out_percent, _bucket(r) < held_out_percent + sample_percent))
+        _bucket(r) >= _below(held_out_percent),
+        _bucket(r) < _below(held_out_percent + sample_percent)))
     return _one_pass(records, batch_size, image_shape, spec)
 
 

@@ -47,7 +47,9 @@ class TrainJob:
     # train_steps and steps_per_epoch from the data); plan.AUTO_EPOCHS: as many as auto_epochs
     # says for the data; 0: options.train_steps, fixed.
     epochs: float = 0.0
-    held_out_percent: int = 0          # share of the train split held out for early stopping
+    # The share of the train split held out for early stopping, in percent to 0.01: asked
+    # (validation_percent), then as plan.plan_epochs settled it.
+    held_out_percent: float = 0
 
     @property
     def params(self) -> TrainParams:
@@ -253,7 +255,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
     # The strategy first: a multi-worker one must be made before TensorFlow runs much.
     strategy = strategy or distribute.make_strategy(job.params.devices)
     # The length and the batch from the data, settled once and split over the replicas.
-    job, held_out, note = plan.plan_epochs(job, strategy.num_replicas_in_sync)
+    job, held_out, note, held_out_note = plan.plan_epochs(job, strategy.num_replicas_in_sync)
     job, decision, decide_seconds = _decide(job, strategy)
     keras.utils.set_random_seed(job.params.seed)
     is_chief, task = distribute.chief_and_task(strategy)
@@ -276,6 +278,7 @@ def train_and_export(job: TrainJob, serving_dir: str, log_dir: str,
                                       note)
         result = dataclasses.replace(
             result, held_out_examples=held_out if job.epochs > 0 else None,
+            held_out_reason=held_out_note or None,
             **({} if job.input_spec.kind == 'tabular' else dict(flip=flips.flip_now(),
                                                                 flip_reason=flips.reason())),
             mixed_precision=decision.policy, precision_reason=decision.precision_reason,

@@ -18,7 +18,8 @@ from training.choices import AUGMENTS, FLIP_CHOICES, OPTIMIZERS, POLICIES, XLA_C
 from training import length
 from training.length import (AUTO_BATCH, AUTO_EXAMPLES, AUTO_LARGE_BATCH,
                              AUTO_LARGE_BATCH_UPDATES, AUTO_MAX_EPOCHS, AUTO_MIN_EPOCHS,
-                             AUTO_MIN_TIMED_EPOCHS, AUTO_MIN_UPDATES, AUTO_TRAIN_MINUTES)
+                             AUTO_MIN_TIMED_EPOCHS, AUTO_MIN_UPDATES, AUTO_TRAIN_MINUTES,
+                             MAX_HELD_OUT)
 
 # --model short names: standard architectures (keras.applications, see models/applications.py).
 NAMED_MODELS = {name: 'models.applications.' + name
@@ -64,8 +65,9 @@ class TrainParams(Settings):
         3, 'stop after N epochs without held-out improvement; 0 = run every epoch', '--patience',
         metavar='N')
     validation_percent: int = setting(
-        10, 'share of the train split held out for early stopping; 0 = none',
-        '--validation-percent', metavar='P')
+        10, f'share of the train split held out for early stopping, cut to about '
+        f'{MAX_HELD_OUT:,} examples when it holds more; 0 = none', '--validation-percent',
+        metavar='P')
     time_budget_minutes: float = setting(
         0.0, 'stop training once this much time is spent, keeping the best epoch: 30, 30m, '
         '1.5h', '--time-budget', metavar='MIN', parse='minutes', default_text='none')

@@ -1,15 +1,16 @@
 """How long a training job runs, and whether its train split is cached: planned from the data.
 
 The plan is made once, before anything is built (job.train_and_export calls plan_epochs): the
-train split's held-in and held-out records are counted, the held-out share too small to rank
-epochs goes back into training, and the length policy (training/length.py: the batch from the
-data, the epochs, the time to fit) turns the counts into the loop's options, the batch settled
-in them; the loop then re-plans the epochs to the time (training/replan.py). No TFX imports:
+train split's held-in and held-out records are counted, a held-out share too small to rank
+epochs goes back into training and one larger than ranking needs is cut
+(length.MAX_HELD_OUT), and the length policy (training/length.py: the batch from the data,
+the epochs, the time to fit) turns the counts into the loop's options, the batch settled in
+them; the loop then re-plans the epochs to the time (training/replan.py). No TFX imports:
 the executor decides the in-memory cache with fits_in_cache, and the report estimates updates
 with resolve_train_steps.
 """
 import dataclasses
-from typing import Any, Mapping, Tuple
+from typing import Any, Mapping, NamedTuple, Tuple
 
 from absl import logging
 
@@ -51,38 +52,56 @@ def resolve_train_steps(exec_properties: Mapping[str, Any], num_train_examples: 
     the trainer's properties (the executor's, or as ML Metadata recorded them for the report).
 
     With epochs the trainer counts the held-in part of the train split itself and stops
-    early; this estimate (the whole split, less the held-out share) is for people.
+    early; this estimate (the whole split, less the held-out share, at most
+    length.MAX_HELD_OUT) is for people.
     """
     steps = int(exec_properties['train_steps'])
     if steps > 0:
         return steps
-    held_in = num_train_examples * (100 - int(exec_properties.get('validation_percent') or 0))
+    percent = int(exec_properties.get('validation_percent') or 0)
+    held_in = max(num_train_examples * (100 - percent) // 100,
+                  num_train_examples - length.MAX_HELD_OUT)
     return length.by_epochs(int(exec_properties['global_batch_size']),
-                            int(exec_properties['accumulation_steps']), held_in // 100,
+                            int(exec_properties['accumulation_steps']), held_in,
                             float(exec_properties['train_epochs'])).train_steps
 
 
-def plan_epochs(job, replicas: int = 1) -> Tuple[Any, int, str]:
-    """(the TrainJob with its length and batch planned, held-out examples, why there is no
-    early stopping).
+class Planned(NamedTuple):
+    job: Any            # the TrainJob, its length, batch and held-out share settled
+    held_out: int       # held-out examples (0: none)
+    note: str           # why there is no early stopping ('' when there is)
+    held_out_note: str  # why the held-out share is not the one asked ('' when it is)
 
-    Counts the train split's held-in and held-out records once (no decoding); an epoch is one
-    pass over the held-in part, and the learning rate decays over the maximum of epochs. The
-    batch from the data (global_batch_size 0) is settled here, in the job's parameters, and
-    must split evenly over the `replicas` that train it.
+
+def plan_epochs(job, replicas: int = 1) -> Planned:
+    """The TrainJob planned from the data, and what was decided on the way.
+
+    Counts the train split's held-in and held-out records (no decoding; once more when the
+    slice is cut: length.MAX_HELD_OUT); an epoch is one pass over the held-in part, and the learning
+    rate decays over the maximum of epochs. The batch from the data (global_batch_size 0) is
+    settled here, in the job's parameters, and must split evenly over the `replicas` that
+    train it.
     """
     params = job.options.params
     if job.epochs == 0:  # a fixed length trains on the whole train split, uncounted
         options = _with_batch(job.options, length.settle_batch(params.global_batch_size),
                               replicas)
-        return dataclasses.replace(job, held_out_percent=0, options=options), 0, ''
+        return Planned(dataclasses.replace(job, held_out_percent=0, options=options), 0, '',
+                       '')
     percent = job.held_out_percent
     held_in, held_out = data.count_split(job.train_pattern, percent)
     note = '' if percent else 'no held-out slice (validation_percent is 0)'
+    held_out_note = ''
     if percent and held_out < MIN_HELD_OUT:
         note = (f'only {held_out} held-out examples (fewer than {MIN_HELD_OUT}), so they were '
                 f'trained on')
         held_in, held_out, percent = held_in + held_out, 0, 0
+    elif held_out > length.MAX_HELD_OUT:
+        asked, percent = percent, length.held_out_share(percent, held_out)
+        held_in, held_out = data.count_split(job.train_pattern, percent)
+        held_out_note = (f'{percent:g}% of train, not {asked:g}%: {length.MAX_HELD_OUT:,} rank '
+                         'epochs as well, and the rest are trained on')
+        logging.info('Held-out slice: %s', held_out_note)
     planned = length.by_epochs(params.global_batch_size, params.accumulation_steps, held_in,
                                job.epochs)
     if params.freeze_epochs >= planned.epochs:
@@ -97,8 +116,8 @@ def plan_epochs(job, replicas: int = 1) -> Tuple[Any, int, str]:
                  'to %g epochs%s (%d updates)', held_in, held_out, planned.steps_per_epoch,
                  planned.epochs, '' if job.epochs > 0 else ' (from the data)',
                  planned.train_steps)
-    return (dataclasses.replace(job, options=options, held_out_percent=percent,
-                                epochs=planned.epochs), held_out, note)
+    return Planned(dataclasses.replace(job, options=options, held_out_percent=percent,
+                                       epochs=planned.epochs), held_out, note, held_out_note)
 
 
 def _with_batch(options, batch: int, replicas: int):

@@ -47,6 +47,7 @@ class TrainResult:
     held_out_loss: Optional[float] = None
     # The job (training/job.py).
     held_out_examples: Optional[int] = None     # with epochs
+    held_out_reason: Optional[str] = None       # when the share is not the one asked
     # Images: whether flips were used. ML Metadata records every other number as a double; the
     # executor recorded this one as an int, beside the Model's input shape, and readers read one.
     flip: Optional[bool] = dataclasses.field(default=None, metadata={'property': int})

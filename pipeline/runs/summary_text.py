@@ -95,8 +95,8 @@ def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
 
 def training_text(result: TrainResult) -> Optional[str]:
     """How long the model trained, at what batch and why it stopped, as the trainer recorded
-    on the Model: e.g. '14 epochs at batch 64, early stopping: ... (held-out 4,812 examples of
-    train)'. None for a model that records no stop reason."""
+    on the Model: e.g. '14 epochs at batch 64, early stopping: ... (held-out 2,497 examples of
+    train: 5.21% of train, not 10%: ...)'. None for a model that records no stop reason."""
     reason = result.stop_reason
     if not reason:
         return None
@@ -107,7 +107,9 @@ def training_text(result: TrainResult) -> Optional[str]:
     batch = result.global_batch_size or 0
     return (f'{epochs:g} epoch{"" if epochs == 1 else "s"}'
             + (f' at batch {batch:,}' if batch else '') + f', {reason}'
-            + (f' (held-out {held_out:,} examples of train)' if held_out else ''))
+            + (f' (held-out {held_out:,} examples of train'
+               + (f': {result.held_out_reason}' if result.held_out_reason else '') + ')'
+               if held_out else ''))
 
 
 def precision_text(result: TrainResult) -> Optional[str]:
