@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from core import features, inputs
-from training import job as job_lib, length, plan
+from training import data, job as job_lib, length, plan
 from training import loop
 
 from helpers import DIGITS, write_digit_examples
@@ -249,3 +249,26 @@ def test_auto_precision_on_a_bf16_cpu_measures_the_real_model(builder, shape, ex
     # Without bfloat16 instructions no model is built: float32 whatever its size.
     assert job_lib.decide_precision(job, num_gpus=0, bf16_cpu=False) == (
         'float32', 'auto on a CPU without bfloat16 instructions')
+
+
+def test_a_held_out_slice_over_the_most_is_cut_and_says_why(tmp_path, monkeypatch):
+    # 120 digits at 40% hold out about 48; with at most 20 the share is cut to hundredths of a
+    # percent, and the examples it holds out are counted again (the epoch's updates follow).
+    monkeypatch.setattr(plan, 'MIN_HELD_OUT', 5)
+    monkeypatch.setattr(length, 'MAX_HELD_OUT', 20)
+    job, _ = _digits_job(tmp_path, epochs=2.0, held_out_percent=40, validation_percent=40)
+    asked = data.count_split(job.train_pattern, 40)[1]
+    planned = plan.plan_epochs(job)
+    share = planned.job.held_out_percent
+    assert share == length.held_out_share(40, asked) and 0 < share < 40
+    assert 0 < planned.held_out <= 25 < asked   # about 20: a hash is no exact count
+    assert data.count_split(job.train_pattern, share) == (120 - planned.held_out,
+                                                          planned.held_out)
+    assert planned.held_out_note == (f'{share:g}% of train, not 40%: 20 rank epochs as well, '
+                                     'and the rest are trained on')
+    assert planned.note == ''
+    # Under the most, the share is the one asked, and nothing is said.
+    monkeypatch.setattr(length, 'MAX_HELD_OUT', 1000)
+    planned = plan.plan_epochs(job)
+    assert (planned.job.held_out_percent, planned.held_out, planned.held_out_note) == (
+        40, asked, '')

@@ -65,3 +65,14 @@ def test_the_time_target_and_the_trial_taken_off_it():
     assert length.after_trial(150.0, 2.5, 20.0) == 150.0   # a user's budget is kept
     assert length.after_trial(0.0, 0.0, 20.0) == 0.0       # no target: none made
     assert length.after_trial(10.0, 0.0, 20.0) == 1.0      # never to nothing
+
+
+@pytest.mark.parametrize('percent, held_out, share', [
+    (10, 4_792, 5.21),      # Fashion-MNIST's 10% of 47,921: about 2,500 are 5.21%
+    (10, 2_501, 9.99),      # just over: rounded down, never more than asked
+    (20, 10_000, 5.0),
+    (10, 10 ** 9, 0.01)])   # ten billion examples: the finest share, 0.01%
+def test_a_held_out_slice_larger_than_ranking_needs_is_cut_to_a_share_to_001(percent, held_out,
+                                                                           share):
+    assert length.held_out_share(percent, held_out) == share
+    assert share <= percent

@@ -260,3 +260,28 @@ def test_decide_stops_on_a_spent_budget_and_records_the_epoch_first():
     summary = policy.state.summary()
     assert (summary['best_epoch'], summary['stop_code']) == (2, stopping.BUDGET)
     assert int(policy.state.stop_step.numpy()) == 13
+
+
+def test_a_whole_percent_holds_out_what_it_did_with_100_buckets_and_a_finer_share_less(tmp_path):
+    # Models trained on a whole percent's slice before shares finer than a percent keep it:
+    # the records whose hash modulo 100 is below the percent, as the 100 buckets were.
+    pattern = _write_train_split(str(tmp_path / 'train'))
+    records = list(data._records(pattern).as_numpy_iterator())
+    coarse = tf.strings.to_hash_bucket_fast(records, 100).numpy()
+
+    def slice_of(share):
+        return {r for r in data._records(pattern).filter(
+            lambda r: data._held_out(r, share)).as_numpy_iterator()}
+    for percent in (1, 10, 25, 50):
+        assert slice_of(percent) == {r for r, b in zip(records, coarse) if b < percent}
+    # A share to 0.01% is a subset of the next whole percent's slice, and holds the whole
+    # percents below it: 25.5% of 120 records is between 25% and 26%.
+    finer = slice_of(25.5)
+    assert slice_of(25) <= finer <= slice_of(26)
+    assert data.count_split(pattern, 25.5) == (120 - len(finer), len(finer))
+    # The train stream leaves out exactly that slice.
+    stream = data.train_dataset(pattern, 1, (8, 8, 1), seed=3, held_out_percent=25.5)
+    everything = _images(data.eval_dataset(pattern, 32, (8, 8, 1)))
+    kept = _images(stream.take(120 - len(finer)))
+    out = _images(data.held_out_dataset(pattern, 25.5, 32, (8, 8, 1)))
+    assert len(out) == len(finer) and sorted(kept + out) == everything
