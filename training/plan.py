@@ -99,7 +99,7 @@ def plan_epochs(job, replicas: int = 1) -> Planned:
     elif held_out > length.MAX_HELD_OUT:
         asked, percent = percent, length.held_out_share(percent, held_out)
         held_in, held_out = data.count_split(job.train_pattern, percent)
-        held_out_note = (f'{percent:g}% of train, not {asked:g}%: {length.MAX_HELD_OUT:,} rank '
+        held_out_note = (f'{percent:g}%, not {asked:g}%: {length.MAX_HELD_OUT:,} rank '
                          'epochs as well, and the rest are trained on')
         logging.info('Held-out slice: %s', held_out_note)
     planned = length.by_epochs(params.global_batch_size, params.accumulation_steps, held_in,

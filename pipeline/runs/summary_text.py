@@ -95,8 +95,8 @@ def window_text(examples: metadata_store_pb2.Artifact) -> Optional[str]:
 
 def training_text(result: TrainResult) -> Optional[str]:
     """How long the model trained, at what batch and why it stopped, as the trainer recorded
-    on the Model: e.g. '14 epochs at batch 64, early stopping: ... (held-out 2,497 examples of
-    train: 5.21% of train, not 10%: ...)'. None for a model that records no stop reason."""
+    on the Model: e.g. '14 epochs at batch 64, early stopping: ... (held-out 2,481 examples of
+    train: 5.11%, not 10%: ...)'. None for a model that records no stop reason."""
     reason = result.stop_reason
     if not reason:
         return None

@@ -264,7 +264,7 @@ def test_a_held_out_slice_over_the_most_is_cut_and_says_why(tmp_path, monkeypatc
     assert 0 < planned.held_out <= 25 < asked   # about 20: a hash is no exact count
     assert data.count_split(job.train_pattern, share) == (120 - planned.held_out,
                                                           planned.held_out)
-    assert planned.held_out_note == (f'{share:g}% of train, not 40%: 20 rank epochs as well, '
+    assert planned.held_out_note == (f'{share:g}%, not 40%: 20 rank epochs as well, '
                                      'and the rest are trained on')
     assert planned.note == ''
     # Under the most, the share is the one asked, and nothing is said.

@@ -41,11 +41,11 @@ def test_the_training_line_says_how_long_and_why_it_stopped():
     index = next(i for i, line in enumerate(lines) if line.startswith('  accuracy:'))
     assert lines[index + 1] == (f'  training: 14 epochs, {reason} (held-out 4,812 examples '
                                 'of train)')
-    why = '5.21% of train, not 10%: 2,500 rank epochs as well, and the rest are trained on'
+    why = '5.11%, not 10%: 2,500 rank epochs as well, and the rest are trained on'
     cut = summary_text.format_summary(_summary(_model(
-        stop_reason=reason, epochs_run=14.0, held_out_examples=2497.0,
+        stop_reason=reason, epochs_run=14.0, held_out_examples=2481.0,
         held_out_reason=why))).splitlines()
-    assert f'  training: 14 epochs, {reason} (held-out 2,497 examples of train: {why})' in cut
+    assert f'  training: 14 epochs, {reason} (held-out 2,481 examples of train: {why})' in cut
     batched = summary_text.format_summary(_summary(_model(
         stop_reason=reason, epochs_run=14.0, global_batch_size=128.0))).splitlines()
     assert f'  training: 14 epochs at batch 128, {reason}' in batched
