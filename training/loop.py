@@ -9,7 +9,6 @@ Where the running training is goes out as events (progress.py), for a console to
 """
 import dataclasses
 import math
-import threading
 import time
 from typing import Callable, Dict, Optional
 
@@ -17,7 +16,7 @@ from absl import logging
 import keras
 import tensorflow as tf
 
-from training import checkpoints, freeze, progress, replan, stopping
+from training import checkpoints, freeze, progress, replan, stopping, teardown
 from training.flip_choice import FlipChoice
 from training.params import TrainParams
 from training.result import TrainResult
@@ -312,7 +311,7 @@ class _Controller:
         # cache, shuffle buffer and prefetch threads) took 4-31 s on 2 cores, Fashion-MNIST,
         # between the final eval and the export, with nothing waiting for it.
         box, self.iterator = [self.iterator], None
-        _drop_in_background(box)
+        teardown.drop_in_background(box, 'drop-train-stream')
         if self.step < self.options.train_steps:
             self.reporter.update(total=self.step)  # stopped early: the progress line ends complete
         restored = self.state.restore_best()
@@ -348,17 +347,6 @@ def _evaluate(eval_fn: Optional[Callable[[], Dict[str, float]]], step: int) -> D
     logging.info('eval after %d steps: loss %.4f  accuracy %.4f on %d examples',
                  step, metrics['loss'], metrics['accuracy'], int(metrics['examples']))
     return {f'eval_{name}': metrics[name] for name in ('loss', 'accuracy')}
-
-
-def _drop_in_background(box: list) -> None:
-    """Empties `box` in a thread of its own, so that what only it holds is torn down there
-    while this thread goes on.
-
-    Not a daemon: Python waits for it before it finalizes. A daemon thread still in
-    TensorFlow's teardown when a process ends (a worker that has nothing to export ends right
-    after training) is cancelled inside C++ code, and the process aborts ("terminate called
-    after throwing an instance of ''", exit code -6: a two-worker run failed so)."""
-    threading.Thread(target=box.clear, name='drop-train-stream', daemon=False).start()
 
 
 class _Speed:

@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
-from training import speed
+from training import speed, teardown
 
 WARMUP_UPDATES = 2
 ROUNDS = 2
@@ -104,20 +104,38 @@ def run(build: Callable[[Candidate], 'object'], dataset: tf.data.Dataset,
     runs = {}
     for candidate in options:
         start = time.perf_counter()
-        steps = build(candidate)
-        iterator = iter(steps.strategy.experimental_distribute_dataset(dataset))
-        for _ in range(warmup):
-            steps.train_step(iterator)
-        step_start = time.perf_counter()
-        float(steps.train_step(iterator)[0])
-        runs[candidate] = [steps, iterator, time.perf_counter() - step_start, 0.0]
+        runs[candidate] = _Run(build(candidate), dataset)
+        runs[candidate].warm_up(warmup)
         if log:
             log(f'trial: {candidate.label} built and traced in '
                 f'{time.perf_counter() - start:.1f} s')
     for turn in range(rounds):
         for candidate in (options if turn % 2 == 0 else list(reversed(options))):
-            steps, iterator, step_seconds, best = runs[candidate]
-            rate = speed.time_steps(lambda: steps.train_step(iterator), examples_per_update,
-                                    seconds, step_seconds)
-            runs[candidate][3] = max(best, rate)
-    return {candidate: run_[3] for candidate, run_ in runs.items()}
+            runs[candidate].time(examples_per_update, seconds)
+    figures = {candidate: run_.best for candidate, run_ in runs.items()}
+    # The candidates' iterators wait seconds to tens of seconds to be torn down, off the
+    # training's time (teardown.py): they go in a thread, and this one trains.
+    box, runs = [runs], None   # the thread's is then the only reference
+    teardown.drop_in_background(box, 'drop-step-trial')
+    return figures
+
+
+class _Run:
+    """One candidate's step and its own iterator over the trial's batches; the best rate."""
+
+    def __init__(self, steps, dataset: tf.data.Dataset):
+        self.steps = steps
+        self.iterator = iter(steps.strategy.experimental_distribute_dataset(dataset))
+        self.step_seconds, self.best = 0.0, 0.0
+
+    def warm_up(self, updates: int) -> None:
+        for _ in range(updates):
+            self.steps.train_step(self.iterator)
+        start = time.perf_counter()
+        float(self.steps.train_step(self.iterator)[0])
+        self.step_seconds = time.perf_counter() - start
+
+    def time(self, examples_per_update: int, seconds: float) -> None:
+        rate = speed.time_steps(lambda: self.steps.train_step(self.iterator),
+                                examples_per_update, seconds, self.step_seconds)
+        self.best = max(self.best, rate)
