@@ -64,7 +64,7 @@ def can_tell(plain: float, num_classes: int) -> bool:
 
 # How much better the model must score train images than held-out ones: 2 points, about 2.2
 # standard deviations of the difference of two accuracies near 0.9 on 2,000 and 2,500 images
-# (plan.MAX_HELD_OUT; about three near 0.95).
+# (length.MAX_HELD_OUT; about three near 0.95).
 MIN_GAP = 0.02
 # About this many train images are scored against the held-out slice (sample_percent).
 TRAIN_SAMPLE = 2000

@@ -11,7 +11,6 @@ import tensorflow as tf
 from training import flip_choice, loop, progress, steps as steps_lib
 
 
-
 def _separable_data(n=96, dim=4, num_classes=3):
     rng = np.random.default_rng(0)
     labels = rng.integers(0, num_classes, n).astype(np.int32)
