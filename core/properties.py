@@ -13,6 +13,7 @@ NUM_REJECTED = 'num_rejected'        # records quarantined, all reasons
 CLASS_NAMES = 'class_names'          # JSON list, in label order
 INPUT_SPEC = 'input_spec'            # inputs.InputSpec as JSON; absent = encoded images
 MISSING_VALUES = 'missing_values'    # a table's imputed empty values (JSON)
+SPLIT_REASON = 'split_reason'        # the train share of the span and why
 
 
 def num_written(split: str) -> str:

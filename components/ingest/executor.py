@@ -84,8 +84,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         """Runs the Beam graph on one folder into output_dir's Split-* folders, checks the
         counts, and returns the Examples custom properties describing the result."""
         options = listing.options_from_properties(root, input_base, exec_properties)
-        logging.info('Ingesting %s from %s into %s: %d%% train, %s shards, split key %s',
-                     options.source, root, output_dir, options.train_percent,
+        logging.info('Ingesting %s from %s into %s: %s; %s shards, split key %s',
+                     options.source, root, output_dir, options.split_reason,
                      options.shards(), options.split_key)
         pipeline = self._make_beam_pipeline()
         beam_pipeline.build_ingest(pipeline, options, output_dir)
@@ -100,6 +100,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                             by_column=stats.read_rejected_by_column(result))
         properties[property_names.CLASS_NAMES] = json.dumps(described.pop('class_names'))
         properties[property_names.INPUT_SPEC] = described.pop('input_spec').to_json()
+        properties[property_names.SPLIT_REASON] = options.split_reason
         properties.update(described)
         return properties
 

@@ -119,7 +119,7 @@ def inspect_image(data: bytes, max_pixels: int = image_formats.DEFAULT_MAX_IMAGE
     return ImageInfo(format=image_format, height=height, width=width, mode=mode, color=color)
 
 
-def split_of(relative_path: str, train_percent: int) -> str:
+def split_of(relative_path: str, train_percent: float) -> str:
     """Assigns 'train' or 'eval' from a stable hash of the path relative to the input base.
 
     sha256 (not Python's salted hash()) makes the split identical across processes, machines

@@ -12,7 +12,7 @@ import base64
 import hashlib
 import json
 import math
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 # Reason code -> what it means. Codes are stable: they are property names in ML Metadata
 # (`num_rejected_<code>`) and the `reason` field of every quarantine line.
@@ -106,13 +106,52 @@ def _hash64(key: str, part: int) -> int:
     return int.from_bytes(digest[8 * part: 8 * part + 8], 'big')
 
 
-def split_of(key: str, train_percent: int) -> str:
-    """'train' or 'eval' from a stable hash of the split key.
+# Split buckets: a train share is kept in hundredths of a percent (train_share).
+SPLIT_BUCKETS = 10_000
+# train_percent 0 (from the data) trains on this share, or on more when the rest would hold
+# more than max_eval_records (params.py): train_share.
+DEFAULT_TRAIN_PERCENT = 80
+
+
+def split_bucket(key: str) -> int:
+    """The key's split bucket of SPLIT_BUCKETS: a record is train below the train share's.
+
+    The bucket's hundreds are the hash modulo 100, the bucket of every split written before
+    shares finer than a percent existed; its units are the next two digits. So for a whole
+    percent p, `bucket < 100 p` is exactly `hash % 100 < p`: every record of a whole-percent
+    split stays in its split, and a finer share lies between its whole neighbours. (The
+    trainer's held-out slice ranks its buckets the same way, training/data.py `_bucket`, over
+    TensorFlow's hash of the record.)"""
+    fine = _hash64(key, 0) % SPLIT_BUCKETS
+    return (fine % 100) * 100 + fine // 100
+
+
+def split_of(key: str, train_percent: float) -> str:
+    """'train' or 'eval' from a stable hash of the split key; train_percent to 0.01.
 
     sha256 (not Python's salted hash()) makes the split identical across processes, machines
     and worker counts, and adding records never moves an existing one to the other split.
     """
-    return 'train' if _hash64(key, 0) % 100 < train_percent else 'eval'
+    below = int(round(train_percent * SPLIT_BUCKETS / 100))
+    return 'train' if split_bucket(key) < below else 'eval'
+
+
+def train_share(records: int, max_eval_records: int) -> Tuple[float, str]:
+    """train_percent = 0, from the data: (the train share in percent, to 0.01; why).
+
+    20% of the records go to eval, unless that is more than max_eval_records: then the eval
+    share is the one that holds about that many (rounded up to 0.01%), and the rest is trained
+    on. `records` is counted or estimated before Beam starts (a source's estimated_records)."""
+    eval_percent = math.ceil(max_eval_records * 100 * 100 / max(1, records)) / 100
+    if eval_percent >= 100 - DEFAULT_TRAIN_PERCENT:
+        return float(DEFAULT_TRAIN_PERCENT), (
+            f'{DEFAULT_TRAIN_PERCENT}% train: 20% of about {records:,} records is at most '
+            f'{max_eval_records:,} to evaluate on (max_eval_records)')
+    train = round(100 - eval_percent, 2)
+    return train, (f'{train:g}% train, not {DEFAULT_TRAIN_PERCENT}%: {eval_percent:g}% of about '
+                   f'{records:,} records is about {round(records * eval_percent / 100):,} to '
+                   f'evaluate on (max_eval_records {max_eval_records:,}), and the rest are '
+                   'trained on')
 
 
 def shard_of(key: str, num_shards: int) -> int:

@@ -35,9 +35,14 @@ class IngestOptions(IngestParams):
     eval_shards: int = 0            # 0: same as num_shards
     table: Optional[table_rows.Table] = None       # tables: columns, label and types
     files: tuple = ()               # tables: the files, all with the table's columns
+    # The setting's 0 (from the data) resolved by listing.py, to 0.01%, and why.
+    train_percent: float = rules.DEFAULT_TRAIN_PERCENT
+    split_reason: str = ''
 
     def _checks(self):
         yield from super()._checks()
+        yield (0 < self.train_percent < 100,
+               f'train_percent must be in (0, 100) for Beam, got {self.train_percent}')
         yield (self.num_shards >= 1 and self.eval_shards >= 0,
                f'num_shards must be >= 1, got {self.num_shards} (eval {self.eval_shards})')
         yield (self.split_key in ('source', 'content') or (

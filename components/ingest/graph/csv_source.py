@@ -30,6 +30,9 @@ class CsvSource(table_source.TableSource):
         return sum(source.total_bytes(f)[1] for f in options.files) * \
             _EXAMPLE_GROWTH
 
+    def estimated_records(self, options) -> int:
+        return sum(csv_records.estimated_records(path) for path in options.files)
+
     def read_records(self, pipeline, options, name: str) -> beam.PCollection:
         """Big files are cut into ranges on record boundaries (formats/csv_records.py), spread over
         workers and streamed."""

@@ -64,6 +64,11 @@ class ImageSource(source.Source):
             return size * _RAW_GROWTH
         return size
 
+    def estimated_records(self, options) -> int:
+        # The files listed, one per record: the ones later quarantined included.
+        return sum(source.total_bytes(os.path.join(options.root, name, '*'))[0]
+                   for name in options.classes)
+
     def read(self, pipeline, options, temp_dir: str):
         # Create redistributes the listing units over workers. Unlabelled: one unit, ''
         # (the images sit directly in root).

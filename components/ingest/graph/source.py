@@ -91,6 +91,11 @@ class Source(abc.ABC):
         """About how many bytes of Examples the input makes (for the automatic shard count)."""
 
     @abc.abstractmethod
+    def estimated_records(self, options) -> int:
+        """About how many records the input holds, before Beam reads it (for the eval split's
+        share when it is chosen from the data, formats/rules.py train_share)."""
+
+    @abc.abstractmethod
     def read(self, pipeline, options, temp_dir: str):
         """Adds the reading and converting transforms: every record is written to a part file
         under temp_dir (writer.PartWriters) or becomes a quarantine line. Returns the outputs

@@ -75,8 +75,14 @@ def options_from_properties(root: str, input_base: str,
                 for field in dataclasses.fields(IngestParams)}
     # 0 = automatic: ~128 MB per shard, counted once the input is listed.
     options = beam_pipeline.IngestOptions(
-        **dict(settings, num_shards=params.num_shards or 1), root=root, input_base=input_base,
-        **listed)
+        **dict(settings, num_shards=params.num_shards or 1,
+               train_percent=params.train_percent or rules.DEFAULT_TRAIN_PERCENT,
+               split_reason=f'{params.train_percent}% train: as configured (train_percent)'),
+        root=root, input_base=input_base, **listed)
+    if not params.train_percent:  # 0 = from the data: this span's records, counted or estimated
+        share, reason = rules.train_share(source.estimated_records(options),
+                                          params.max_eval_records)
+        options = dataclasses.replace(options, train_percent=share, split_reason=reason)
     if params.num_shards > 0:
         return options
     total = estimated_output_bytes(options)

@@ -183,3 +183,16 @@ def test_a_stray_cr_in_an_unquoted_field_is_quarantined_and_a_long_field_is_read
     assert entry['reason'] == 'malformed_row' and entry['raw'] == rows[5]
     assert 'new-line character seen in unquoted field' in entry['detail']
     assert 'x' * 200_000 in _values(examples.uri, 'notes')
+
+
+@pytest.mark.parametrize('newline', ['\n', '\r\n', '\r'])
+def test_the_records_before_beam_are_counted_in_a_small_file_and_estimated_in_a_large_one(
+        tmp_path, newline):
+    header, row = 'size,kind', '1.5,a'
+    path = os.path.join(_write(tmp_path, newline.join([header] + [row] * 99)),
+                        'penguins.csv')  # no line break at the end
+    assert csv_records.estimated_records(path) == 99
+    # Sampled: 1,000 bytes of 6-byte lines ('1.5,a' and its break) out of 6,010.
+    path = os.path.join(_write(tmp_path, ''.join(f'{line}\n' for line in [header] + [row] * 1000),
+                               name='big.csv'), 'big.csv')
+    assert abs(csv_records.estimated_records(path, sample_bytes=1_000) - 1000) <= 10

@@ -21,7 +21,7 @@ def test_defaults_are_valid_and_paths_derive_from_output(tmp_path):
 
 
 @pytest.mark.parametrize('make, field', [
-    (lambda: IngestParams(train_percent=0), 'train_percent'),
+    (lambda: IngestParams(train_percent=-1), 'train_percent'),
     (lambda: IngestParams(train_percent=100), 'train_percent'),
     (lambda: IngestParams(num_shards=-1), 'num_shards'),
     (lambda: IngestParams(source='avro'), 'source'),

@@ -16,7 +16,7 @@ SPAN_1 = {'train': {'a': 3, 'b': 2}, 'eval': {'a': 1, 'b': 1}}
 SPAN_2 = {'train': {'a': 4, 'b': 5, 'c': 1}, 'eval': {'a': 2, 'c': 1}}
 
 
-def _summary(tmp_path, compress_older=True):
+def _summary(tmp_path, compress_older=True, **properties):
     """A run whose window is spans 1 and 2; StatisticsGen saw span 2 only, as in a real run."""
     older = write_span_records(tmp_path / 'span1', SPAN_1, compress=compress_older)
     newest = write_span_records(tmp_path / 'span2', SPAN_2)
@@ -25,7 +25,7 @@ def _summary(tmp_path, compress_older=True):
                for s, u, c in ((1, older, SPAN_1), (2, newest, SPAN_2))]
     examples = artifact(newest, span=2, num_written_train=10, num_written_eval=3,
                         class_names=json.dumps(['a', 'b', 'c']),
-                        **{window.PROPERTY: window.to_json(entries)})
+                        **{window.PROPERTY: window.to_json(entries)}, **properties)
     stats = write_statistics(str(tmp_path / 'stats'), SPAN_2)
     return summary_lib.RunSummary(run_id='r2', states={'StatisticsGen': 'COMPLETE'},
                                   outputs={'Examples': [examples], 'ExampleStatistics': [stats]})
@@ -41,7 +41,7 @@ def test_the_data_table_counts_each_class_and_split_over_the_whole_window(tmp_pa
     summary = _summary(tmp_path, compress_older=False)
     text = open(page.write_report(summary, str(tmp_path / 'out')), encoding='utf-8').read()
     data, rows = _data(text)
-    assert 'Training window: spans 1-2.' in data
+    assert 'Training window: spans 1-2.' in data and 'split:' not in data  # none recorded
     assert '<th>class</th><th>train (window)</th><th>eval (window)</th>' in data
     # Per span, then per class summed over both (StatisticsGen's span 2 alone: a 4/2, total 10/3).
     assert rows == [('span 1', '5', '2'), ('span 2 (newest)', '10', '3'), ('window', '15', '5'),
@@ -70,3 +70,11 @@ def test_a_window_that_can_no_longer_be_read_shows_the_newest_span_and_says_so(t
     assert "The window&#x27;s records can no longer be read (" in data
     assert 'the counts per class are those of span 2 only (StatisticsGen).' in data
     assert rows == [('a', '4', '2'), ('b', '5', '0'), ('c', '1', '1'), ('total', '10', '3')]
+
+
+def test_the_newest_spans_split_is_said_with_its_reason(tmp_path):
+    reason = '91.66% train, not 80%: 8.34% of about 60,000 records is about 5,004 to evaluate on'
+    summary = _summary(tmp_path, split_reason=reason)
+    data, _ = _data(open(page.write_report(summary, str(tmp_path / 'out')),
+                         encoding='utf-8').read())
+    assert f"The newest span's split: {reason}." in data.replace('&#x27;', "'")

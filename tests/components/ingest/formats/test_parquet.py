@@ -223,3 +223,13 @@ def test_the_executor_ingests_the_latest_span_of_parquet_files(tmp_path):
     assert [name for name, _, _ in spec.numeric] == ['size', 'seen', 'day', 'where.x']
     assert json.loads(examples.get_string_custom_property('missing_values')) == {'size': 12}
     assert json.loads(examples.get_string_custom_property('class_names')) == ['cat', 'dog']
+
+
+def test_the_records_before_beam_are_the_footers_counts(tmp_path):
+    write_parquet(str(tmp_path), 'a.parquet', parquet_table(rows=40), row_group_size=10)
+    write_parquet(str(tmp_path), 'b.parquet', parquet_table(rows=7))
+    (tmp_path / 'c.parquet').write_bytes(b'not parquet at all')  # quarantined: counts nothing
+    source = registry.get('parquet')
+    listed = source.list_input(str(tmp_path), 'kind', {}, (), 'utf-8', False)
+    options = beam_pipeline.IngestOptions(root=str(tmp_path), source='parquet', **listed)
+    assert source.estimated_records(options) == 47

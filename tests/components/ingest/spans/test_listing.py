@@ -77,3 +77,19 @@ def test_automatic_shards_leave_one_train_shard_per_training_worker(tmp_path):
     fixed = listing.options_from_properties(data, data, dict(props, num_shards=3,
                                                                 min_train_shards=4))
     assert fixed.num_shards == 3  # a configured count is used as it is
+
+
+def test_the_train_share_from_the_data_is_chosen_per_span_and_said(tmp_path):
+    data = copy_digits(str(tmp_path / 'data'), classes=('0', '1'), per_class=10)
+    props = {'source': 'images', 'train_percent': 0, 'num_shards': 1}
+    # 20 images: 20% is 4, at most 5 to evaluate on, so 80%.
+    options = listing.options_from_properties(data, data, dict(props, max_eval_records=5))
+    assert options.train_percent == 80 and options.split_reason.startswith('80% train: 20% ')
+    # At most 2: 10% of the 20 listed files.
+    options = listing.options_from_properties(data, data, dict(props, max_eval_records=2))
+    assert options.train_percent == 90 and options.split_reason.startswith(
+        '90% train, not 80%: 10% of about 20 records is about 2 to evaluate on')
+    configured = listing.options_from_properties(data, data, dict(props, train_percent=70,
+                                                                   max_eval_records=2))
+    assert (configured.train_percent, configured.split_reason) == (
+        70, '70% train: as configured (train_percent)')
