@@ -77,7 +77,7 @@ def options_from_properties(root: str, input_base: str,
     options = beam_pipeline.IngestOptions(
         **dict(settings, num_shards=params.num_shards or 1,
                train_percent=params.train_percent or rules.DEFAULT_TRAIN_PERCENT,
-               split_reason=f'{params.train_percent}% train: as configured (train_percent)'),
+               split_reason=f'{params.train_percent}% train (train_percent)'),
         root=root, input_base=input_base, **listed)
     if not params.train_percent:  # 0 = from the data: this span's records, counted or estimated
         share, reason = rules.train_share(source.estimated_records(options),

@@ -91,5 +91,6 @@ def test_the_train_share_from_the_data_is_chosen_per_span_and_said(tmp_path):
         '90% train, not 80%: 10% of about 20 records is about 2 to evaluate on')
     configured = listing.options_from_properties(data, data, dict(props, train_percent=70,
                                                                    max_eval_records=2))
+    assert listing.options_from_properties(data, data, {'source': 'images'}).train_percent == 80
     assert (configured.train_percent, configured.split_reason) == (
-        70, '70% train: as configured (train_percent)')
+        70, '70% train (train_percent)')
