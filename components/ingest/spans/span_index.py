@@ -49,6 +49,10 @@ def _normal(value: Any) -> Any:
 def parameters(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
     """The execution properties that shape the records, normalised."""
     found = {name: _normal(exec_properties.get(name)) for name in OUTPUT_PARAMETERS}
+    # The cap shapes the records only when the share comes from the data (train_percent 0);
+    # left out otherwise, so the keys stored before it existed still match.
+    if found.get('train_percent') != 0:
+        found.pop('max_eval_records', None)
     # Only when set, so the keys training runs stored (and their cache hits) still match.
     if exec_properties.get('unlabelled'):
         found['unlabelled'] = 1

@@ -52,6 +52,19 @@ def test_another_fingerprint_parameter_span_or_base_is_a_miss(tmp_path):
         '/data', 2, 'fp', dict(PROPS, max_rejected_fraction=0.5))) is not None
 
 
+def test_the_eval_cap_is_part_of_the_key_only_when_the_share_comes_from_the_data(tmp_path):
+    root, uri = str(tmp_path / 'root'), _span_folder(str(tmp_path / 'run1'))
+    _record(root, uri)  # a key as stored before max_eval_records existed
+    for cap in (5_000, 10):  # a whole percent: the cap changes nothing written
+        assert span_index.lookup(root, span_index.identity(
+            '/data', 2, 'fp', dict(PROPS, max_eval_records=cap))) is not None
+    _record(root, uri, train_percent=0, max_eval_records=5_000)
+    assert span_index.lookup(root, span_index.identity(
+        '/data', 2, 'fp', dict(PROPS, train_percent=0, max_eval_records=5_000))) is not None
+    assert span_index.lookup(root, span_index.identity(
+        '/data', 2, 'fp', dict(PROPS, train_percent=0, max_eval_records=10))) is None
+
+
 def test_an_entry_whose_data_is_gone_is_ignored(tmp_path, caplog):
     root, uri = str(tmp_path / 'root'), _span_folder(str(tmp_path / 'run1'))
     key = _record(root, uri)
