@@ -70,9 +70,9 @@ class IngestParams(Settings):
         default_text=f'{csv_records.DEFAULT_MAX_RECORD_BYTES:,}', check=_at_least(1))
     # Config file only (no flag):
     # 0: the share is chosen per span from its record count (formats/rules.py train_share),
-    # before Beam starts; spans/listing.py says what it chose and why. Not the default: on
-    # Fashion-MNIST in a timed run the 7,000 more images trained on cost as many epochs as they
-    # gave (docs/benchmarks.md, "An eval split sized from the data").
+    # before Beam starts; spans/listing.py says what it chose and why. Not the default: in a
+    # timed Fashion-MNIST run the 7,000 images it adds to training cost epochs and gained no
+    # accuracy (docs/benchmarks.md, "An eval split sized from the data").
     train_percent: int = setting(
         80, 'the rest is the eval split, by a hash of the split key; 0 = from the data: 80, or '
         'more when 20% of the records is over max_eval_records',
