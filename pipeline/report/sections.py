@@ -39,13 +39,10 @@ def _spans_text(entries) -> str:
 def _window_table(entries, examples) -> str:
     """Which spans the model learnt from, and each one's examples per split."""
     left_out = summary_lib.custom_property(examples, window_lib.NOTE_PROPERTY)
-    # Spans ingested before the split was recorded have none.
-    split = summary_lib.custom_property(examples, properties.SPLIT_REASON)
     out = (f'<p>Training window: {html.escape(_spans_text(entries))}. The model was trained on '
            f'the train splits and evaluated on the eval splits of '
            f'{"all of them" if len(entries) > 1 else "it"}; the counts per class are summed over '
-           'the window.' + (f' Left out: {html.escape(left_out)}.' if left_out else '')
-           + (f' The newest span\'s split: {html.escape(split)}.' if split else '') + '</p>')
+           'the window.' + (f' Left out: {html.escape(left_out)}.' if left_out else '') + '</p>')
     rows = [[f'span {e.span}' + (' (newest)' if e is entries[-1] and len(entries) > 1 else ''),
              e.num_train, e.num_eval] for e in entries]
     if len(entries) > 1:
@@ -82,6 +79,12 @@ def data_section(summary, folder) -> str:
         which = (f'span {newest.span}' if newest is not None and newest.span
                  else 'this run\'s examples')
         out = f'<p>{html.escape(note or f"Examples of {which}.")}</p>'
+    # How the newest span was split, and why (spans ingested before it was recorded have none).
+    reason = (summary_lib.custom_property(examples, properties.SPLIT_REASON)
+              if examples is not None else None)
+    if reason:
+        whose = 'The newest span\'s split' if over_window and not no_spans else 'Split'
+        out += f'<p>{html.escape(f"{whose}: {reason}.")}</p>'
     classes = sorted({c for split in counts.values() for c in split})
     rows = [[c] + [counts[split].get(c, 0) for split in splits] for c in classes]
     rows.append(['total'] + [sum(counts[split].values()) for split in splits])

@@ -78,3 +78,19 @@ def test_the_newest_spans_split_is_said_with_its_reason(tmp_path):
     data, _ = _data(open(page.write_report(summary, str(tmp_path / 'out')),
                          encoding='utf-8').read())
     assert f"The newest span's split: {reason}." in data.replace('&#x27;', "'")
+
+
+def test_a_run_without_span_folders_says_its_split_too(tmp_path):
+    uri = write_span_records(tmp_path / 'span0', SPAN_1)
+    entries = [window.SpanEntry(span=0, uri=uri, fingerprint='', num_train=5, num_eval=2)]
+    examples = artifact(uri, span=0, num_written_train=5, num_written_eval=2,
+                        class_names=json.dumps(['a', 'b']),
+                        split_reason='80% train (train_percent)',
+                        **{window.PROPERTY: window.to_json(entries)})
+    summary = summary_lib.RunSummary(
+        run_id='r1', states={'StatisticsGen': 'COMPLETE'},
+        outputs={'Examples': [examples],
+                 'ExampleStatistics': [write_statistics(str(tmp_path / 'stats'), SPAN_1)]})
+    data, _ = _data(open(page.write_report(summary, str(tmp_path / 'out')),
+                         encoding='utf-8').read())
+    assert 'Training window' not in data and '<p>Split: 80% train (train_percent).</p>' in data
