@@ -4,7 +4,7 @@ No TFX imports. The reading itself is formats/parquet.py (the schema, row groups
 units of work that Beam spreads over workers, each row as csv_records.Record); this module puts
 it behind the Source interface, as csv_source.py does for CSV.
 """
-from typing import Dict, List
+from typing import Dict, Iterator, List
 
 import apache_beam as beam
 
@@ -45,26 +45,23 @@ class ParquetSource(table_source.TableSource):
         del path, encoding
         return []  # the schema types every column but all-null ones (inferred categorical)
 
-    def estimated_output_bytes(self, options) -> int:
-        total = 0
+    @staticmethod
+    def _footers(options) -> Iterator:
+        """Each readable file's footer metadata (no row read); a broken file is quarantined by
+        the graph and writes nothing, so it is skipped here."""
         for path in options.files:
             try:
                 with parquet.opened(path) as reader:
-                    total += sum(reader.metadata.row_group(g).total_byte_size
-                                 for g in range(reader.num_row_groups))
+                    yield reader.metadata
             except (rules.BadRecord, OSError):
-                continue  # quarantined: writes nothing
-        return total * parquet.EXAMPLE_GROWTH
+                continue
+
+    def estimated_output_bytes(self, options) -> int:
+        return sum(meta.row_group(g).total_byte_size for meta in self._footers(options)
+                   for g in range(meta.num_row_groups)) * parquet.EXAMPLE_GROWTH
 
     def estimated_records(self, options) -> int:
-        total = 0
-        for path in options.files:  # the footer's count: exact, no row read
-            try:
-                with parquet.opened(path) as reader:
-                    total += reader.metadata.num_rows
-            except (rules.BadRecord, OSError):
-                continue  # quarantined: writes nothing
-        return total
+        return sum(meta.num_rows for meta in self._footers(options))  # exact
 
     def read_records(self, pipeline, options, name: str) -> beam.PCollection:
         table = options.table

@@ -233,3 +233,6 @@ def test_the_records_before_beam_are_the_footers_counts(tmp_path):
     listed = source.list_input(str(tmp_path), 'kind', {}, (), 'utf-8', False)
     options = beam_pipeline.IngestOptions(root=str(tmp_path), source='parquet', **listed)
     assert source.estimated_records(options) == 47
+    sizes = [pq.ParquetFile(str(tmp_path / name)).metadata for name in ('a.parquet', 'b.parquet')]
+    assert source.estimated_output_bytes(options) == parquet.EXAMPLE_GROWTH * sum(
+        meta.row_group(g).total_byte_size for meta in sizes for g in range(meta.num_row_groups))
